@@ -1,0 +1,46 @@
+# recall: common tasks. `make help` lists them.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: help venv install dev fmt lint test test-rust bench ci
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+venv: $(BIN)/python ## Create the development virtual environment
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip maturin
+
+install: venv ## Install recall with the test extras (release build)
+	$(BIN)/pip install '.[test]'
+
+dev: venv ## Build the extension in place (maturin develop) with dev tools
+	$(BIN)/pip install --quiet -e '.[dev]'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release
+
+fmt: ## Format Rust and Python
+	cargo fmt
+	$(BIN)/ruff format python tests benches
+	$(BIN)/ruff check --fix python tests benches
+
+lint: ## ruff, mypy, stubtest, cargo fmt --check, clippy -D warnings
+	$(BIN)/ruff check python tests benches
+	$(BIN)/ruff format --check python tests benches
+	$(BIN)/mypy
+	$(BIN)/python -m mypy.stubtest recall._core
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+
+test: test-rust ## Rust unit tests and the pytest suite
+	$(BIN)/python -m pytest
+
+test-rust: ## Rust unit tests
+	cargo test --quiet
+
+bench: ## Benchmarks (figures go to benches/RESULTS.md)
+	$(BIN)/python benches/index_throughput.py
+
+ci: ## What CI runs, on this checkout
+	bash .ci/run

@@ -1,0 +1,41 @@
+"""recall: memory for agents that knows what it no longer believes.
+
+A folder of markdown notes is indexed into one SQLite file. `recall.open(path)` gives a `Memory`.
+"""
+
+from __future__ import annotations
+
+from recall.api import IndexReport, Memory, Skipped, StoreStats, open
+from recall.embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder, get_embedder
+from recall.errors import (
+    EmbedderError,
+    EmbedderMismatchError,
+    FrontmatterError,
+    PruneRefusedError,
+    RecallError,
+    StoreError,
+    StoreLockedError,
+    UsageError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "FrontmatterError",
+    "HashingEmbedder",
+    "IndexReport",
+    "Memory",
+    "PruneRefusedError",
+    "RecallError",
+    "Skipped",
+    "StoreError",
+    "StoreLockedError",
+    "StoreStats",
+    "UsageError",
+    "get_embedder",
+    "open",
+]

@@ -1,0 +1,59 @@
+# Hand-written stub of the Rust extension; checked with `python -m mypy.stubtest recall._core`.
+
+from typing import Any, final
+
+__all__ = [
+    "EmbedderMismatchError",
+    "RecallError",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreError",
+    "StoreLockedError",
+    "hashing_embed",
+    "resolution_key",
+]
+
+SCHEMA_VERSION: int
+
+class RecallError(Exception): ...
+class StoreError(RecallError): ...
+class StoreLockedError(StoreError): ...
+class EmbedderMismatchError(StoreError): ...
+
+@final
+class Store:
+    def __new__(cls, path: str) -> Store: ...
+    @property
+    def path(self) -> str: ...
+    def close(self) -> None: ...
+    def meta(self, key: str) -> str | None: ...
+    def embedder(self) -> tuple[str, int, str] | None: ...
+    def known_documents(self, source: str) -> list[tuple[str, str]]: ...
+    def begin(self, name: str, dim: int, fingerprint: str) -> None: ...
+    def put_document(
+        self,
+        *,
+        source: str,
+        path: str,
+        key: str,
+        title: str,
+        content_hash: str,
+        size_bytes: int,
+        valid_from_raw: str | None,
+        valid_until_raw: str | None,
+        valid_from: str | None,
+        valid_until: str | None,
+        metadata_error: str | None,
+        frontmatter: str,
+        chunks: list[tuple[int, str, int, int, int, int, str]],
+        vectors: bytes,
+        edges: list[tuple[str, str]],
+        now: str,
+    ) -> None: ...
+    def remove_documents(self, source: str, paths: list[str]) -> int: ...
+    def commit(self, now: str) -> int: ...
+    def rollback(self) -> None: ...
+    def stats(self) -> dict[str, Any]: ...
+
+def hashing_embed(texts: list[str], dim: int) -> bytes: ...
+def resolution_key(reference: str) -> str: ...

@@ -1,0 +1,195 @@
+"""The `recall` command line (SPEC §8.2).
+
+Owns: argument parsing, choosing the store file, rendering results for people (rich) or scripts
+(`--json`), and exit codes: 0 ok, 1 errors found, 2 usage or input error, 3 trust refusal. Holds
+no logic of its own: everything it prints comes from `recall.api`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from recall.api import IndexReport, StoreStats
+
+app = typer.Typer(
+    name="recall",
+    help="Memory for agents that knows what it no longer believes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
+
+DbOption = typer.Option(
+    None,
+    "--db",
+    help="Store file. Default: $RECALL_DB, else ./recall.db.",
+    show_default=False,
+)
+JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
+
+
+def _db_path(db: Optional[Path]) -> str:
+    if db is not None:
+        return str(db)
+    return os.environ.get("RECALL_DB") or "recall.db"
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def _emit_json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+@app.command()
+def index(
+    paths: list[Path] = typer.Argument(..., help="Folders or files of markdown notes."),
+    db: Optional[Path] = DbOption,
+    as_json: bool = JsonOption,
+    allow_prune: bool = typer.Option(
+        False, "--allow-prune", help="Allow removing more than half of the indexed documents."
+    ),
+    embedder: Optional[str] = typer.Option(
+        None, "--embedder", help="Embedder for a new store (default hashing-256)."
+    ),
+) -> None:
+    """Index notes into the store: incremental, one transaction per run."""
+    import recall
+    from recall.errors import RecallError
+
+    db_path = _db_path(db)
+    try:
+        with recall.open(db_path, embedder=embedder) as mem:
+            if as_json or not sys.stderr.isatty():
+                report = mem.index(paths, allow_prune=allow_prune)
+            else:
+                report = _index_with_progress(mem, paths, allow_prune)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json({"db": db_path, **report.to_dict()})
+    else:
+        _print_index_report(report, db_path)
+    raise typer.Exit(EXIT_OK if report.ok else EXIT_ERRORS)
+
+
+def _index_with_progress(mem: Any, paths: list[Path], allow_prune: bool) -> IndexReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task("indexing", total=None)
+
+        def tick(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        report: IndexReport = mem.index(paths, allow_prune=allow_prune, progress=tick)
+        return report
+
+
+def _print_index_report(report: IndexReport, db_path: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = Console(highlight=False)
+    out.print(
+        f"Indexed into [bold]{escape(db_path)}[/] in {report.seconds:.2f} s "
+        f"(generation {report.generation})"
+    )
+    out.print(
+        f"  added {len(report.added)} · updated {len(report.updated)} · "
+        f"unchanged {report.unchanged} · removed {len(report.removed)} · "
+        f"refused {len(report.refused)} · skipped {len(report.skipped)}"
+    )
+    out.print(f"  chunks written {report.chunks} · embedded {report.embedded}")
+    for title, items, style in (
+        ("refused", report.refused, "red"),
+        ("skipped", report.skipped, "yellow"),
+    ):
+        if items:
+            out.print(f"[{style}]{title}:[/]")
+            for item in items:
+                out.print(f"  {escape(item.path)}: {escape(item.reason)}")
+    if report.removed:
+        out.print("removed:")
+        for path in report.removed:
+            out.print(f"  {escape(path)}")
+
+
+@app.command()
+def stats(db: Optional[Path] = DbOption, as_json: bool = JsonOption) -> None:
+    """Summarise the store: documents, chunks, embedder, freshness, size, edges."""
+    import recall
+    from recall.errors import RecallError
+
+    db_path = _db_path(db)
+    if not Path(db_path).exists():
+        _fail(f"recall stats: {db_path} does not exist; run 'recall index PATH' first")
+    try:
+        with recall.open(db_path) as mem:
+            st = mem.stats()
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(st.to_dict())
+    else:
+        _print_stats(st)
+
+
+def _print_stats(st: StoreStats) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    embedder = f"{st.embedder} ({st.embedder_dim} dims)" if st.embedder else "none yet"
+    rows = [
+        ("store", st.path),
+        ("documents", str(st.documents)),
+        ("chunks", str(st.chunks)),
+        ("embedder", embedder),
+        ("newest indexed", st.newest_indexed_at or "never"),
+        ("last run", st.last_run_at or "never"),
+        ("generation", str(st.generation)),
+        ("file size", _size(st.file_size_bytes)),
+        (
+            "edges",
+            f"{st.edges_resolved} resolved · {st.edges_dangling} dangling · "
+            f"{st.edges_ambiguous} ambiguous · {st.edges_self} self",
+        ),
+        ("metadata errors", str(st.metadata_errors)),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+
+    Console(highlight=False).print(table)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

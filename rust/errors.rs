@@ -1,0 +1,45 @@
+//! The one error type of the Rust core and its single mapping to Python exceptions.
+//!
+//! Owns: the variants and their messages. Does not own: the Python class hierarchy, which is
+//! declared in `lib.rs` and re-exported by `recall.errors`.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum CoreError {
+    /// The SQLite file could not be opened, read or written.
+    #[error("recall store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+
+    /// Another process holds the write lock longer than the busy timeout.
+    #[error("recall store: {path} is locked by another writer; wait for it to finish and retry")]
+    Locked { path: String },
+
+    /// The store was written by a newer recall than this one.
+    #[error(
+        "recall store: {path} has schema version {found}, newer than this recall supports \
+         ({supported}); upgrade recall"
+    )]
+    SchemaTooNew {
+        path: String,
+        found: i64,
+        supported: i64,
+    },
+
+    /// The store's vectors were built with another embedder.
+    #[error(
+        "recall store: {path} was built with embedder '{stored}', not '{requested}'; \
+         use --embedder {stored} or a new --db"
+    )]
+    EmbedderMismatch {
+        path: String,
+        stored: String,
+        requested: String,
+    },
+
+    /// A caller broke an API precondition (wrong vector length, no open write, ...).
+    #[error("recall store: {0}")]
+    Usage(String),
+}
+
+pub type Result<T> = std::result::Result<T, CoreError>;

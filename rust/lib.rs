@@ -1,0 +1,265 @@
+//! `recall._core`: the PyO3 module. Exports only; the work lives in the plain Rust modules so
+//! they can be tested and benched without Python.
+
+pub mod errors;
+pub mod graph;
+pub mod hashing;
+pub mod store;
+
+use std::sync::Mutex;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use errors::CoreError;
+use store::{EmbedderInfo, NewChunk, NewDocument, Store};
+
+create_exception!(
+    recall,
+    RecallError,
+    PyException,
+    "Root of every error recall raises."
+);
+create_exception!(
+    recall,
+    StoreError,
+    RecallError,
+    "The store file could not be used."
+);
+create_exception!(
+    recall,
+    StoreLockedError,
+    StoreError,
+    "Another process holds the store's write lock."
+);
+create_exception!(
+    recall,
+    EmbedderMismatchError,
+    StoreError,
+    "The store was built with another embedder."
+);
+
+/// The single mapping from Rust errors to Python exception classes.
+fn to_py(err: CoreError) -> PyErr {
+    let msg = err.to_string();
+    match err {
+        CoreError::Locked { .. } => StoreLockedError::new_err(msg),
+        CoreError::EmbedderMismatch { .. } => EmbedderMismatchError::new_err(msg),
+        CoreError::Sqlite(_) | CoreError::SchemaTooNew { .. } | CoreError::Usage(_) => {
+            StoreError::new_err(msg)
+        }
+    }
+}
+
+type ChunkRow = (i64, String, i64, i64, i64, i64, String);
+
+#[pyclass(name = "Store", module = "recall._core")]
+struct PyStore {
+    inner: Mutex<Option<Store>>,
+    path: String,
+}
+
+impl PyStore {
+    fn with<T>(&self, f: impl FnOnce(&mut Store) -> errors::Result<T>) -> PyResult<T> {
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::new_err("store lock poisoned"))?;
+        let store = guard
+            .as_mut()
+            .ok_or_else(|| StoreError::new_err(format!("recall store: {} is closed", self.path)))?;
+        f(store).map_err(to_py)
+    }
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+        let store = py.detach(|| Store::open(&path)).map_err(to_py)?;
+        Ok(PyStore {
+            inner: Mutex::new(Some(store)),
+            path,
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Close the file; an open write is rolled back. Idempotent.
+    fn close(&self) -> PyResult<()> {
+        let mut guard = self
+            .inner
+            .lock()
+            .map_err(|_| StoreError::new_err("store lock poisoned"))?;
+        guard.take();
+        Ok(())
+    }
+
+    fn meta(&self, key: &str) -> PyResult<Option<String>> {
+        self.with(|s| s.meta(key))
+    }
+
+    /// (name, dim, fingerprint) of the embedder the store is bound to, or None.
+    fn embedder(&self) -> PyResult<Option<(String, usize, String)>> {
+        self.with(|s| Ok(s.embedder()?.map(|e| (e.name, e.dim, e.fingerprint))))
+    }
+
+    fn known_documents(&self, source: &str) -> PyResult<Vec<(String, String)>> {
+        self.with(|s| s.known_documents(source))
+    }
+
+    fn begin(&self, py: Python<'_>, name: String, dim: usize, fingerprint: String) -> PyResult<()> {
+        let info = EmbedderInfo {
+            name,
+            dim,
+            fingerprint,
+        };
+        py.detach(|| self.with(|s| s.begin(&info)))
+    }
+
+    #[pyo3(signature = (*, source, path, key, title, content_hash, size_bytes, valid_from_raw,
+        valid_until_raw, valid_from, valid_until, metadata_error, frontmatter, chunks, vectors,
+        edges, now))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_document(
+        &self,
+        py: Python<'_>,
+        source: String,
+        path: String,
+        key: String,
+        title: String,
+        content_hash: String,
+        size_bytes: i64,
+        valid_from_raw: Option<String>,
+        valid_until_raw: Option<String>,
+        valid_from: Option<String>,
+        valid_until: Option<String>,
+        metadata_error: Option<String>,
+        frontmatter: String,
+        chunks: Vec<ChunkRow>,
+        vectors: &[u8],
+        edges: Vec<(String, String)>,
+        now: String,
+    ) -> PyResult<()> {
+        if vectors.len() % 4 != 0 {
+            return Err(StoreError::new_err(
+                "recall store: vectors must be float32 bytes",
+            ));
+        }
+        let vectors: Vec<f32> = vectors
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let doc = NewDocument {
+            source,
+            path,
+            key,
+            title,
+            content_hash,
+            size_bytes,
+            valid_from_raw,
+            valid_until_raw,
+            valid_from,
+            valid_until,
+            metadata_error,
+            frontmatter,
+            chunks: chunks
+                .into_iter()
+                .map(
+                    |(ordinal, text, byte_start, byte_end, line_start, line_end, heading_path)| {
+                        NewChunk {
+                            ordinal,
+                            text,
+                            byte_start,
+                            byte_end,
+                            line_start,
+                            line_end,
+                            heading_path,
+                        }
+                    },
+                )
+                .collect(),
+            vectors,
+            edges,
+        };
+        py.detach(|| self.with(|s| s.put_document(&doc, &now)))
+    }
+
+    fn remove_documents(
+        &self,
+        py: Python<'_>,
+        source: String,
+        paths: Vec<String>,
+    ) -> PyResult<usize> {
+        py.detach(|| self.with(|s| s.remove_documents(&source, &paths)))
+    }
+
+    fn commit(&self, py: Python<'_>, now: String) -> PyResult<i64> {
+        py.detach(|| self.with(|s| s.commit(&now)))
+    }
+
+    fn rollback(&self) -> PyResult<()> {
+        self.with(|s| {
+            s.rollback();
+            Ok(())
+        })
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let st = py.detach(|| self.with(|s| s.stats()))?;
+        let d = PyDict::new(py);
+        d.set_item("schema_version", st.schema_version)?;
+        d.set_item("generation", st.generation)?;
+        d.set_item("documents", st.documents)?;
+        d.set_item("chunks", st.chunks)?;
+        d.set_item("vectors", st.vectors)?;
+        d.set_item(
+            "embedder",
+            st.embedder.map(|e| (e.name, e.dim, e.fingerprint)),
+        )?;
+        d.set_item("newest_indexed_at", st.newest_indexed_at)?;
+        d.set_item("last_run_at", st.last_run_at)?;
+        d.set_item("file_size_bytes", st.file_size_bytes)?;
+        d.set_item("edges_resolved", st.edges_resolved)?;
+        d.set_item("edges_dangling", st.edges_dangling)?;
+        d.set_item("edges_ambiguous", st.edges_ambiguous)?;
+        d.set_item("edges_self", st.edges_self)?;
+        d.set_item("metadata_errors", st.metadata_errors)?;
+        Ok(d)
+    }
+}
+
+/// Embed `texts` with `hashing-dim`; returns `len(texts) * dim` little-endian float32 bytes.
+#[pyfunction]
+fn hashing_embed<'py>(py: Python<'py>, texts: Vec<String>, dim: usize) -> Bound<'py, PyBytes> {
+    let out = py.detach(|| store::f32_blob(&hashing::embed(&texts, dim)));
+    PyBytes::new(py, &out)
+}
+
+/// SPEC §2.3 resolution key of a reference or a document path.
+#[pyfunction]
+fn resolution_key(reference: &str) -> String {
+    graph::resolution_key(reference)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("SCHEMA_VERSION", store::SCHEMA_VERSION)?;
+    m.add("RecallError", py.get_type::<RecallError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
+    m.add(
+        "EmbedderMismatchError",
+        py.get_type::<EmbedderMismatchError>(),
+    )?;
+    m.add_class::<PyStore>()?;
+    m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
+    m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
+    Ok(())
+}

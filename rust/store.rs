@@ -1,0 +1,762 @@
+//! The single-file store: the only module that writes SQL.
+//!
+//! Owns: opening the file (bundled SQLite, WAL, busy timeout, sqlite-vec registered statically),
+//! the schema and its forward migrations, the write path of an index run (one transaction per
+//! run, SPEC §1), and read-only summaries. Does not own: parsing, chunking, embedding (Python) or
+//! any trust rule.
+
+use std::path::Path;
+use std::sync::Once;
+
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
+
+use crate::errors::{CoreError, Result};
+
+/// Bumped with every migration appended to `MIGRATIONS`.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE documents (
+    id               INTEGER PRIMARY KEY,
+    source           TEXT NOT NULL,     -- absolute corpus root the path is relative to
+    path             TEXT NOT NULL,     -- relative to source, '/' separated
+    key              TEXT NOT NULL,     -- SPEC §2.3 resolution key of path
+    title            TEXT NOT NULL,
+    content_hash     TEXT NOT NULL,
+    size_bytes       INTEGER NOT NULL,
+    first_indexed_at TEXT NOT NULL,     -- SPEC §2.4 transaction time; never overwritten
+    indexed_at       TEXT NOT NULL,
+    valid_from_raw   TEXT,
+    valid_until_raw  TEXT,
+    valid_from       TEXT,              -- parsed YYYY-MM-DD, NULL when absent
+    valid_until      TEXT,
+    metadata_error   TEXT,              -- e.g. empty window; NULL when the window is sound
+    frontmatter      TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (source, path)
+);
+CREATE INDEX documents_key ON documents(key);
+CREATE TABLE chunks (
+    id           INTEGER PRIMARY KEY,
+    doc_id       INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal      INTEGER NOT NULL,
+    text         TEXT NOT NULL,
+    byte_start   INTEGER NOT NULL,
+    byte_end     INTEGER NOT NULL,
+    line_start   INTEGER NOT NULL,
+    line_end     INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,         -- headings joined with ' > '
+    UNIQUE (doc_id, ordinal)
+);
+CREATE TABLE edges (
+    id      INTEGER PRIMARY KEY,
+    doc_id  INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    raw_ref TEXT NOT NULL,
+    key     TEXT NOT NULL
+);
+CREATE INDEX edges_doc ON edges(doc_id);
+CREATE INDEX edges_key ON edges(key);
+"#];
+
+/// Name of the sqlite-vec table holding one vector per chunk (`chunk_id` = `chunks.id`).
+pub const VEC_TABLE: &str = "vec_chunks";
+
+static REGISTER_VEC: Once = Once::new();
+
+/// Register sqlite-vec with the bundled SQLite so every connection opened afterwards has it.
+fn register_sqlite_vec() {
+    REGISTER_VEC.call_once(|| {
+        // SAFETY: sqlite3_vec_init has the signature of an SQLite extension entry point; the
+        // crate declares it without arguments, hence the transmute. auto_extension is process
+        // global and idempotent behind the Once.
+        unsafe {
+            type EntryPoint = unsafe extern "C" fn(
+                *mut rusqlite::ffi::sqlite3,
+                *mut *mut std::os::raw::c_char,
+                *const rusqlite::ffi::sqlite3_api_routines,
+            ) -> std::os::raw::c_int;
+            let entry: EntryPoint = std::mem::transmute(sqlite_vec::sqlite3_vec_init as *const ());
+            rusqlite::ffi::sqlite3_auto_extension(Some(entry));
+        }
+    });
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbedderInfo {
+    pub name: String,
+    pub dim: usize,
+    pub fingerprint: String,
+}
+
+/// One chunk as written by an index run.
+#[derive(Debug, Clone)]
+pub struct NewChunk {
+    pub ordinal: i64,
+    pub text: String,
+    pub byte_start: i64,
+    pub byte_end: i64,
+    pub line_start: i64,
+    pub line_end: i64,
+    pub heading_path: String,
+}
+
+/// One parsed document as written by an index run. `vectors` holds `chunks.len() * dim` floats.
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    pub source: String,
+    pub path: String,
+    pub key: String,
+    pub title: String,
+    pub content_hash: String,
+    pub size_bytes: i64,
+    pub valid_from_raw: Option<String>,
+    pub valid_until_raw: Option<String>,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub metadata_error: Option<String>,
+    pub frontmatter: String,
+    pub chunks: Vec<NewChunk>,
+    pub vectors: Vec<f32>,
+    /// (raw reference as written, its resolution key)
+    pub edges: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub schema_version: i64,
+    pub generation: i64,
+    pub documents: i64,
+    pub chunks: i64,
+    pub vectors: i64,
+    pub embedder: Option<EmbedderInfo>,
+    pub newest_indexed_at: Option<String>,
+    pub last_run_at: Option<String>,
+    pub file_size_bytes: i64,
+    pub edges_resolved: i64,
+    pub edges_dangling: i64,
+    pub edges_ambiguous: i64,
+    pub edges_self: i64,
+    pub metadata_errors: i64,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: String,
+    in_write: bool,
+}
+
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked)
+    )
+}
+
+impl Store {
+    /// Open (creating if missing) the store at `path` and migrate it forward.
+    pub fn open(path: &str) -> Result<Store> {
+        register_sqlite_vec();
+        if let Some(parent) = Path::new(path).parent() {
+            if !parent.as_os_str().is_empty() && !parent.is_dir() {
+                return Err(CoreError::Usage(format!(
+                    "cannot create {path}: folder {} does not exist",
+                    parent.display()
+                )));
+            }
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // WAL: readers never block on the writer; NORMAL keeps committed data across a killed
+        // process (only a power loss can drop the last commit).
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+            return Err(CoreError::Usage(format!(
+                "cannot switch {path} to WAL mode (got '{mode}')"
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
+        let mut store = Store {
+            conn,
+            path: path.to_string(),
+            in_write: false,
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    fn busy(&self, err: rusqlite::Error) -> CoreError {
+        if is_busy(&err) {
+            CoreError::Locked {
+                path: self.path.clone(),
+            }
+        } else {
+            err.into()
+        }
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let found: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if found > SCHEMA_VERSION {
+            return Err(CoreError::SchemaTooNew {
+                path: self.path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        let result = (|| -> Result<()> {
+            // Re-read under the write lock: another process may have migrated meanwhile.
+            let now: i64 = self
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            for (version, sql) in MIGRATIONS.iter().enumerate().skip(now as usize) {
+                self.conn.execute_batch(sql)?;
+                self.conn
+                    .pragma_update(None, "user_version", (version + 1) as i64)?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.busy(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()?)
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    pub fn embedder(&self) -> Result<Option<EmbedderInfo>> {
+        let (Some(name), Some(dim), Some(fingerprint)) = (
+            self.meta("embedder_name")?,
+            self.meta("embedder_dim")?,
+            self.meta("embedder_fingerprint")?,
+        ) else {
+            return Ok(None);
+        };
+        let dim = dim.parse::<usize>().map_err(|_| {
+            CoreError::Usage(format!(
+                "{}: stored embedder dimension '{dim}' is not a number",
+                self.path
+            ))
+        })?;
+        Ok(Some(EmbedderInfo {
+            name,
+            dim,
+            fingerprint,
+        }))
+    }
+
+    /// Start the write transaction of an index run, binding the store to `embedder` on first use.
+    /// A store bound to another embedder refuses (SPEC §3 lineage).
+    pub fn begin(&mut self, embedder: &EmbedderInfo) -> Result<()> {
+        if self.in_write {
+            return Err(CoreError::Usage(
+                "a write is already open on this store".into(),
+            ));
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        self.in_write = true;
+        let bound = (|| -> Result<()> {
+            match self.embedder()? {
+                Some(stored)
+                    if stored.name != embedder.name
+                        || stored.dim != embedder.dim
+                        || stored.fingerprint != embedder.fingerprint =>
+                {
+                    Err(CoreError::EmbedderMismatch {
+                        path: self.path.clone(),
+                        stored: stored.name,
+                        requested: embedder.name.clone(),
+                    })
+                }
+                Some(_) => Ok(()),
+                None => {
+                    self.set_meta("embedder_name", &embedder.name)?;
+                    self.set_meta("embedder_dim", &embedder.dim.to_string())?;
+                    self.set_meta("embedder_fingerprint", &embedder.fingerprint)?;
+                    self.conn.execute_batch(&format!(
+                        "CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0(
+                             chunk_id INTEGER PRIMARY KEY,
+                             embedding float[{}] distance_metric=cosine)",
+                        embedder.dim
+                    ))?;
+                    Ok(())
+                }
+            }
+        })();
+        if bound.is_err() {
+            self.rollback();
+        }
+        bound
+    }
+
+    fn require_write(&self) -> Result<()> {
+        if self.in_write {
+            Ok(())
+        } else {
+            Err(CoreError::Usage(
+                "no write is open: call begin() first".into(),
+            ))
+        }
+    }
+
+    /// (path, content_hash) of every document indexed under `source`.
+    pub fn known_documents(&self, source: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path, content_hash FROM documents WHERE source = ?1")?;
+        let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    fn delete_chunks_of(&self, doc_id: i64) -> Result<()> {
+        self.conn.execute(
+            &format!(
+                "DELETE FROM {VEC_TABLE} WHERE chunk_id IN (SELECT id FROM chunks WHERE doc_id = ?1)"
+            ),
+            [doc_id],
+        )?;
+        self.conn
+            .execute("DELETE FROM chunks WHERE doc_id = ?1", [doc_id])?;
+        self.conn
+            .execute("DELETE FROM edges WHERE doc_id = ?1", [doc_id])?;
+        Ok(())
+    }
+
+    /// Insert or replace one document with its chunks, vectors and edges. A replaced document
+    /// keeps its `first_indexed_at` (SPEC §2.4).
+    pub fn put_document(&mut self, doc: &NewDocument, now: &str) -> Result<()> {
+        self.require_write()?;
+        let dim = self
+            .embedder()?
+            .ok_or_else(|| CoreError::Usage("store has no embedder bound".into()))?
+            .dim;
+        if doc.vectors.len() != doc.chunks.len() * dim {
+            return Err(CoreError::Usage(format!(
+                "{}: {} chunks need {} vector components, got {}",
+                doc.path,
+                doc.chunks.len(),
+                doc.chunks.len() * dim,
+                doc.vectors.len()
+            )));
+        }
+        let existing: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
+                params![doc.source, doc.path],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let doc_id = match existing {
+            Some(id) => {
+                self.delete_chunks_of(id)?;
+                self.conn.execute(
+                    "UPDATE documents SET key = ?2, title = ?3, content_hash = ?4, size_bytes = ?5,
+                         indexed_at = ?6, valid_from_raw = ?7, valid_until_raw = ?8,
+                         valid_from = ?9, valid_until = ?10, metadata_error = ?11, frontmatter = ?12
+                     WHERE id = ?1",
+                    params![
+                        id,
+                        doc.key,
+                        doc.title,
+                        doc.content_hash,
+                        doc.size_bytes,
+                        now,
+                        doc.valid_from_raw,
+                        doc.valid_until_raw,
+                        doc.valid_from,
+                        doc.valid_until,
+                        doc.metadata_error,
+                        doc.frontmatter
+                    ],
+                )?;
+                id
+            }
+            None => {
+                self.conn.execute(
+                    "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
+                         first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
+                         valid_from, valid_until, metadata_error, frontmatter)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    params![
+                        doc.source,
+                        doc.path,
+                        doc.key,
+                        doc.title,
+                        doc.content_hash,
+                        doc.size_bytes,
+                        now,
+                        doc.valid_from_raw,
+                        doc.valid_until_raw,
+                        doc.valid_from,
+                        doc.valid_until,
+                        doc.metadata_error,
+                        doc.frontmatter
+                    ],
+                )?;
+                self.conn.last_insert_rowid()
+            }
+        };
+        let mut chunk_stmt = self.conn.prepare_cached(
+            "INSERT INTO chunks(doc_id, ordinal, text, byte_start, byte_end, line_start, line_end,
+                 heading_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        let mut vec_stmt = self.conn.prepare_cached(&format!(
+            "INSERT INTO {VEC_TABLE}(chunk_id, embedding) VALUES (?1, ?2)"
+        ))?;
+        for (chunk, vector) in doc.chunks.iter().zip(doc.vectors.chunks_exact(dim.max(1))) {
+            chunk_stmt.execute(params![
+                doc_id,
+                chunk.ordinal,
+                chunk.text,
+                chunk.byte_start,
+                chunk.byte_end,
+                chunk.line_start,
+                chunk.line_end,
+                chunk.heading_path
+            ])?;
+            let chunk_id = self.conn.last_insert_rowid();
+            vec_stmt.execute(params![chunk_id, f32_blob(vector)])?;
+        }
+        let mut edge_stmt = self
+            .conn
+            .prepare_cached("INSERT INTO edges(doc_id, raw_ref, key) VALUES (?1, ?2, ?3)")?;
+        for (raw, key) in &doc.edges {
+            edge_stmt.execute(params![doc_id, raw, key])?;
+        }
+        Ok(())
+    }
+
+    /// Remove documents (with their chunks, vectors and edges) by path under `source`.
+    pub fn remove_documents(&mut self, source: &str, paths: &[String]) -> Result<usize> {
+        self.require_write()?;
+        let mut removed = 0;
+        for path in paths {
+            let id: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
+                    params![source, path],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(id) = id {
+                self.delete_chunks_of(id)?;
+                removed += self
+                    .conn
+                    .execute("DELETE FROM documents WHERE id = ?1", [id])?;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Commit the index run: bump the generation and record the run clock. Returns the new
+    /// generation.
+    pub fn commit(&mut self, now: &str) -> Result<i64> {
+        self.require_write()?;
+        let generation = self
+            .meta("generation")?
+            .and_then(|g| g.parse::<i64>().ok())
+            .unwrap_or(0)
+            + 1;
+        self.set_meta("generation", &generation.to_string())?;
+        self.set_meta("last_run_at", now)?;
+        self.conn
+            .execute_batch("COMMIT")
+            .map_err(|e| self.busy(e))?;
+        self.in_write = false;
+        Ok(generation)
+    }
+
+    /// Abandon the open write, if any. Never fails: a failed rollback leaves SQLite to roll back
+    /// on close.
+    pub fn rollback(&mut self) {
+        if self.in_write {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.in_write = false;
+        }
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        let embedder = self.embedder()?;
+        let vectors = if embedder.is_some() {
+            count(&format!("SELECT count(*) FROM {VEC_TABLE}"))?
+        } else {
+            0
+        };
+        // Each edge resolves against every document's key (SPEC §2.3): none = dangling, only the
+        // declaring document = self-reference, exactly one other = resolved, two or more =
+        // ambiguous.
+        let (resolved, dangling, ambiguous, selfref) = self.conn.query_row(
+            "SELECT
+                 coalesce(sum(n = 1 AND own = 0), 0),
+                 coalesce(sum(n = 0), 0),
+                 coalesce(sum(n >= 2), 0),
+                 coalesce(sum(n = 1 AND own = 1), 0)
+             FROM (SELECT (SELECT count(*) FROM documents d WHERE d.key = e.key) AS n,
+                          (SELECT count(*) FROM documents d WHERE d.key = e.key AND d.id = e.doc_id) AS own
+                   FROM edges e)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let page_size = count("PRAGMA page_size")?;
+        let page_count = count("PRAGMA page_count")?;
+        let wal_size = std::fs::metadata(format!("{}-wal", self.path))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        Ok(Stats {
+            schema_version: self.schema_version()?,
+            generation: self
+                .meta("generation")?
+                .and_then(|g| g.parse().ok())
+                .unwrap_or(0),
+            documents: count("SELECT count(*) FROM documents")?,
+            chunks: count("SELECT count(*) FROM chunks")?,
+            vectors,
+            embedder,
+            newest_indexed_at: self.conn.query_row(
+                "SELECT max(indexed_at) FROM documents",
+                [],
+                |r| r.get(0),
+            )?,
+            last_run_at: self.meta("last_run_at")?,
+            file_size_bytes: page_size * page_count + wal_size as i64,
+            edges_resolved: resolved,
+            edges_dangling: dangling,
+            edges_ambiguous: ambiguous,
+            edges_self: selfref,
+            metadata_errors: count(
+                "SELECT count(*) FROM documents WHERE metadata_error IS NOT NULL",
+            )?,
+        })
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.rollback();
+    }
+}
+
+/// Little-endian f32 bytes, the vector format sqlite-vec reads.
+pub fn f32_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn embedder(dim: usize) -> EmbedderInfo {
+        EmbedderInfo {
+            name: format!("hashing-{dim}"),
+            dim,
+            fingerprint: "fp".into(),
+        }
+    }
+
+    fn doc(path: &str, n_chunks: usize, dim: usize) -> NewDocument {
+        NewDocument {
+            source: "/corpus".into(),
+            path: path.into(),
+            key: path.trim_end_matches(".md").into(),
+            title: path.into(),
+            content_hash: format!("hash-{path}"),
+            size_bytes: 10,
+            valid_from_raw: None,
+            valid_until_raw: None,
+            valid_from: None,
+            valid_until: None,
+            metadata_error: None,
+            frontmatter: "{}".into(),
+            chunks: (0..n_chunks)
+                .map(|i| NewChunk {
+                    ordinal: i as i64,
+                    text: format!("chunk {i}"),
+                    byte_start: 0,
+                    byte_end: 7,
+                    line_start: 1,
+                    line_end: 1,
+                    heading_path: String::new(),
+                })
+                .collect(),
+            vectors: (0..n_chunks * dim).map(|i| (i % 7) as f32 + 1.0).collect(),
+            edges: vec![("[[b]]".into(), "b".into())],
+        }
+    }
+
+    fn temp_db(name: &str) -> String {
+        let dir =
+            std::env::temp_dir().join(format!("recall-store-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("memory.db").to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn write_replace_remove_keeps_first_indexed_at() {
+        let path = temp_db("replace");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store
+            .put_document(&doc("a.md", 2, 4), "2026-01-01T00:00:00.000000Z")
+            .unwrap();
+        store
+            .put_document(&doc("b.md", 1, 4), "2026-01-01T00:00:00.000000Z")
+            .unwrap();
+        assert_eq!(store.commit("2026-01-01T00:00:00.000000Z").unwrap(), 1);
+
+        store.begin(&embedder(4)).unwrap();
+        store
+            .put_document(&doc("a.md", 3, 4), "2026-02-01T00:00:00.000000Z")
+            .unwrap();
+        store.commit("2026-02-01T00:00:00.000000Z").unwrap();
+        let (first, last): (String, String) = store
+            .conn
+            .query_row(
+                "SELECT first_indexed_at, indexed_at FROM documents WHERE path='a.md'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(first, "2026-01-01T00:00:00.000000Z");
+        assert_eq!(last, "2026-02-01T00:00:00.000000Z");
+        let stats = store.stats().unwrap();
+        assert_eq!((stats.documents, stats.chunks, stats.vectors), (2, 4, 4));
+        // a -> b resolves; b -> b is a self-reference.
+        assert_eq!((stats.edges_resolved, stats.edges_self), (1, 1));
+
+        store.begin(&embedder(4)).unwrap();
+        assert_eq!(
+            store.remove_documents("/corpus", &["a.md".into()]).unwrap(),
+            1
+        );
+        store.commit("2026-03-01T00:00:00.000000Z").unwrap();
+        let stats = store.stats().unwrap();
+        assert_eq!(
+            (
+                stats.documents,
+                stats.chunks,
+                stats.vectors,
+                stats.generation
+            ),
+            (1, 1, 1, 3)
+        );
+        assert_eq!(stats.edges_self, 1);
+    }
+
+    #[test]
+    fn rollback_leaves_previous_state() {
+        let path = temp_db("rollback");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 1, 4), "t0").unwrap();
+        store.commit("t0").unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("b.md", 1, 4), "t1").unwrap();
+        store.rollback();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.stats().unwrap().documents, 1);
+    }
+
+    #[test]
+    fn other_embedder_is_refused() {
+        let path = temp_db("lineage");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.commit("t0").unwrap();
+        let err = store.begin(&embedder(8)).unwrap_err();
+        assert!(matches!(err, CoreError::EmbedderMismatch { .. }), "{err}");
+        // The refused begin left no write open.
+        store.begin(&embedder(4)).unwrap();
+        store.rollback();
+    }
+
+    #[test]
+    fn wrong_vector_length_is_a_usage_error() {
+        let path = temp_db("veclen");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        let mut d = doc("a.md", 2, 4);
+        d.vectors.pop();
+        assert!(matches!(
+            store.put_document(&d, "t").unwrap_err(),
+            CoreError::Usage(_)
+        ));
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let path = temp_db("schema");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(conn);
+        assert!(matches!(
+            Store::open(&path),
+            Err(CoreError::SchemaTooNew { .. })
+        ));
+    }
+
+    #[test]
+    fn vec0_knn_sees_stored_vectors() {
+        let path = temp_db("knn");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 3, 4), "t").unwrap();
+        store.commit("t").unwrap();
+        let query = f32_blob(&[1.0, 2.0, 3.0, 4.0]);
+        let ids: Vec<i64> = store
+            .conn
+            .prepare("SELECT chunk_id FROM vec_chunks WHERE embedding MATCH ?1 AND k = 2")
+            .unwrap()
+            .query_map([query], |r| r.get(0))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids.len(), 2);
+    }
+}

@@ -1,0 +1,256 @@
+"""Index runs against a real store file: incremental detection, refusals, pruning, lineage."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import recall
+from recall import HashingEmbedder
+
+from .conftest import EXAMPLES, write_corpus
+
+T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
+T1 = dt.datetime(2026, 2, 1, 12, 0, tzinfo=dt.timezone.utc)
+
+
+class CountingEmbedder:
+    """A real hashing embedder that counts the texts it is asked to embed."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.inner = HashingEmbedder(dim)
+        self.calls = 0
+        self.texts = 0
+
+    name = property(lambda self: self.inner.name)
+    dim = property(lambda self: self.inner.dim)
+    fingerprint = property(lambda self: self.inner.fingerprint)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    """Read plain tables with the host sqlite3 (the vec0 table is not touched)."""
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+NOTES = {
+    "a.md": "---\nvalid_from: 2026-01-01\n---\n# Alpha\n\nAlpha answers on port 8080.\n",
+    "b.md": "---\nsupersedes: a.md\n---\n# Beta\n\nBeta replaced alpha; it answers on 9090.\n",
+    "sub/c.md": "# Gamma\n\nGamma notes.\n",
+    "d.txt": "plain text memo about deltas\n",
+}
+
+
+def test_fresh_index_writes_everything(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0)
+        stats = mem.stats()
+    assert sorted(report.added) == ["a.md", "b.md", "d.txt", "sub/c.md"]
+    assert report.ok and report.generation == 1
+    assert report.embedded == report.chunks == stats.chunks == stats.vectors == 4
+    assert stats.documents == 4 and stats.edges_resolved == 1
+    assert stats.embedder == recall.DEFAULT_EMBEDDER
+    assert stats.newest_indexed_at == "2026-01-01T12:00:00.000000Z"
+    docs = rows(tmp_path / "m.db", "SELECT path, key, valid_from, first_indexed_at FROM documents")
+    assert ("a.md", "a", "2026-01-01", "2026-01-01T12:00:00.000000Z") in docs
+    assert ("sub/c.md", "c", None, "2026-01-01T12:00:00.000000Z") in docs
+
+
+def test_unchanged_reindex_embeds_nothing(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    counter = CountingEmbedder()
+    with recall.open(tmp_path / "m.db", embedder=counter) as mem:
+        mem.index(corpus, now=T0)
+        first = counter.texts
+        report = mem.index(corpus, now=T1)
+    assert first == 4
+    assert counter.texts == first, "an unchanged re-index must not embed anything"
+    assert report.embedded == 0 and report.unchanged == 4
+    assert not report.added and not report.updated and not report.removed
+    assert report.generation == 2
+
+
+def test_edit_replaces_and_keeps_first_indexed_at(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    counter = CountingEmbedder()
+    with recall.open(tmp_path / "m.db", embedder=counter) as mem:
+        mem.index(corpus, now=T0)
+        (corpus / "a.md").write_text("# Alpha\n\nAlpha moved to port 7070.\n\nSecond para.\n")
+        report = mem.index(corpus, now=T1)
+    assert report.updated == ["a.md"] and report.unchanged == 3
+    assert report.embedded == counter.texts - 4 == 1
+    ((first, indexed, vf),) = rows(
+        tmp_path / "m.db",
+        "SELECT first_indexed_at, indexed_at, valid_from FROM documents WHERE path = 'a.md'",
+    )
+    assert first == "2026-01-01T12:00:00.000000Z"
+    assert indexed == "2026-02-01T12:00:00.000000Z"
+    assert vf is None, "the edit removed the frontmatter; the stored window must follow"
+    texts = rows(
+        tmp_path / "m.db",
+        "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = 'a.md'",
+    )
+    assert any("7070" in t for (t,) in texts) and not any("8080" in t for (t,) in texts)
+
+
+def test_deleted_file_disappears(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=T0)
+        (corpus / "sub" / "c.md").unlink()
+        report = mem.index(corpus, now=T1)
+        stats = mem.stats()
+    assert report.removed == ["sub/c.md"]
+    assert stats.documents == 3 and stats.chunks == stats.vectors == 3
+    assert rows(tmp_path / "m.db", "SELECT count(*) FROM documents WHERE path='sub/c.md'") == [(0,)]
+
+
+def test_malformed_date_refuses_only_that_file(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, {**NOTES, "bad.md": "---\nvalid_until: 2026-02-30\n---\nbody\n"})
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0)
+    assert not report.ok
+    assert [r.path for r in report.refused] == ["bad.md"]
+    reason = report.refused[0].reason
+    assert "valid_until" in reason and "2026-02-30" in reason
+    assert sorted(report.added) == ["a.md", "b.md", "d.txt", "sub/c.md"]
+
+
+def test_refused_edit_keeps_previous_version(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=T0)
+        (corpus / "a.md").write_text("---\nvalid_from: 2026-1-1\n---\nnew text\n")
+        report = mem.index(corpus, now=T1)
+        assert [r.path for r in report.refused] == ["a.md"]
+        assert not report.removed
+        assert mem.stats().documents == 4
+
+
+def test_empty_window_is_indexed_and_recorded(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(
+        corpus, {"w.md": "---\nvalid_from: 2026-05-01\nvalid_until: 2026-04-01\n---\nbody\n"}
+    )
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0)
+        assert report.ok and mem.stats().metadata_errors == 1
+    (err,) = rows(tmp_path / "m.db", "SELECT metadata_error FROM documents")[0]
+    assert "empty validity window" in str(err)
+
+
+def test_skips_are_reported_with_reasons(tmp_path: Path, corpus: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("# outside\n")
+    write_corpus(
+        corpus,
+        {
+            "ok.md": "# fine\n",
+            ".hidden/secret.md": "# hidden\n",
+            "nul.md": b"abc\x00def",
+            "latin1.md": "caf\xe9".encode("latin-1"),
+            "image.png": b"\x89PNG",
+        },
+    )
+    (corpus / "escape.md").symlink_to(outside)
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0)
+    reasons = {s.path: s.reason for s in report.skipped}
+    assert report.added == ["ok.md"] and report.ok
+    assert reasons[".hidden/"] == "hidden folder"
+    assert "NUL" in reasons["nul.md"]
+    assert "UTF-8" in reasons["latin1.md"]
+    assert "leaves the corpus root" in reasons["escape.md"]
+    assert "image.png" not in reasons
+
+
+def test_oversized_file_is_skipped(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall.api, "MAX_FILE_BYTES", 100)
+    write_corpus(corpus, {"big.md": "x" * 101, "small.md": "# s\n"})
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0)
+    assert report.added == ["small.md"]
+    assert [s.path for s in report.skipped] == ["big.md"] and "cap" in report.skipped[0].reason
+
+
+def test_prune_guard(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, {f"n{i}.md": f"# note {i}\n" for i in range(6)})
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=T0)
+        for i in range(4):
+            (corpus / f"n{i}.md").unlink()
+        with pytest.raises(recall.PruneRefusedError, match="--allow-prune"):
+            mem.index(corpus, now=T1)
+        assert mem.stats().documents == 6, "a refused prune must write nothing"
+        report = mem.index(corpus, now=T1, allow_prune=True)
+        assert len(report.removed) == 4 and mem.stats().documents == 2
+
+
+def test_other_embedder_is_refused(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        mem.index(corpus, now=T0)
+    with recall.open(tmp_path / "m.db") as mem:
+        assert mem.embedder.name == "hashing-64", "an existing store keeps its embedder"
+    with (
+        recall.open(tmp_path / "m.db", embedder="hashing-128") as mem,
+        pytest.raises(recall.EmbedderMismatchError, match="hashing-64"),
+    ):
+        mem.index(corpus, now=T1)
+
+
+def test_unknown_embedder_and_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(recall.EmbedderError, match="unknown embedder"):
+        recall.get_embedder("word2vec")
+    with recall.open(tmp_path / "m.db") as mem, pytest.raises(recall.UsageError, match="exist"):
+        mem.index(tmp_path / "nope")
+
+
+def test_single_file_argument(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, NOTES)
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus / "b.md", now=T0)
+        assert report.added == ["b.md"] and mem.stats().documents == 1
+
+
+def test_naive_now_is_utc(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, {"a.md": "# a\n"})
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=dt.datetime(2026, 3, 4, 5, 6, 7))
+        assert mem.stats().last_run_at == "2026-03-04T05:06:07.000000Z"
+
+
+def test_examples_corpus_edges(tmp_path: Path) -> None:
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(EXAMPLES, now=T0)
+        stats = mem.stats()
+    assert report.ok and stats.documents == 10
+    assert (stats.edges_resolved, stats.edges_dangling, stats.edges_ambiguous) == (1, 1, 1)
+
+
+def test_closed_store_raises_store_error(tmp_path: Path) -> None:
+    mem = recall.open(tmp_path / "m.db")
+    mem.close()
+    with pytest.raises(recall.StoreError, match="closed"):
+        mem.stats()
+
+
+def test_missing_folder_for_db(tmp_path: Path) -> None:
+    with pytest.raises(recall.StoreError, match="does not exist"):
+        recall.open(tmp_path / "no" / "such" / "m.db")
