@@ -1,8 +1,10 @@
 //! The `hashing-D` embedder (SPEC §4): deterministic feature hashing, no model.
 //!
 //! Owns: tokenisation (lower-case, split on anything that is not a letter, digit or `_`), the
-//! stable per-token hash and the L2-normalised signed count vector. Does not own: naming or
+//! stable per-token hash and the L2-normalised signed presence vector. Does not own: naming or
 //! fingerprinting the embedder (Python `recall.embedders`).
+
+use std::collections::HashSet;
 
 /// FNV-1a over the token bytes followed by the splitmix64 finaliser: stable across platforms,
 /// processes and releases (never Rust's randomised `DefaultHasher`).
@@ -26,16 +28,18 @@ pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(|t| t.to_lowercase())
 }
 
-/// Embed one text into `out` (length `dim`): bucket `hash % dim`, sign from the top bit, then
-/// L2-normalise. A text without tokens stays the zero vector.
+/// Embed one text into `out` (length `dim`): each distinct token adds ±1 to bucket
+/// `hash % dim` (sign from the top bit), then L2-normalise. A text without tokens stays the zero
+/// vector. Presence, not counts: repeated common words would otherwise dominate the vector
+/// (benches/hashing_dim.py measured presence above raw counts at every dimension).
 pub fn embed_into(text: &str, out: &mut [f32]) {
     out.iter_mut().for_each(|x| *x = 0.0);
     let dim = out.len() as u64;
     if dim == 0 {
         return;
     }
-    for token in tokens(text) {
-        let h = token_hash(&token);
+    let distinct: HashSet<u64> = tokens(text).map(|t| token_hash(&t)).collect();
+    for h in distinct {
         let sign = if h >> 63 == 1 { -1.0 } else { 1.0 };
         out[(h % dim) as usize] += sign;
     }
@@ -80,6 +84,13 @@ mod tests {
     fn case_and_punctuation_do_not_matter() {
         let a = embed(&["Hello, World!".to_string()], 32);
         let b = embed(&["hello world".to_string()], 32);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn repetition_does_not_change_the_vector() {
+        let a = embed(&["limit limit limit rate".to_string()], 64);
+        let b = embed(&["rate limit".to_string()], 64);
         assert_eq!(a, b);
     }
 

@@ -505,6 +505,12 @@ impl Store {
             .execute_batch("COMMIT")
             .map_err(|e| self.busy(e))?;
         self.in_write = false;
+        // Fold the WAL back into the main file so that copying the `.db` alone copies the whole
+        // memory (SPEC §1). Best effort: with readers active the checkpoint may stop early; the
+        // data is committed either way.
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         Ok(generation)
     }
 

@@ -38,7 +38,7 @@ def test_human_output(tmp_path: Path) -> None:
     code, out, _ = run("index", str(EXAMPLES), "--db", db)
     assert code == 0 and "added 10" in out and "skipped 0" in out
     code, out, _ = run("stats", "--db", db)
-    assert code == 0 and "documents" in out and "hashing-256" in out
+    assert code == 0 and "documents" in out and "hashing-512" in out
     assert "1 resolved · 1 dangling · 1 ambiguous" in out
 
 

@@ -29,10 +29,8 @@ def _token_hash(token: str) -> int:
 
 def oracle(text: str, dim: int) -> np.ndarray:
     v = np.zeros(dim, dtype=np.float64)
-    for token in re.split(r"[^\w]+", text):
-        if token:
-            h = _token_hash(token.lower())
-            v[h % dim] += -1.0 if h >> 63 else 1.0
+    for h in {_token_hash(t.lower()) for t in re.split(r"[^\w]+", text) if t}:
+        v[h % dim] += -1.0 if h >> 63 else 1.0
     n = np.linalg.norm(v)
     return v / n if n else v
 

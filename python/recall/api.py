@@ -438,7 +438,7 @@ class Memory:
 def open(path: str | os.PathLike[str], embedder: str | Embedder | None = None) -> Memory:  # noqa: A001
     """Open (creating if missing) the store at `path`.
 
-    `embedder` is a name (`hashing-256`), an `Embedder`, or None for the one the store was built
+    `embedder` is a name (`hashing-512`), an `Embedder`, or None for the one the store was built
     with (the default embedder for a new store).
     """
     return Memory(path, embedder)

@@ -70,7 +70,7 @@ def index(
         False, "--allow-prune", help="Allow removing more than half of the indexed documents."
     ),
     embedder: Optional[str] = typer.Option(
-        None, "--embedder", help="Embedder for a new store (default hashing-256)."
+        None, "--embedder", help="Embedder for a new store (default hashing-512)."
     ),
 ) -> None:
     """Index notes into the store: incremental, one transaction per run."""
