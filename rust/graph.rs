@@ -1,7 +1,11 @@
-//! The supersession graph. For now: the SPEC §2.3 resolution key, the one function that turns a
-//! reference or a document path into the name edges match on.
+//! The supersession graph (SPEC §2.3–§2.4): resolution keys, claims, ambiguity, chains and the
+//! knowledge instant.
 //!
-//! Owns: reference resolution rules. Does not own: storing edges (store.rs).
+//! Owns: turning (document key, declared references) into "who supersedes whom" at a given
+//! knowledge instant, and walking chains to the terminal successor. Pure: no I/O, no clock.
+//! Does not own: verdicts (trust.rs) or storing edges (store.rs).
+
+use std::collections::HashMap;
 
 /// SPEC §2.3: trim; while ≥ 2 chars and wrapped in `[` … `]`, unwrap and trim; drop a trailing
 /// `.md` in any case; keep the last `/` or `\` segment; trim.
@@ -18,12 +22,197 @@ pub fn resolution_key(reference: &str) -> String {
     last.trim().to_string()
 }
 
+/// A document as the graph sees it.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub key: String,
+    pub path: String,
+    /// First indexing time in µs since the epoch (SPEC §2.4 transaction time); None = undated.
+    pub first_indexed_us: Option<i64>,
+}
+
+/// How one declared reference resolved (SPEC §2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    Dangling,
+    SelfReference,
+    Resolved(usize),
+    Ambiguous(Vec<usize>),
+}
+
+/// One declared `supersedes` reference and what it resolved to.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub declarer: usize,
+    pub key: String,
+    pub resolution: Resolution,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    claims: Vec<Claim>,
+    /// Per document: indices into `claims` that resolved to it.
+    incoming: Vec<Vec<usize>>,
+    /// Per document: indices into `claims` that named it among several matches.
+    ambiguous_in: Vec<Vec<usize>>,
+    /// Per document: indices into `claims` it declared.
+    outgoing: Vec<Vec<usize>>,
+}
+
+/// SPEC §2.4: an edge applies at instant `k` unless it was recorded after it; undated edges and
+/// the absence of an instant always apply.
+fn applies(date: Option<i64>, k: Option<i64>) -> bool {
+    match (date, k) {
+        (Some(d), Some(k)) => d <= k,
+        _ => true,
+    }
+}
+
+impl Graph {
+    /// Build from documents and (declarer index, reference key) edges.
+    pub fn build(nodes: Vec<Node>, edges: &[(usize, String)]) -> Graph {
+        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            by_key.entry(n.key.as_str()).or_default().push(i);
+        }
+        let n = nodes.len();
+        let mut g = Graph {
+            claims: Vec::with_capacity(edges.len()),
+            incoming: vec![Vec::new(); n],
+            ambiguous_in: vec![Vec::new(); n],
+            outgoing: vec![Vec::new(); n],
+            nodes: Vec::new(),
+        };
+        for (declarer, key) in edges {
+            let (declarer, key) = (*declarer, key.clone());
+            if declarer >= n {
+                continue;
+            }
+            let matches = by_key.get(key.as_str()).cloned().unwrap_or_default();
+            let resolution = match matches.as_slice() {
+                [] => Resolution::Dangling,
+                [only] if *only == declarer => Resolution::SelfReference,
+                [only] => Resolution::Resolved(*only),
+                many => Resolution::Ambiguous(many.to_vec()),
+            };
+            let id = g.claims.len();
+            match &resolution {
+                Resolution::Resolved(t) => g.incoming[*t].push(id),
+                Resolution::Ambiguous(ts) => ts.iter().for_each(|t| g.ambiguous_in[*t].push(id)),
+                Resolution::Dangling | Resolution::SelfReference => {}
+            }
+            g.outgoing[declarer].push(id);
+            g.claims.push(Claim {
+                declarer,
+                key,
+                resolution,
+            });
+        }
+        g.nodes = nodes;
+        g
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn node(&self, i: usize) -> &Node {
+        &self.nodes[i]
+    }
+
+    pub fn claim(&self, id: usize) -> &Claim {
+        &self.claims[id]
+    }
+
+    /// Claims declared by `d` (all resolutions, for explain).
+    pub fn outgoing(&self, d: usize) -> &[usize] {
+        &self.outgoing[d]
+    }
+
+    /// Claims that resolved to `d` or named it ambiguously (for explain).
+    pub fn incoming(&self, d: usize) -> impl Iterator<Item = usize> + '_ {
+        self.incoming[d]
+            .iter()
+            .chain(&self.ambiguous_in[d])
+            .copied()
+    }
+
+    fn claim_applies(&self, id: usize, k: Option<i64>) -> bool {
+        applies(self.nodes[self.claims[id].declarer].first_indexed_us, k)
+    }
+
+    /// SPEC §2.3: an applying edge names this document among two or more matches.
+    pub fn is_ambiguous(&self, d: usize, k: Option<i64>) -> bool {
+        self.ambiguous_in[d]
+            .iter()
+            .any(|&id| self.claim_applies(id, k))
+    }
+
+    /// SPEC §2.4 fan-in: among the applying claims on `t`, the one recorded last wins (undated
+    /// counts as earliest); ties go to the lexicographically smallest declaring path.
+    pub fn successor(&self, t: usize, k: Option<i64>) -> Option<usize> {
+        self.incoming[t]
+            .iter()
+            .filter(|&&id| self.claim_applies(id, k))
+            .map(|&id| self.claims[id].declarer)
+            .max_by(|&a, &b| {
+                let (na, nb) = (&self.nodes[a], &self.nodes[b]);
+                let da = na.first_indexed_us.unwrap_or(i64::MIN);
+                let db = nb.first_indexed_us.unwrap_or(i64::MIN);
+                da.cmp(&db).then_with(|| nb.path.cmp(&na.path))
+            })
+    }
+
+    /// The chain walk from `d`: `d`, its successor, … stopping before the first revisit (SPEC
+    /// §2.4). Every step uses only the edges that apply at `k`.
+    pub fn walk(&self, d: usize, k: Option<i64>) -> Vec<usize> {
+        let mut path = vec![d];
+        let mut visited = vec![false; self.nodes.len()];
+        visited[d] = true;
+        let mut cur = d;
+        while let Some(next) = self.successor(cur, k) {
+            if visited[next] {
+                break;
+            }
+            visited[next] = true;
+            path.push(next);
+            cur = next;
+        }
+        path
+    }
+
+    /// The terminal successor of `d` (a→b→c: c), or None when nothing supersedes it.
+    pub fn terminal(&self, d: usize, k: Option<i64>) -> Option<usize> {
+        let path = self.walk(d, k);
+        (path.len() > 1).then(|| path[path.len() - 1])
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::resolution_key;
+    use super::*;
+
+    fn graph(docs: &[(&str, Option<i64>)], edges: &[(usize, &str)]) -> Graph {
+        let nodes = docs
+            .iter()
+            .map(|(p, t)| Node {
+                key: resolution_key(p),
+                path: p.to_string(),
+                first_indexed_us: *t,
+            })
+            .collect();
+        let edges: Vec<(usize, String)> =
+            edges.iter().map(|(d, r)| (*d, resolution_key(r))).collect();
+        Graph::build(nodes, &edges)
+    }
 
     #[test]
-    fn spec_examples() {
+    fn spec_keys() {
         for (input, want) in [
             ("v1.md", "v1"),
             ("  [[v1]] ", "v1"),
@@ -38,5 +227,79 @@ mod tests {
         ] {
             assert_eq!(resolution_key(input), want, "input {input:?}");
         }
+    }
+
+    #[test]
+    fn chain_reports_terminal() {
+        // b supersedes a, c supersedes b.
+        let g = graph(
+            &[("a.md", None), ("b.md", None), ("c.md", None)],
+            &[(1, "a"), (2, "[[b]]")],
+        );
+        assert_eq!(g.terminal(0, None), Some(2));
+        assert_eq!(g.terminal(1, None), Some(2));
+        assert_eq!(g.terminal(2, None), None);
+    }
+
+    #[test]
+    fn cycle_stops_on_first_revisit() {
+        let g = graph(&[("a.md", None), ("b.md", None)], &[(0, "b"), (1, "a")]);
+        assert_eq!(g.terminal(0, None), Some(1));
+        assert_eq!(g.terminal(1, None), Some(0));
+    }
+
+    #[test]
+    fn self_dangling_and_ambiguous() {
+        let g = graph(
+            &[("x/run.md", None), ("y/run.md", None), ("z.md", None)],
+            &[(2, "run"), (2, "z.md"), (2, "missing")],
+        );
+        assert!(g.is_ambiguous(0, None) && g.is_ambiguous(1, None) && !g.is_ambiguous(2, None));
+        assert_eq!(g.terminal(0, None), None);
+        assert_eq!(g.terminal(2, None), None);
+        let kinds: Vec<_> = g
+            .outgoing(2)
+            .iter()
+            .map(|&i| g.claim(i).resolution.clone())
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                Resolution::Ambiguous(vec![0, 1]),
+                Resolution::SelfReference,
+                Resolution::Dangling
+            ]
+        );
+    }
+
+    #[test]
+    fn per_step_knowledge_instant() {
+        // a→b recorded at 10, b→c at 30: at instant 20 a resolves to b.
+        let g = graph(
+            &[("a.md", Some(0)), ("b.md", Some(10)), ("c.md", Some(30))],
+            &[(1, "a"), (2, "b")],
+        );
+        assert_eq!(g.terminal(0, Some(20)), Some(1));
+        assert_eq!(g.terminal(0, None), Some(2));
+        assert_eq!(g.terminal(0, Some(5)), None);
+    }
+
+    #[test]
+    fn fan_in_latest_claim_then_path() {
+        let g = graph(
+            &[("t.md", Some(0)), ("b.md", Some(5)), ("a.md", Some(9))],
+            &[(1, "t"), (2, "t")],
+        );
+        assert_eq!(g.successor(0, None), Some(2), "recorded last wins");
+        let g = graph(
+            &[("t.md", Some(0)), ("b.md", Some(5)), ("a.md", Some(5))],
+            &[(1, "t"), (2, "t")],
+        );
+        assert_eq!(g.successor(0, None), Some(2), "tie: smallest path wins");
+        let g = graph(
+            &[("t.md", Some(0)), ("b.md", None), ("a.md", Some(1))],
+            &[(1, "t"), (2, "t")],
+        );
+        assert_eq!(g.successor(0, None), Some(2), "undated counts as earliest");
     }
 }

@@ -1,10 +1,12 @@
 //! `recall._core`: the PyO3 module. Exports only; the work lives in the plain Rust modules so
 //! they can be tested and benched without Python.
 
+pub mod dense;
 pub mod errors;
 pub mod graph;
 pub mod hashing;
 pub mod store;
+pub mod trust;
 
 use std::sync::Mutex;
 
@@ -203,6 +205,78 @@ impl PyStore {
         py.detach(|| self.with(|s| s.commit(&now)))
     }
 
+    fn set_meta(&self, py: Python<'_>, key: String, value: String) -> PyResult<()> {
+        py.detach(|| self.with(|s| s.set_meta_value(&key, &value)))
+    }
+
+    /// Dense retrieval and the trust layer; `query` is float32 little-endian bytes.
+    #[pyo3(signature = (query, *, k, candidates, now_us, known_as_of_us, threshold, scale,
+        unverified))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &[u8],
+        k: usize,
+        candidates: usize,
+        now_us: i64,
+        known_as_of_us: Option<i64>,
+        threshold: f64,
+        scale: f64,
+        unverified: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if query.len() % 4 != 0 {
+            return Err(StoreError::new_err(
+                "recall store: query must be float32 bytes",
+            ));
+        }
+        let q: Vec<f32> = query
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let policy = trust::Policy {
+            now_us,
+            known_as_of_us,
+            threshold,
+            scale,
+            unverified,
+        };
+        let out = py.detach(|| self.with(|s| s.search(&q, k, candidates, &policy)))?;
+        let hits = pyo3::types::PyList::empty(py);
+        for h in out.hits {
+            let d = PyDict::new(py);
+            d.set_item("source", h.source)?;
+            d.set_item("path", h.path)?;
+            d.set_item("title", h.title)?;
+            d.set_item("ordinal", h.ordinal)?;
+            d.set_item("text", h.text)?;
+            d.set_item("heading_path", h.heading_path)?;
+            d.set_item("line_start", h.line_start)?;
+            d.set_item("line_end", h.line_end)?;
+            d.set_item("indexed_at", h.indexed_at)?;
+            d.set_item("first_indexed_at", h.first_indexed_at)?;
+            d.set_item("valid_from", h.valid_from)?;
+            d.set_item("valid_until", h.valid_until)?;
+            d.set_item("superseded_by", h.superseded_by)?;
+            d.set_item("verdict", h.verdict)?;
+            d.set_item("confidence", h.confidence)?;
+            d.set_item("score", f64::from(h.score))?;
+            d.set_item("promoted", h.promoted)?;
+            d.set_item("fetched", h.fetched)?;
+            hits.append(d)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("hits", hits)?;
+        let dense: Vec<(i64, f64)> = out.dense.iter().map(|&(c, s)| (c, f64::from(s))).collect();
+        d.set_item("dense", dense)?;
+        d.set_item("generation", out.generation)?;
+        d.set_item("documents", out.documents)?;
+        d.set_item("load_ms", out.load_ms)?;
+        d.set_item("dense_ms", out.dense_ms)?;
+        d.set_item("trust_ms", out.trust_ms)?;
+        Ok(d)
+    }
+
     fn rollback(&self) -> PyResult<()> {
         self.with(|s| {
             s.rollback();
@@ -247,6 +321,88 @@ fn resolution_key(reference: &str) -> String {
     graph::resolution_key(reference)
 }
 
+type DocRow = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+type JudgedRow = (usize, &'static str, f64, Option<usize>, bool, bool, f64);
+
+/// The pure trust layer over plain data (SPEC §5): the same code the store's search runs, exposed
+/// so it can be tested against a reference reading of the spec.
+#[pyfunction]
+#[pyo3(signature = (docs, edges, candidates, fetchable, now_us, known_as_of_us, threshold, scale,
+    unverified))]
+#[allow(clippy::too_many_arguments)]
+fn judge(
+    docs: Vec<DocRow>,
+    edges: Vec<(usize, String)>,
+    candidates: Vec<(usize, f64)>,
+    fetchable: std::collections::HashMap<usize, f64>,
+    now_us: i64,
+    known_as_of_us: Option<i64>,
+    threshold: f64,
+    scale: f64,
+    unverified: bool,
+) -> Vec<JudgedRow> {
+    let windows: Vec<trust::Window> = docs
+        .iter()
+        .map(|(_, _, from, until, err, _)| trust::Window {
+            valid_from_raw: from.clone(),
+            valid_until_raw: until.clone(),
+            metadata_error: err.is_some(),
+        })
+        .collect();
+    let nodes = docs
+        .into_iter()
+        .map(|(key, path, _, _, _, first)| graph::Node {
+            key,
+            path,
+            first_indexed_us: first,
+        })
+        .collect();
+    let g = graph::Graph::build(nodes, &edges);
+    let policy = trust::Policy {
+        now_us,
+        known_as_of_us,
+        threshold,
+        scale,
+        unverified,
+    };
+    let cands: Vec<trust::Candidate> = candidates
+        .iter()
+        .map(|&(doc, score)| trust::Candidate {
+            doc,
+            chunk: doc as i64,
+            score: score as f32,
+        })
+        .collect();
+    let fetch = |d: usize| {
+        fetchable.get(&d).map(|&s| trust::Candidate {
+            doc: d,
+            chunk: d as i64,
+            score: s as f32,
+        })
+    };
+    trust::judge(&g, &windows, &cands, &policy, fetch)
+        .into_iter()
+        .map(|h| {
+            (
+                h.doc,
+                h.verdict.as_str(),
+                h.confidence,
+                h.superseded_by,
+                h.promoted,
+                h.fetched,
+                f64::from(h.score),
+            )
+        })
+        .collect()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -261,5 +417,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
+    m.add_function(wrap_pyfunction!(judge, m)?)?;
     Ok(())
 }

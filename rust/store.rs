@@ -10,7 +10,10 @@ use std::sync::Once;
 
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
+use crate::dense::DenseIndex;
 use crate::errors::{CoreError, Result};
+use crate::graph::{Graph, Node};
+use crate::trust::{self, Candidate, Policy, Window};
 
 /// Bumped with every migration appended to `MIGRATIONS`.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -143,10 +146,85 @@ pub struct Stats {
     pub metadata_errors: i64,
 }
 
+/// Everything a search needs in memory, loaded once per store generation (SPEC §1: vectors are
+/// loaded once per open store, not per query, and kept in step with writes).
+struct SearchCache {
+    generation: i64,
+    dense: DenseIndex,
+    row_chunk: Vec<i64>,
+    row_doc: Vec<usize>,
+    doc_rows: Vec<Vec<usize>>,
+    doc_ids: Vec<i64>,
+    graph: Graph,
+    windows: Vec<Window>,
+}
+
+/// One judged hit with what the caller shows about it (SPEC §5.1).
+#[derive(Debug, Clone)]
+pub struct HitRow {
+    pub source: String,
+    pub path: String,
+    pub title: String,
+    pub ordinal: i64,
+    pub text: String,
+    pub heading_path: String,
+    pub line_start: i64,
+    pub line_end: i64,
+    pub indexed_at: String,
+    pub first_indexed_at: String,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub superseded_by: Option<String>,
+    pub verdict: &'static str,
+    pub confidence: f64,
+    pub score: f32,
+    pub promoted: bool,
+    pub fetched: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchOutcome {
+    pub hits: Vec<HitRow>,
+    /// (chunk id, cosine) of the dense candidates, best first (drives `gap_warning`, SPEC §4).
+    pub dense: Vec<(i64, f32)>,
+    pub generation: i64,
+    pub documents: usize,
+    pub load_ms: f64,
+    pub dense_ms: f64,
+    pub trust_ms: f64,
+}
+
+/// Parse the store's fixed-width instant `YYYY-MM-DDTHH:MM:SS.ffffffZ` into µs since the epoch;
+/// None when it is not in that form (the document is then treated as undated, SPEC §2.4).
+pub fn parse_instant_us(raw: &str) -> Option<i64> {
+    let b = raw.as_bytes();
+    if b.len() != 27
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[26] != b'Z'
+    {
+        return None;
+    }
+    let day = trust::parse_day_start_us(&raw[..10])?;
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        b[r].iter().try_fold(0i64, |acc, c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (h, m, s, us) = (num(11..13)?, num(14..16)?, num(17..19)?, num(20..26)?);
+    if h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    Some(day + ((h * 60 + m) * 60 + s) * 1_000_000 + us)
+}
+
 pub struct Store {
     conn: Connection,
     path: String,
     in_write: bool,
+    cache: Option<SearchCache>,
 }
 
 fn is_busy(err: &rusqlite::Error) -> bool {
@@ -183,6 +261,7 @@ impl Store {
             conn,
             path: path.to_string(),
             in_write: false,
+            cache: None,
         };
         store.migrate()?;
         Ok(store)
@@ -521,6 +600,238 @@ impl Store {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.in_write = false;
         }
+    }
+
+    /// Write one metadata value in its own transaction (calibration records and the like).
+    pub fn set_meta_value(&mut self, key: &str, value: &str) -> Result<()> {
+        if self.in_write {
+            return self.set_meta(key, value);
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        let r = self.set_meta(key, value);
+        match r {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.busy(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    pub fn generation(&self) -> Result<i64> {
+        Ok(self
+            .meta("generation")?
+            .and_then(|g| g.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// (Re)load the search cache when the committed generation moved (another process may have
+    /// indexed since). Returns whether a load happened.
+    fn ensure_cache(&mut self) -> Result<bool> {
+        let generation = self.generation()?;
+        if self
+            .cache
+            .as_ref()
+            .is_some_and(|c| c.generation == generation)
+        {
+            return Ok(false);
+        }
+        self.cache = None;
+        let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
+        let mut doc_ids = Vec::new();
+        let mut nodes = Vec::new();
+        let mut windows = Vec::new();
+        let mut index_of = std::collections::HashMap::new();
+        {
+            let mut stmt = self.conn.prepare(
+                "SELECT id, key, path, first_indexed_at, valid_from_raw, valid_until_raw,
+                        metadata_error FROM documents ORDER BY id",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let id: i64 = r.get(0)?;
+                index_of.insert(id, doc_ids.len());
+                doc_ids.push(id);
+                // SPEC §2.5: hand-written garbage never crashes a search; unreadable text
+                // fields fail closed as invalid metadata.
+                let first: Option<String> = r.get(3).ok().flatten();
+                let from = r.get::<_, Option<String>>(4);
+                let until = r.get::<_, Option<String>>(5);
+                let err = r.get::<_, Option<String>>(6);
+                let broken = from.is_err() || until.is_err() || err.is_err();
+                nodes.push(Node {
+                    key: r.get::<_, String>(1).unwrap_or_default(),
+                    path: r.get::<_, String>(2).unwrap_or_default(),
+                    first_indexed_us: first.as_deref().and_then(parse_instant_us),
+                });
+                windows.push(Window {
+                    valid_from_raw: from.ok().flatten(),
+                    valid_until_raw: until.ok().flatten(),
+                    metadata_error: broken || err.ok().flatten().is_some(),
+                });
+            }
+        }
+        let mut edges = Vec::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT doc_id, key FROM edges ORDER BY id")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let doc_id: i64 = r.get(0)?;
+                if let (Some(&d), Ok(key)) = (index_of.get(&doc_id), r.get::<_, String>(1)) {
+                    edges.push((d, key));
+                }
+            }
+        }
+        let mut dense = DenseIndex::new(dim);
+        let mut row_chunk = Vec::new();
+        let mut row_doc = Vec::new();
+        let mut doc_rows = vec![Vec::new(); doc_ids.len()];
+        if dim > 0 {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT v.chunk_id, v.embedding, c.doc_id FROM {VEC_TABLE} v
+                 JOIN chunks c ON c.id = v.chunk_id ORDER BY v.chunk_id"
+            ))?;
+            let mut rows = stmt.query([])?;
+            let mut buf = vec![0f32; dim];
+            while let Some(r) = rows.next()? {
+                let chunk_id: i64 = r.get(0)?;
+                // A vector that is not a float32 blob of the store's dimension (hand-edited) is
+                // left out of the scan rather than failing the search.
+                let Ok(blob) = r.get_ref(1)?.as_blob() else {
+                    continue;
+                };
+                let doc_id: i64 = r.get(2)?;
+                let Some(&d) = index_of.get(&doc_id) else {
+                    continue;
+                };
+                if blob.len() != dim * 4 {
+                    continue;
+                }
+                for (x, b) in buf.iter_mut().zip(blob.chunks_exact(4)) {
+                    *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+                doc_rows[d].push(row_chunk.len());
+                dense.push(&buf);
+                row_chunk.push(chunk_id);
+                row_doc.push(d);
+            }
+        }
+        self.cache = Some(SearchCache {
+            generation,
+            dense,
+            row_chunk,
+            row_doc,
+            doc_rows,
+            doc_ids,
+            graph: Graph::build(nodes, &edges),
+            windows,
+        });
+        Ok(true)
+    }
+
+    /// Dense retrieval, then the trust layer (SPEC §4–§5): `candidates` dense chunks, one hit
+    /// per document, cut to `k` documents before judging; successors may be fetched beyond `k`.
+    pub fn search(
+        &mut self,
+        query: &[f32],
+        k: usize,
+        candidates: usize,
+        policy: &Policy,
+    ) -> Result<SearchOutcome> {
+        let t0 = std::time::Instant::now();
+        self.ensure_cache()?;
+        let cache = self.cache.as_ref().expect("cache loaded above");
+        if cache.dense.dim() != query.len() && !cache.dense.is_empty() {
+            return Err(CoreError::Usage(format!(
+                "query vector has {} dimensions, the store's vectors have {}",
+                query.len(),
+                cache.dense.dim()
+            )));
+        }
+        let t1 = std::time::Instant::now();
+        let top = cache.dense.top_k(query, candidates);
+        let t2 = std::time::Instant::now();
+        let dense: Vec<(i64, f32)> = top
+            .iter()
+            .map(|&(row, s)| (cache.row_chunk[row], s))
+            .collect();
+        let mut seen_docs = std::collections::HashSet::new();
+        let cands: Vec<Candidate> = top
+            .iter()
+            .map(|&(row, score)| Candidate {
+                doc: cache.row_doc[row],
+                chunk: cache.row_chunk[row],
+                score,
+            })
+            .filter(|c| seen_docs.insert(c.doc))
+            .take(k)
+            .collect();
+        let fetch = |d: usize| {
+            cache.doc_rows[d]
+                .iter()
+                .map(|&row| (row, cache.dense.score(row, query)))
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|(row, score)| Candidate {
+                    doc: d,
+                    chunk: cache.row_chunk[row],
+                    score,
+                })
+        };
+        let judged = trust::judge(&cache.graph, &cache.windows, &cands, policy, fetch);
+        let t3 = std::time::Instant::now();
+        let mut hits = Vec::with_capacity(judged.len());
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
+                    c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw
+             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
+        )?;
+        for h in judged {
+            let superseded_by = h.superseded_by.map(|s| cache.graph.node(s).path.clone());
+            let row = stmt.query_row([h.chunk], |r| {
+                Ok(HitRow {
+                    source: r.get(0)?,
+                    path: r.get(1)?,
+                    title: r.get(2)?,
+                    ordinal: r.get(3)?,
+                    text: r.get(4)?,
+                    heading_path: r.get(5)?,
+                    line_start: r.get(6)?,
+                    line_end: r.get(7)?,
+                    indexed_at: r.get(8).unwrap_or_default(),
+                    first_indexed_at: r.get(9).unwrap_or_default(),
+                    valid_from: r.get(10).ok().flatten(),
+                    valid_until: r.get(11).ok().flatten(),
+                    superseded_by: superseded_by.clone(),
+                    verdict: h.verdict.as_str(),
+                    confidence: h.confidence,
+                    score: h.score,
+                    promoted: h.promoted,
+                    fetched: h.fetched,
+                })
+            });
+            match row {
+                Ok(hit) => hits.push(hit),
+                // A chunk removed by a concurrent writer since the cache loaded: skip it; the
+                // next search reloads.
+                Err(rusqlite::Error::QueryReturnedNoRows) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let t4 = std::time::Instant::now();
+        let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
+        Ok(SearchOutcome {
+            hits,
+            dense,
+            generation: cache.generation,
+            documents: cache.doc_ids.len(),
+            load_ms: ms(t0, t1),
+            dense_ms: ms(t1, t2),
+            trust_ms: ms(t2, t3) + ms(t3, t4),
+        })
     }
 
     pub fn stats(&self) -> Result<Stats> {

@@ -6,6 +6,7 @@ A folder of markdown notes is indexed into one SQLite file. `recall.open(path)` 
 from __future__ import annotations
 
 from recall.api import IndexReport, Memory, Skipped, StoreStats, open
+from recall.calibration import Calibration
 from recall.embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder, get_embedder
 from recall.errors import (
     EmbedderError,
@@ -15,13 +16,22 @@ from recall.errors import (
     RecallError,
     StoreError,
     StoreLockedError,
+    TrustRefusal,
     UsageError,
 )
+from recall.results import Hit, Provenance, Result, Staleness, Validity
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "Calibration",
+    "Hit",
+    "Provenance",
+    "Result",
+    "Staleness",
+    "TrustRefusal",
+    "Validity",
     "Embedder",
     "EmbedderError",
     "EmbedderMismatchError",

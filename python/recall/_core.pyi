@@ -10,6 +10,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "hashing_embed",
+    "judge",
     "resolution_key",
 ]
 
@@ -53,7 +54,31 @@ class Store:
     def remove_documents(self, source: str, paths: list[str]) -> int: ...
     def commit(self, now: str) -> int: ...
     def rollback(self) -> None: ...
+    def set_meta(self, key: str, value: str) -> None: ...
+    def search(
+        self,
+        query: bytes,
+        *,
+        k: int,
+        candidates: int,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        unverified: bool,
+    ) -> dict[str, Any]: ...
     def stats(self) -> dict[str, Any]: ...
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+def judge(
+    docs: list[tuple[str, str, str | None, str | None, str | None, int | None]],
+    edges: list[tuple[int, str]],
+    candidates: list[tuple[int, float]],
+    fetchable: dict[int, float],
+    now_us: int,
+    known_as_of_us: int | None,
+    threshold: float,
+    scale: float,
+    unverified: bool,
+) -> list[tuple[int, str, float, int | None, bool, bool, float]]: ...

@@ -21,10 +21,18 @@ from typing import Any
 import numpy as np
 
 from recall import _core
+from recall.calibration import (
+    DEFAULT_SCALE,
+    DEFAULT_THRESHOLD,
+    Calibration,
+    load_record,
+    meta_key,
+)
 from recall.chunking import Chunk, chunk
 from recall.embedders import Embedder, get_embedder
-from recall.errors import PruneRefusedError, UsageError
+from recall.errors import PruneRefusedError, TrustRefusal, UsageError
 from recall.frontmatter import Frontmatter, parse
+from recall.results import Hit, Provenance, Result, Staleness, Validity, abstention_reason
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
@@ -35,6 +43,11 @@ TEXT_SUFFIXES = frozenset({".txt"})
 MAX_FILE_BYTES = 10 * 1024 * 1024
 #: Chunks embedded per batch: bounds memory on large corpora.
 EMBED_BATCH = 512
+#: SPEC §4: dense candidates per leg.
+CANDIDATES = 20
+#: SPEC §5.4: a store not refreshed for longer than this is reported stale.
+MAX_AGE = dt.timedelta(days=2)
+MODES = ("strict", "development")
 
 Progress = Callable[[int, int], None]
 
@@ -51,6 +64,30 @@ def _utc(now: dt.datetime | None) -> dt.datetime:
 def format_instant(instant: dt.datetime) -> str:
     """Fixed-width UTC ISO 8601 with microseconds, so stored instants sort as text."""
     return _utc(instant).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _micros(instant: dt.datetime) -> int:
+    delta = _utc(instant) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _parse_stored(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    try:
+        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
+
+
+def _mode(mode: str | None) -> str:
+    chosen = mode or os.environ.get("RECALL_TRUST_MODE") or "strict"
+    if chosen not in MODES:
+        raise UsageError(f"recall search: unknown mode '{chosen}'; use strict or development")
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -246,6 +283,152 @@ class Memory:
             **raw,
         )
 
+    def calibration(self) -> tuple[Calibration | None, str]:
+        """The usable calibration for the store's embedder, or (None, why it is not usable)."""
+        bound = self._store.embedder()
+        if bound is None:
+            return None, "nothing indexed yet"
+        fingerprint = bound[2]
+        return load_record(self._store.meta(meta_key(fingerprint)), fingerprint)
+
+    def import_calibration(self, record: str | os.PathLike[str] | dict[str, Any]) -> Calibration:
+        """Store a calibration record (a dict, JSON text or a JSON file) for this store's
+        embedder. A record that would not be applied is refused with the reason."""
+        bound = self._store.embedder()
+        if bound is None:
+            raise UsageError("recall calibrate: index documents before importing a calibration")
+        if isinstance(record, os.PathLike) or (
+            isinstance(record, str) and not record.lstrip().startswith("{")
+        ):
+            try:
+                record = Path(record).read_text(encoding="utf-8")
+            except OSError as err:
+                raise UsageError(f"recall calibrate: cannot read {record}: {err}") from err
+        calibration, why = load_record(record, bound[2])
+        if calibration is None:
+            raise UsageError(f"recall calibrate: record not imported: {why}")
+        self._store.set_meta(meta_key(bound[2]), json.dumps(calibration.to_dict()))
+        return calibration
+
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        *,
+        now: dt.datetime | None = None,
+        known_as_of: dt.datetime | None = None,
+        mode: str | None = None,
+    ) -> Result:
+        """Answer `query` with a judgment (SPEC §5). Only `ok` hits may be acted on.
+
+        Strict mode (the default) raises `TrustRefusal` when trust cannot be established;
+        development mode (`mode="development"` or RECALL_TRUST_MODE) answers degraded.
+        """
+        started = time.perf_counter()
+        if not 1 <= k <= 100:
+            raise UsageError(f"recall search: k must be in 1..100, got {k}")
+        chosen = _mode(mode)
+        instant = _utc(now)
+        known = _utc(known_as_of) if known_as_of is not None else None
+        refusal: tuple[str, str] | None = None
+        stats = self.stats()
+        bound = self._store.embedder()
+        if stats.documents == 0 or bound is None:
+            refusal = ("INDEX_NOT_READY", "nothing is indexed; run 'recall index PATH' first")
+            if chosen == "strict" or bound is None:
+                raise TrustRefusal(*refusal)
+        embedder = self.embedder
+        if embedder.fingerprint != bound[2] or embedder.dim != bound[1]:
+            refusal = (
+                "LINEAGE_MISMATCH",
+                f"the store's vectors were built with {bound[0]}, the query would be embedded "
+                f"with {embedder.name}; search with --embedder {bound[0]} or re-index into a "
+                "new --db",
+            )
+            raise TrustRefusal(*refusal)  # no mode can compare vectors of two lineages
+        calibration, why = self.calibration()
+        if calibration is None:
+            refusal = refusal or (
+                "CALIBRATION_MISSING",
+                f"{why}; run 'recall calibrate QUERIES' (or use --mode development)",
+            )
+        elif calibration.certified is not True:
+            refusal = refusal or (
+                "CALIBRATION_UNCERTIFIED",
+                f"calibration {calibration.id} is not certified; add labelled queries and run "
+                "'recall calibrate QUERIES' again (or use --mode development)",
+            )
+        if refusal is not None and chosen == "strict":
+            raise TrustRefusal(*refusal)
+
+        threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
+        scale = calibration.scale if calibration else DEFAULT_SCALE
+        t_embed = time.perf_counter()
+        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype="<f4")
+        embed_ms = (time.perf_counter() - t_embed) * 1e3
+        raw = self._store.search(
+            vector.tobytes(),
+            k=k,
+            candidates=max(CANDIDATES, k),
+            now_us=_micros(instant),
+            known_as_of_us=_micros(known) if known is not None else None,
+            threshold=threshold,
+            scale=scale,
+            unverified=calibration is None,
+        )
+        hits = [_hit(h) for h in raw["hits"]]
+        abstained = not any(h.ok for h in hits)
+        known_text = format_instant(known) if known is not None else None
+        reason = ""
+        if abstained:
+            reason = abstention_reason(hits, threshold=threshold, known_as_of=known_text)
+        dense_scores = [score for _, score in raw["dense"]]
+        newest = max(
+            filter(
+                None, (_parse_stored(stats.newest_indexed_at), _parse_stored(stats.last_run_at))
+            ),
+            default=None,
+        )
+        age = (instant - newest).total_seconds() if newest else None
+        timings = {
+            "embed": round(embed_ms, 3),
+            "load": round(raw["load_ms"], 3),
+            "dense": round(raw["dense_ms"], 3),
+            "lexical": 0.0,
+            "fuse": 0.0,
+            "trust": round(raw["trust_ms"], 3),
+            "judge": 0.0,
+        }
+        timings["total"] = round((time.perf_counter() - started) * 1e3, 3)
+        return Result(
+            query=query,
+            hits=hits,
+            abstained=abstained,
+            reason=reason,
+            # SPEC §4: from dense cosines only; a lexical match never suppresses it.
+            gap_warning=not dense_scores or max(dense_scores) < threshold,
+            calibrated=calibration is not None,
+            calibration=(
+                {
+                    "id": calibration.id,
+                    "embedder": calibration.embedder,
+                    "threshold": calibration.threshold,
+                    "certified": calibration.certified,
+                }
+                if calibration
+                else None
+            ),
+            generation=int(raw["generation"]),
+            staleness=Staleness(
+                newest_indexed_at=format_instant(newest) if newest else None,
+                age_seconds=age,
+                stale=age is None or age > MAX_AGE.total_seconds(),
+            ),
+            trust_state="trusted" if refusal is None else "degraded",
+            mode=chosen,
+            timings_ms=timings,
+        )
+
     def index(
         self,
         paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
@@ -433,6 +616,32 @@ class Memory:
             edges=[(ref, _core.resolution_key(ref)) for ref in refs],
             now=instant,
         )
+
+
+def _hit(raw: dict[str, Any]) -> Hit:
+    return Hit(
+        verdict=raw["verdict"],
+        confidence=raw["confidence"],
+        score=raw["score"],
+        title=raw["title"],
+        text=raw["text"],
+        provenance=Provenance(
+            source=Path(raw["source"]).name,
+            file=raw["path"],
+            chunk=raw["ordinal"],
+            lines=(raw["line_start"], raw["line_end"]),
+            heading_path=raw["heading_path"],
+            indexed_at=raw["indexed_at"],
+            first_indexed_at=raw["first_indexed_at"],
+        ),
+        validity=Validity(
+            valid_from=raw["valid_from"],
+            valid_until=raw["valid_until"],
+            superseded_by=raw["superseded_by"],
+        ),
+        promoted=raw["promoted"],
+        fetched=raw["fetched"],
+    )
 
 
 def open(path: str | os.PathLike[str], embedder: str | Embedder | None = None) -> Memory:  # noqa: A001

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, Optional
 import typer
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from recall.api import IndexReport, StoreStats
+    from recall.results import Result
 
 app = typer.Typer(
     name="recall",
@@ -184,6 +187,112 @@ def _print_stats(st: StoreStats) -> None:
         table.add_row(name, value)
 
     Console(highlight=False).print(table)
+
+
+def _instant(value: Optional[str], option: str) -> Optional[dt.datetime]:
+    """Parse `YYYY-MM-DD` (start of that day, UTC) or an ISO 8601 time (naive = UTC)."""
+    import datetime as dt
+
+    if value is None:
+        return None
+    try:
+        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        _fail(f"recall search: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+@app.command()
+def search(
+    query: str = typer.Argument(..., help="The question."),
+    k: int = typer.Option(5, "--k", min=1, max=100, help="Documents to judge."),
+    db: Optional[Path] = DbOption,
+    as_json: bool = JsonOption,
+    as_of: Optional[str] = typer.Option(
+        None, "--as-of", help="Judge validity windows at this date/time instead of now."
+    ),
+    known_as_of: Optional[str] = typer.Option(
+        None, "--known-as-of", help="Only trust what had been indexed by this time."
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help="strict (default) or development. Also $RECALL_TRUST_MODE."
+    ),
+) -> None:
+    """Answer a question with a judgment: only `ok` hits may be relied on."""
+    import recall
+    from recall.errors import RecallError, TrustRefusal
+
+    db_path = _db_path(db)
+    if not Path(db_path).exists():
+        _fail(f"recall search: {db_path} does not exist; run 'recall index PATH' first")
+    now = _instant(as_of, "--as-of")
+    known = _instant(known_as_of, "--known-as-of")
+    try:
+        with recall.open(db_path) as mem:
+            result = mem.search(query, k=k, now=now, known_as_of=known, mode=mode)
+    except TrustRefusal as err:
+        if as_json:
+            _emit_json({"refused": True, "code": err.code, "message": err.message})
+            raise typer.Exit(EXIT_REFUSED) from None
+        _fail(f"recall search refused ({err.code}): {err.message}", EXIT_REFUSED)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(result.to_dict())
+    else:
+        _print_result(result)
+
+
+_VERDICT_STYLE = {"ok": "bold green", "low_confidence": "yellow", "unverified": "yellow"}
+
+
+def _print_result(result: Result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = Console(highlight=False)
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("verdict", "conf", "cosine", "file", "note"):
+        table.add_column(column)
+    for hit in result.hits:
+        notes = []
+        if hit.validity.superseded_by:
+            notes.append(f"superseded by {hit.validity.superseded_by}")
+        if hit.validity.valid_from or hit.validity.valid_until:
+            notes.append(
+                f"valid {hit.validity.valid_from or '…'} → {hit.validity.valid_until or '…'}"
+            )
+        if hit.promoted:
+            notes.append("promoted: successor of a stale match")
+        if hit.fetched:
+            notes.append("fetched as successor")
+        style = _VERDICT_STYLE.get(hit.verdict, "red")
+        table.add_row(
+            f"[{style}]{hit.verdict}[/]",
+            f"{hit.confidence:.2f}",
+            f"{hit.score:.3f}",
+            escape(hit.provenance.file),
+            escape("; ".join(notes)),
+        )
+    out.print(table)
+    best = result.ok_hits[0] if result.ok_hits else None
+    if best is not None:
+        snippet = " ".join(best.text.split())
+        out.print(
+            f"\n[bold green]answer from {escape(best.provenance.file)}:[/] {escape(snippet[:300])}"
+        )
+    else:
+        out.print(f"\n[bold red]abstained:[/] {escape(result.reason)}")
+    flags = []
+    if result.gap_warning:
+        flags.append("gap warning: no passage is semantically close")
+    if result.trust_state == "degraded":
+        flags.append(f"degraded trust ({result.mode} mode)")
+    if result.staleness.stale:
+        flags.append(f"store last refreshed {result.staleness.newest_indexed_at}")
+    for flag in flags:
+        out.print(f"[yellow]{escape(flag)}[/]")
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "RecallError",
     "StoreError",
     "StoreLockedError",
+    "TrustRefusal",
     "UsageError",
 ]
 
@@ -35,3 +36,16 @@ class EmbedderError(RecallError):
 
 class PruneRefusedError(RecallError):
     """An index run would remove more than half of the known documents (SPEC §3)."""
+
+
+class TrustRefusal(RecallError):
+    """Strict mode could not establish trust, so it answers nothing (SPEC §5.6).
+
+    `code` is one of INDEX_NOT_READY, LINEAGE_MISMATCH, CALIBRATION_MISSING,
+    CALIBRATION_UNCERTIFIED, CALIBRATION_STALE, DEPENDENCY_UNAVAILABLE.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message

@@ -1,0 +1,125 @@
+"""The judgment a search returns (SPEC §5.1, §5.4): typed hits and the result, and the wording
+of abstention reasons.
+
+Owns: the shapes users and the CLI/MCP read, `to_dict` (the `--json` shape), and turning a
+verdict into a specific, human-readable reason. Does not own: deciding verdicts (Rust trust
+layer) or policy (api.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Hit", "Provenance", "Result", "Staleness", "Validity", "abstention_reason"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    source: str
+    file: str
+    chunk: int
+    lines: tuple[int, int]
+    heading_path: str
+    indexed_at: str
+    first_indexed_at: str
+
+
+@dataclass(frozen=True)
+class Validity:
+    valid_from: str | None
+    valid_until: str | None
+    superseded_by: str | None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One document's best passage and whether it may be relied on. Act only on `ok`."""
+
+    verdict: str
+    confidence: float
+    score: float
+    title: str
+    text: str
+    provenance: Provenance
+    validity: Validity
+    promoted: bool = False
+    fetched: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+
+@dataclass(frozen=True)
+class Staleness:
+    newest_indexed_at: str | None
+    age_seconds: float | None
+    stale: bool
+
+
+@dataclass(frozen=True)
+class Result:
+    """A judgment: `hits` (ok first), whether it abstained and why, and the trust context."""
+
+    query: str
+    hits: list[Hit]
+    abstained: bool
+    reason: str
+    gap_warning: bool
+    calibrated: bool
+    calibration: dict[str, Any] | None
+    generation: int
+    staleness: Staleness
+    trust_state: str
+    mode: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok_hits(self) -> list[Hit]:
+        return [h for h in self.hits if h.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for hit in data["hits"]:
+            hit["provenance"]["lines"] = list(hit["provenance"]["lines"])
+        return data
+
+
+def abstention_reason(hits: list[Hit], *, threshold: float, known_as_of: str | None) -> str:
+    """SPEC §5.4: why nothing is `ok`, from the best-ranked hit's verdict."""
+    if not hits:
+        return "no passage matched the query"
+    top = hits[0]
+    name = top.provenance.file
+    if any(h.verdict == "unverified" for h in hits):
+        # Development mode without calibration: nothing can be certified ok, whatever ranks first.
+        return (
+            "no calibration for this embedder: hits are unverified; "
+            "run 'recall calibrate QUERIES' to fit one"
+        )
+    v = top.validity
+    if top.verdict == "superseded":
+        return f"the best match {name} is superseded by {v.superseded_by}, which did not qualify"
+    if top.verdict == "expired":
+        return f"the best match {name} expired: valid until {v.valid_until}"
+    if top.verdict == "not_yet_valid":
+        return f"the best match {name} is not valid yet: valid from {v.valid_from}"
+    if top.verdict == "invalid_metadata":
+        return (
+            f"the best match {name} has malformed or empty validity metadata; "
+            "fix its frontmatter (recall lint) and re-index"
+        )
+    if top.verdict == "ambiguous_supersession":
+        return (
+            f"the best match {name} is named by a supersedes reference that matches several "
+            "documents; disambiguate the corpus (unique file names or a more specific reference)"
+        )
+    if top.verdict == "not_yet_known":
+        return f"the best match {name} was first indexed after the knowledge instant {known_as_of}"
+    if top.verdict == "not_entailed":
+        return f"the best match {name} does not answer the question (near miss)"
+    return (
+        f"no match reaches the calibrated threshold {threshold:.3f} "
+        f"(best cosine {top.score:.3f}): probable corpus gap"
+    )

@@ -1,0 +1,398 @@
+//! The trust layer (SPEC §5): verdicts, their precedence, logistic confidence, successor
+//! promotion and ordering.
+//!
+//! Owns: every rule that decides whether a hit may be relied on. Pure: candidates, the graph,
+//! the calibration and the clock come in as arguments; no I/O, no clock reads. Does not own:
+//! retrieval (dense.rs), resolution (graph.rs) or wording reasons for people (Python).
+
+use crate::graph::Graph;
+
+/// SPEC §5.2 verdicts (plus the `unverified` development-mode extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    Superseded,
+    Expired,
+    NotYetValid,
+    LowConfidence,
+    InvalidMetadata,
+    AmbiguousSupersession,
+    NotYetKnown,
+    NotEntailed,
+    Unverified,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Superseded => "superseded",
+            Verdict::Expired => "expired",
+            Verdict::NotYetValid => "not_yet_valid",
+            Verdict::LowConfidence => "low_confidence",
+            Verdict::InvalidMetadata => "invalid_metadata",
+            Verdict::AmbiguousSupersession => "ambiguous_supersession",
+            Verdict::NotYetKnown => "not_yet_known",
+            Verdict::NotEntailed => "not_entailed",
+            Verdict::Unverified => "unverified",
+        }
+    }
+}
+
+const DAY_US: i64 = 86_400_000_000;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// SPEC §2.2: exactly `YYYY-MM-DD`, zero-padded ASCII digits, a real calendar date (year ≥ 1).
+/// Returns the instant the day starts (00:00:00.000000 UTC) in µs since the epoch.
+pub fn parse_day_start_us(raw: &str) -> Option<i64> {
+    let b = raw.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        b[r].iter().try_fold(0i64, |acc, c| {
+            c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_len = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if y < 1 || d < 1 || d > month_len {
+        return None;
+    }
+    Some(days_from_civil(y, m, d) * DAY_US)
+}
+
+/// A validity window as stored: raw frontmatter text, and whether the store recorded an error.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    pub valid_from_raw: Option<String>,
+    pub valid_until_raw: Option<String>,
+    pub metadata_error: bool,
+}
+
+/// The window in µs: [from, until] inclusive, or None when unparseable or empty.
+pub fn window_bounds(w: &Window) -> Option<(Option<i64>, Option<i64>)> {
+    if w.metadata_error {
+        return None;
+    }
+    let from = match &w.valid_from_raw {
+        Some(raw) => Some(parse_day_start_us(raw)?),
+        None => None,
+    };
+    // SPEC §2.2: valid_until runs to 23:59:59.999999 UTC of that day.
+    let until = match &w.valid_until_raw {
+        Some(raw) => Some(parse_day_start_us(raw)? + DAY_US - 1),
+        None => None,
+    };
+    if let (Some(f), Some(u)) = (from, until) {
+        if f > u {
+            return None;
+        }
+    }
+    Some((from, until))
+}
+
+/// The inputs every verdict depends on besides the hit itself (SPEC §5.5).
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    pub now_us: i64,
+    pub known_as_of_us: Option<i64>,
+    pub threshold: f64,
+    pub scale: f64,
+    /// Development mode without calibration: ok / low_confidence become `unverified`.
+    pub unverified: bool,
+}
+
+/// SPEC §7: sigmoid(clamp((cos − threshold) / scale, ±60)); exactly 0.5 on the threshold.
+pub fn confidence(score: f64, threshold: f64, scale: f64) -> f64 {
+    let z = ((score - threshold) / scale).clamp(-60.0, 60.0);
+    1.0 / (1.0 + (-z).exp())
+}
+
+/// One retrieval candidate: a chunk of a document and its dense cosine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    pub doc: usize,
+    pub chunk: i64,
+    pub score: f32,
+}
+
+/// A judged hit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    pub doc: usize,
+    pub chunk: i64,
+    pub score: f32,
+    pub verdict: Verdict,
+    pub confidence: f64,
+    pub superseded_by: Option<usize>,
+    pub promoted: bool,
+    pub fetched: bool,
+}
+
+/// SPEC §5.2: the verdict of one document at `policy`, first match wins.
+pub fn verdict(
+    graph: &Graph,
+    windows: &[Window],
+    doc: usize,
+    score: f32,
+    policy: &Policy,
+) -> (Verdict, Option<usize>) {
+    let k = policy.known_as_of_us;
+    let successor = graph.terminal(doc, k);
+    let node = graph.node(doc);
+    let v = match window_bounds(&windows[doc]) {
+        None => Verdict::InvalidMetadata,
+        Some(_) if matches!((k, node.first_indexed_us), (Some(k), Some(t)) if t > k) => {
+            Verdict::NotYetKnown
+        }
+        Some(_) if graph.is_ambiguous(doc, k) => Verdict::AmbiguousSupersession,
+        Some(_) if successor.is_some() => Verdict::Superseded,
+        Some((_, Some(until))) if policy.now_us > until => Verdict::Expired,
+        Some((Some(from), _)) if policy.now_us < from => Verdict::NotYetValid,
+        Some(_) if f64::from(score) < policy.threshold => Verdict::LowConfidence,
+        Some(_) => Verdict::Ok,
+    };
+    let v = match v {
+        Verdict::Ok | Verdict::LowConfidence if policy.unverified => Verdict::Unverified,
+        other => other,
+    };
+    (v, successor)
+}
+
+fn judge_one(
+    graph: &Graph,
+    windows: &[Window],
+    c: Candidate,
+    policy: &Policy,
+    fetched: bool,
+) -> Judged {
+    let (verdict, superseded_by) = verdict(graph, windows, c.doc, c.score, policy);
+    Judged {
+        doc: c.doc,
+        chunk: c.chunk,
+        score: c.score,
+        verdict,
+        confidence: confidence(f64::from(c.score), policy.threshold, policy.scale),
+        superseded_by,
+        promoted: false,
+        fetched,
+    }
+}
+
+/// Judge candidates (retrieval order, possibly several chunks per document) into the final hit
+/// list: one hit per document, successor promotion and fetch (SPEC §5.3), `ok` first.
+/// `fetch(doc)` returns the best chunk of a document that was not retrieved.
+pub fn judge(
+    graph: &Graph,
+    windows: &[Window],
+    candidates: &[Candidate],
+    policy: &Policy,
+    mut fetch: impl FnMut(usize) -> Option<Candidate>,
+) -> Vec<Judged> {
+    let mut seen = vec![false; graph.len()];
+    let mut hits: Vec<Judged> = Vec::new();
+    for c in candidates {
+        if c.doc < graph.len() && !seen[c.doc] {
+            seen[c.doc] = true;
+            hits.push(judge_one(graph, windows, *c, policy, false));
+        }
+    }
+    // SPEC §5.3: a stale memo that cleared the threshold transfers its relevance to its terminal
+    // successor. Walk by index: fetched successors are inserted after their predecessor and are
+    // themselves examined in turn.
+    let mut i = 0;
+    while i < hits.len() {
+        let h = &hits[i];
+        if h.verdict == Verdict::Superseded && f64::from(h.score) >= policy.threshold {
+            if let Some(t) = h.superseded_by {
+                let at = if seen[t] {
+                    hits.iter().position(|x| x.doc == t)
+                } else if let Some(c) = fetch(t).filter(|c| c.doc == t) {
+                    seen[t] = true;
+                    hits.insert(i + 1, judge_one(graph, windows, c, policy, true));
+                    Some(i + 1)
+                } else {
+                    None
+                };
+                if let Some(j) = at {
+                    if hits[j].verdict == Verdict::LowConfidence {
+                        hits[j].verdict = Verdict::Ok;
+                        hits[j].promoted = true;
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    // Stable partition: ok first, each group in retrieval order.
+    let (mut ok, rest): (Vec<_>, Vec<_>) = hits.into_iter().partition(|h| h.verdict == Verdict::Ok);
+    ok.extend(rest);
+    ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::{resolution_key, Node};
+
+    fn day(raw: &str) -> i64 {
+        parse_day_start_us(raw).unwrap()
+    }
+
+    fn policy(now: &str, threshold: f64) -> Policy {
+        Policy {
+            now_us: day(now),
+            known_as_of_us: None,
+            threshold,
+            scale: 0.05,
+            unverified: false,
+        }
+    }
+
+    fn setup(
+        docs: &[(&str, Option<&str>, Option<&str>)],
+        edges: &[(usize, &str)],
+    ) -> (Graph, Vec<Window>) {
+        let nodes = docs
+            .iter()
+            .map(|(p, _, _)| Node {
+                key: resolution_key(p),
+                path: p.to_string(),
+                first_indexed_us: Some(0),
+            })
+            .collect();
+        let edges: Vec<(usize, String)> =
+            edges.iter().map(|(d, r)| (*d, resolution_key(r))).collect();
+        let windows = docs
+            .iter()
+            .map(|(_, f, u)| Window {
+                valid_from_raw: f.map(str::to_string),
+                valid_until_raw: u.map(str::to_string),
+                metadata_error: false,
+            })
+            .collect();
+        (Graph::build(nodes, &edges), windows)
+    }
+
+    fn cand(doc: usize, score: f32) -> Candidate {
+        Candidate {
+            doc,
+            chunk: doc as i64,
+            score,
+        }
+    }
+
+    #[test]
+    fn dates_are_strict() {
+        assert_eq!(parse_day_start_us("1970-01-02"), Some(DAY_US));
+        assert_eq!(parse_day_start_us("2024-02-29").map(|_| ()), Some(()));
+        for bad in [
+            "2023-02-29",
+            "2026-2-03",
+            "2026-02-30",
+            "0000-01-01",
+            "2026-13-01",
+            " 2026-01-01",
+            "２０２６-01-01",
+            "",
+        ] {
+            assert_eq!(parse_day_start_us(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn window_edges_are_inclusive() {
+        let (g, w) = setup(&[("a.md", Some("2026-03-01"), Some("2026-03-31"))], &[]);
+        let mut p = policy("2026-03-31", 0.0);
+        p.now_us = day("2026-04-01") - 1;
+        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::Ok);
+        p.now_us += 1;
+        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::Expired);
+        p.now_us = day("2026-03-01") - 1;
+        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::NotYetValid);
+    }
+
+    #[test]
+    fn precedence() {
+        let (g, w) = setup(
+            &[
+                ("bad.md", Some("2026-02-30"), None),
+                ("empty.md", Some("2026-05-01"), Some("2026-04-01")),
+                ("old.md", None, Some("2020-01-01")),
+                ("new.md", None, None),
+            ],
+            &[(3, "old")],
+        );
+        let p = policy("2026-06-01", 0.5);
+        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::InvalidMetadata);
+        assert_eq!(verdict(&g, &w, 1, 0.9, &p).0, Verdict::InvalidMetadata);
+        // Superseded outranks expired.
+        assert_eq!(verdict(&g, &w, 2, 0.9, &p), (Verdict::Superseded, Some(3)));
+        assert_eq!(verdict(&g, &w, 3, 0.4, &p).0, Verdict::LowConfidence);
+        assert_eq!(verdict(&g, &w, 3, 0.5, &p).0, Verdict::Ok);
+    }
+
+    #[test]
+    fn promotion_fetch_and_order() {
+        let (g, w) = setup(
+            &[
+                ("v1.md", None, None),
+                ("v2.md", None, None),
+                ("other.md", None, None),
+            ],
+            &[(1, "v1")],
+        );
+        let p = policy("2026-01-01", 0.5);
+        // v2 retrieved but below threshold: promoted, and listed first.
+        let out = judge(
+            &g,
+            &w,
+            &[cand(2, 0.45), cand(0, 0.8), cand(1, 0.3)],
+            &p,
+            |_| None,
+        );
+        let got: Vec<_> = out.iter().map(|h| (h.doc, h.verdict, h.promoted)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, Verdict::Ok, true),
+                (2, Verdict::LowConfidence, false),
+                (0, Verdict::Superseded, false)
+            ]
+        );
+        // v2 not retrieved: fetched, judged, promoted.
+        let out = judge(&g, &w, &[cand(0, 0.8)], &p, |d| Some(cand(d, 0.2)));
+        assert_eq!(
+            (out[0].doc, out[0].verdict, out[0].fetched, out[0].promoted),
+            (1, Verdict::Ok, true, true)
+        );
+        // Below threshold the stale memo proves nothing: no promotion.
+        let out = judge(&g, &w, &[cand(0, 0.4), cand(1, 0.3)], &p, |_| None);
+        assert!(out.iter().all(|h| h.verdict != Verdict::Ok));
+    }
+
+    #[test]
+    fn confidence_is_half_at_threshold_and_monotone() {
+        assert_eq!(confidence(0.42, 0.42, 0.05), 0.5);
+        assert!(confidence(0.43, 0.42, 0.05) > 0.5 && confidence(0.41, 0.42, 0.05) < 0.5);
+        assert!(confidence(10.0, 0.0, 0.01) <= 1.0 && confidence(-10.0, 0.0, 0.01) > 0.0);
+    }
+}

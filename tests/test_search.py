@@ -1,0 +1,288 @@
+"""Trusted search end to end on a real store (SPEC §4–§5): verdicts on the example corpus,
+refusal codes, development mode, defensive calibration loading, hand-corrupted metadata, and
+the dense leg against sqlite-vec's own KNN."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import recall
+from recall.cli import app
+
+from .conftest import EXAMPLES, write_corpus
+
+NOW = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+RATE_Q = "how many requests per second does the public API allow?"
+
+
+def certified(mem: recall.Memory, threshold: float = 0.3, **extra: Any) -> None:
+    mem.import_calibration(
+        {
+            "id": "test",
+            "embedder": mem.embedder.name,
+            "fingerprint": mem.embedder.fingerprint,
+            "threshold": threshold,
+            "scale": 0.05,
+            "certified": True,
+            **extra,
+        }
+    )
+
+
+@pytest.fixture
+def examples(tmp_path: Path) -> Iterator[recall.Memory]:
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(EXAMPLES, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+        yield mem
+
+
+def by_file(result: recall.Result) -> dict[str, recall.Hit]:
+    return {h.provenance.file: h for h in result.hits}
+
+
+def test_successor_served_first_and_stale_memo_marked(examples: recall.Memory) -> None:
+    certified(examples)
+    res = examples.search(RATE_Q, now=NOW)
+    assert not res.abstained and res.trust_state == "trusted" and res.calibrated
+    assert res.hits[0].provenance.file == "rate-limits-v2.md" and res.hits[0].verdict == "ok"
+    stale = by_file(res)["rate-limits-v1.md"]
+    assert stale.verdict == "superseded"
+    assert stale.validity.superseded_by == "rate-limits-v2.md"
+    assert stale.score > res.hits[0].score, "the stale memo is the nearer match"
+    assert 0.0 < stale.confidence < 1.0 and res.generation == 1
+
+
+def test_promotion_when_successor_is_below_threshold(examples: recall.Memory) -> None:
+    # v1 (cosine ~0.38) clears 0.36, v2 (~0.33) does not: the declared edge transfers relevance.
+    certified(examples, threshold=0.36)
+    res = examples.search(RATE_Q, now=NOW)
+    top = res.hits[0]
+    assert (top.provenance.file, top.verdict, top.promoted) == ("rate-limits-v2.md", "ok", True)
+    assert top.confidence < 0.5, "promotion leaves the calibrated confidence unchanged"
+
+
+@pytest.mark.parametrize(
+    ("query", "now", "file", "verdict", "reason"),
+    [
+        (
+            "who is on call, weekly rotation escalation",
+            NOW,
+            "oncall-rotation-2025.md",
+            "expired",
+            "expired",
+        ),
+        (
+            "production deploy freeze over new year",
+            NOW,
+            "deploy-freeze-2026.md",
+            "not_yet_valid",
+            "not valid yet",
+        ),
+        (
+            "restart the gateway healthz",
+            NOW,
+            "teams/platform/runbook.md",
+            "ambiguous_supersession",
+            "disambiguate",
+        ),
+    ],
+)
+def test_window_and_ambiguity_verdicts(
+    examples: recall.Memory, query: str, now: dt.datetime, file: str, verdict: str, reason: str
+) -> None:
+    certified(examples, threshold=0.2)
+    res = examples.search(query, now=now)
+    assert by_file(res)[file].verdict == verdict
+    if res.hits[0].provenance.file == file:
+        assert res.abstained and reason in res.reason
+
+
+def test_low_confidence_abstains_with_gap(examples: recall.Memory) -> None:
+    certified(examples, threshold=0.6)
+    res = examples.search("quantum chromodynamics lattice gauge", now=NOW)
+    assert res.abstained and res.gap_warning
+    assert all(
+        h.verdict
+        in {"low_confidence", "superseded", "ambiguous_supersession", "expired", "not_yet_valid"}
+        for h in res.hits
+    )
+    assert "calibrated threshold" in res.reason or "best match" in res.reason
+
+
+def test_known_as_of_hides_later_documents(tmp_path: Path, corpus: Path) -> None:
+    t0, t1 = (dt.datetime(2026, m, 1, tzinfo=dt.timezone.utc) for m in (1, 2))
+    write_corpus(corpus, {"v1.md": "# Quota\n\nThe storage quota is 10 GB per tenant.\n"})
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=t0)
+        write_corpus(
+            corpus,
+            {
+                "v2.md": "---\nsupersedes: v1\n---\n# Quota\n\nThe storage "
+                "quota is 50 GB per tenant.\n"
+            },
+        )
+        mem.index(corpus, now=t1)
+        certified(mem, threshold=0.1)
+        now = dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc)
+        latest = by_file(mem.search("storage quota per tenant", now=now))
+        assert latest["v1.md"].verdict == "superseded" and latest["v2.md"].verdict == "ok"
+        then = by_file(
+            mem.search("storage quota per tenant", now=now, known_as_of=dt.datetime(2026, 1, 15))
+        )
+        assert then["v1.md"].verdict == "ok" and then["v1.md"].validity.superseded_by is None
+        assert then["v2.md"].verdict == "not_yet_known"
+
+
+def test_hand_corrupted_metadata_fails_closed(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with recall.open(db) as mem:
+        mem.index(EXAMPLES)
+        certified(mem, threshold=0.2)
+    con = sqlite3.connect(db)
+    con.execute(
+        "UPDATE documents SET valid_from_raw = 'last tuesday' WHERE path = 'rate-limits-v2.md'"
+    )
+    con.execute("UPDATE documents SET first_indexed_at = 'garbage' WHERE path = 'onboarding.md'")
+    con.commit()
+    con.close()
+    with recall.open(db) as mem:
+        res = mem.search(RATE_Q, now=NOW)
+    assert by_file(res)["rate-limits-v2.md"].verdict == "invalid_metadata"
+    assert by_file(res)["rate-limits-v1.md"].verdict == "superseded"
+
+
+def test_strict_refusals(tmp_path: Path) -> None:
+    with recall.open(tmp_path / "empty.db") as mem, pytest.raises(recall.TrustRefusal) as err:
+        mem.search("anything")
+    assert err.value.code == "INDEX_NOT_READY" and "recall index" in str(err.value)
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(EXAMPLES)
+        with pytest.raises(recall.TrustRefusal) as err:
+            mem.search(RATE_Q)
+        assert err.value.code == "CALIBRATION_MISSING" and "recall calibrate" in str(err.value)
+        certified(mem, certified=False)
+        with pytest.raises(recall.TrustRefusal) as err:
+            mem.search(RATE_Q)
+        assert err.value.code == "CALIBRATION_UNCERTIFIED"
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        with pytest.raises(recall.TrustRefusal) as err:
+            mem.search(RATE_Q, mode="development")
+        assert err.value.code == "LINEAGE_MISMATCH" and "hashing-512" in str(err.value)
+
+
+def test_development_mode_is_degraded_and_unverified(
+    examples: recall.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECALL_TRUST_MODE", "development")
+    res = examples.search(RATE_Q, now=NOW)
+    assert res.trust_state == "degraded" and not res.calibrated and res.abstained
+    assert {h.verdict for h in res.hits} >= {"unverified", "superseded"}
+    assert "recall calibrate" in res.reason
+    with pytest.raises(recall.UsageError, match="unknown mode"):
+        examples.search(RATE_Q, mode="lenient")
+
+
+@pytest.mark.parametrize(
+    ("patch", "why"),
+    [
+        ({"threshold": float("nan")}, "non-finite"),
+        ({"threshold": 1.5}, "outside"),
+        ({"scale": 0.0}, "not positive"),
+        ({"fingerprint": "someone-else"}, "another embedder"),
+        ({"threshold": "0.3"}, "not a number"),
+    ],
+)
+def test_bad_calibration_records_are_never_applied(
+    examples: recall.Memory, patch: dict[str, Any], why: str
+) -> None:
+    record = {
+        "id": "x",
+        "embedder": "hashing-512",
+        "fingerprint": examples.embedder.fingerprint,
+        "threshold": 0.3,
+        "scale": 0.05,
+        "certified": True,
+        **patch,
+    }
+    with pytest.raises(recall.UsageError, match=why):
+        examples.import_calibration(record)
+    # Written behind the API's back, the record is ignored, flagged and never crashes a search.
+    examples._store.set_meta(f"calibration:{examples.embedder.fingerprint}", json.dumps(record))
+    assert examples.calibration()[0] is None
+    res = examples.search(RATE_Q, now=NOW, mode="development")
+    assert not res.calibrated and res.calibration is None
+    examples._store.set_meta(f"calibration:{examples.embedder.fingerprint}", "{not json")
+    assert "not valid JSON" in examples.calibration()[1]
+
+
+def test_staleness_and_timings(examples: recall.Memory) -> None:
+    certified(examples)
+    res = examples.search(RATE_Q, now=NOW)
+    assert res.staleness.stale and res.staleness.age_seconds is not None
+    fresh = examples.search(RATE_Q, now=dt.datetime(2026, 3, 2, tzinfo=dt.timezone.utc))
+    assert not fresh.staleness.stale
+    assert set(res.timings_ms) >= {"embed", "dense", "trust", "total"}
+    data = res.to_dict()
+    assert json.loads(json.dumps(data))["hits"][0]["provenance"]["file"] == "rate-limits-v2.md"
+
+
+def test_dense_leg_equals_sqlite_vec_knn(examples: recall.Memory) -> None:
+    apsw = pytest.importorskip("apsw")
+    sqlite_vec = pytest.importorskip("sqlite_vec")
+    con = apsw.Connection(examples.path, flags=apsw.SQLITE_OPEN_READONLY)
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    for query in (RATE_Q, "backups and restores", "gateway load balancers", "onboarding access"):
+        vector = examples.embedder.embed([query])[0].astype("<f4")
+        raw = examples._store.search(
+            vector.tobytes(),
+            k=5,
+            candidates=10,
+            now_us=0,
+            known_as_of_us=None,
+            threshold=0.5,
+            scale=0.05,
+            unverified=False,
+        )
+        knn = con.execute(
+            "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10 "
+            "ORDER BY distance",
+            (vector.tobytes(),),
+        ).fetchall()
+        ours = raw["dense"]
+        assert [c for c, _ in ours] == [c for c, _ in knn] or sorted(
+            round(s, 5) for _, s in ours
+        ) == sorted(round(1 - d, 5) for _, d in knn)
+        for (_, score), (_, distance) in zip(ours, knn):
+            assert score == pytest.approx(1.0 - distance, abs=1e-5)
+
+
+def test_cli_search_json_and_refusal_exit_codes(tmp_path: Path) -> None:
+    runner = CliRunner()
+    db = str(tmp_path / "m.db")
+    assert runner.invoke(app, ["index", str(EXAMPLES), "--db", db]).exit_code == 0
+    refused = runner.invoke(app, ["search", RATE_Q, "--db", db, "--json"])
+    assert refused.exit_code == 3
+    assert json.loads(refused.stdout)["code"] == "CALIBRATION_MISSING"
+    human = runner.invoke(app, ["search", RATE_Q, "--db", db])
+    assert human.exit_code == 3 and "CALIBRATION_MISSING" in human.stderr
+    dev = runner.invoke(
+        app,
+        ["search", RATE_Q, "--db", db, "--json", "--mode", "development", "--as-of", "2026-11-30"],
+    )
+    assert dev.exit_code == 0
+    data = json.loads(dev.stdout)
+    assert data["trust_state"] == "degraded" and data["hits"][0]["verdict"] in {
+        "superseded",
+        "unverified",
+    }
+    bad = runner.invoke(app, ["search", RATE_Q, "--db", db, "--as-of", "soon"])
+    assert bad.exit_code == 2 and "--as-of" in bad.stderr
