@@ -1,0 +1,578 @@
+"""The trust layer (SPEC §2.3, §2.4, §5): verdicts, the supersession graph, promotion, ordering.
+
+`recall._core.judge` is checked against the reference model in `oracle.py` on random corpora,
+against invariants on its own output, and on one worked example per rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recall import _core
+
+from .oracle import DAY_US, judge_oracle, parse_day_start_us
+
+Doc = tuple[str, str, "str | None", "str | None", "str | None", "int | None"]
+Judge = Callable[..., list[tuple[Any, ...]]]
+
+
+def us(stamp: str) -> int:
+    """Microseconds since the Unix epoch of an ISO-8601 UTC instant ("2026-03-31T23:59:59")."""
+    when = dt.datetime.fromisoformat(stamp).replace(tzinfo=dt.timezone.utc)
+    return (when - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(microseconds=1)
+
+
+def doc(
+    path: str,
+    valid_from: str | None = None,
+    valid_until: str | None = None,
+    error: str | None = None,
+    first: int | None = None,
+) -> Doc:
+    return (_core.resolution_key(path), path, valid_from, valid_until, error, first)
+
+
+def edge(declarer: int, reference: str) -> tuple[int, str]:
+    return (declarer, _core.resolution_key(reference))
+
+
+NOW = us("2026-03-15T12:00:00")
+T, SCALE = 0.5, 0.05
+# Scores in the examples are exact in binary32: dense cosines are float32 (SPEC §4).
+
+
+def call(
+    fn: Judge,
+    docs: list[Doc],
+    edges: list[tuple[int, str]] = (),  # type: ignore[assignment]
+    candidates: list[tuple[int, float]] | None = None,
+    fetchable: dict[int, float] | None = None,
+    now: int = NOW,
+    known_as_of: int | None = None,
+    threshold: float = T,
+    scale: float = SCALE,
+    unverified: bool = False,
+) -> list[tuple[Any, ...]]:
+    """Judge with every document retrieved at 0.875 unless candidates are given."""
+    if candidates is None:
+        candidates = [(i, 0.875) for i in range(len(docs))]
+    return fn(
+        docs,
+        list(edges),
+        candidates,
+        fetchable or {},
+        now,
+        known_as_of,
+        threshold,
+        scale,
+        unverified,
+    )
+
+
+@pytest.fixture(params=["rust", "oracle"])
+def judge(request: pytest.FixtureRequest) -> Judge:
+    """Examples run against the extension and, as a check on the model, against the oracle."""
+    if request.param == "rust":
+        return _core.judge
+    return judge_oracle
+
+
+def verdicts(hits: list[tuple[Any, ...]]) -> dict[int, str]:
+    return {h[0]: h[1] for h in hits}
+
+
+def by_doc(hits: list[tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
+    return {h[0]: h for h in hits}
+
+
+# --- the date parser of the model (SPEC §2.2)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["2026-2-3", "2026-02-30", "", "yesterday", " 2026-02-03", "2026-02-03T00:00", "0000-01-01"],
+)
+def test_oracle_rejects_malformed_dates(raw: str) -> None:
+    assert parse_day_start_us(raw) is None
+
+
+def test_oracle_day_start() -> None:
+    assert parse_day_start_us("1970-01-02") == DAY_US
+    assert parse_day_start_us("2024-02-29") == us("2024-02-29T00:00:00")
+
+
+# --- verdicts, one example each (SPEC §5.2)
+
+
+@pytest.mark.parametrize(
+    ("valid_from", "valid_until", "error"),
+    [
+        ("2026-2-3", None, None),
+        (None, "2026-02-30", None),
+        ("", None, None),
+        (None, "yesterday", None),
+        ("2026-03-02", "2026-03-01", None),  # empty window
+        (None, None, "valid_from: not a YYYY-MM-DD date: '2026-2-3'"),
+    ],
+)
+def test_invalid_metadata(
+    judge: Judge, valid_from: str | None, valid_until: str | None, error: str | None
+) -> None:
+    hits = call(judge, [doc("a.md", valid_from, valid_until, error)])
+    assert [h[1] for h in hits] == ["invalid_metadata"]
+
+
+def test_invalid_metadata_wins_over_everything(judge: Judge) -> None:
+    docs = [doc("a.md", "2026-2-3", first=10), doc("b.md", first=1)]
+    hits = call(judge, docs, [edge(1, "a")], known_as_of=5)
+    # superseded_by is reported whatever verdict won
+    assert by_doc(hits)[0][1:4:2] == ("invalid_metadata", 1)
+
+
+def test_one_day_window_is_valid(judge: Judge) -> None:
+    hits = call(judge, [doc("a.md", "2026-03-15", "2026-03-15")])
+    assert [h[1] for h in hits] == ["ok"]
+
+
+def test_not_yet_known(judge: Judge) -> None:
+    docs = [doc("later.md", first=101), doc("same.md", first=100), doc("undated.md")]
+    assert verdicts(call(judge, docs, known_as_of=100)) == {
+        0: "not_yet_known",
+        1: "ok",
+        2: "ok",  # an undated document stays visible
+    }
+    assert set(verdicts(call(judge, docs)).values()) == {"ok"}
+
+
+def test_ambiguous_supersession_on_shared_basenames(judge: Judge) -> None:
+    docs = [doc("a/x.md"), doc("b/x.md"), doc("c/new.md")]
+    for reference in ["x", "x.md", "[[x]]", "[x.md]", "a/x.md"]:
+        hits = call(judge, docs, [edge(2, reference)])
+        assert verdicts(hits) == {0: "ambiguous_supersession", 1: "ambiguous_supersession", 2: "ok"}
+        assert all(h[3] is None for h in hits)  # the edge is never guessed
+
+
+def test_ambiguous_even_when_the_declarer_is_a_match(judge: Judge) -> None:
+    hits = call(judge, [doc("a/x.md"), doc("b/x.md")], [edge(0, "x")])
+    assert set(verdicts(hits).values()) == {"ambiguous_supersession"}
+
+
+def test_shared_key_without_an_edge_is_not_ambiguous(judge: Judge) -> None:
+    assert set(verdicts(call(judge, [doc("a/x.md"), doc("b/x.md")])).values()) == {"ok"}
+
+
+def test_superseded_chain_reports_the_terminal_successor(judge: Judge) -> None:
+    docs = [doc("a.md"), doc("b.md"), doc("c.md")]
+    hits = by_doc(call(judge, docs, [edge(1, "a.md"), edge(2, "[[b]]")]))
+    assert hits[0][1:4:2] == ("superseded", 2)
+    assert hits[1][1:4:2] == ("superseded", 2)
+    assert hits[2][1:4:2] == ("ok", None)
+
+
+def test_expired_at_the_exact_day_boundary(judge: Judge) -> None:
+    docs = [doc("a.md", valid_until="2026-03-31")]
+    last = us("2026-03-31T23:59:59.999999")
+    assert [h[1] for h in call(judge, docs, now=last)] == ["ok"]
+    assert [h[1] for h in call(judge, docs, now=last + 1)] == ["expired"]
+
+
+def test_not_yet_valid_at_the_exact_day_boundary(judge: Judge) -> None:
+    docs = [doc("a.md", valid_from="2026-04-01")]
+    first = us("2026-04-01T00:00:00")
+    assert [h[1] for h in call(judge, docs, now=first)] == ["ok"]
+    assert [h[1] for h in call(judge, docs, now=first - 1)] == ["not_yet_valid"]
+
+
+def test_superseded_wins_over_expired(judge: Judge) -> None:
+    docs = [doc("a.md", valid_until="2020-01-01"), doc("b.md")]
+    assert verdicts(call(judge, docs, [edge(1, "a")]))[0] == "superseded"
+
+
+def test_low_confidence_and_ok_around_the_threshold(judge: Judge) -> None:
+    hits = by_doc(call(judge, [doc("a.md"), doc("b.md")], candidates=[(0, 0.5), (1, 0.4375)]))
+    assert hits[0][1] == "ok" and hits[0][2] == 0.5
+    assert hits[1][1] == "low_confidence"
+    assert hits[1][2] == pytest.approx(1 / (1 + math.exp(0.0625 / SCALE)), abs=1e-12)
+
+
+def test_unverified_replaces_ok_and_low_confidence_only(judge: Judge) -> None:
+    docs = [doc("a.md"), doc("b.md"), doc("c.md", valid_until="2020-01-01")]
+    hits = call(judge, docs, candidates=[(0, 0.875), (1, 0.125), (2, 0.875)], unverified=True)
+    assert verdicts(hits) == {0: "unverified", 1: "unverified", 2: "expired"}
+
+
+def test_unverified_never_promotes(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("new.md")]
+    hits = call(judge, docs, [edge(1, "old")], [(0, 0.875), (1, 0.125)], unverified=True)
+    assert [h[:2] + (h[4],) for h in hits] == [(0, "superseded", False), (1, "unverified", False)]
+
+
+def test_duplicate_candidates_keep_the_first(judge: Judge) -> None:
+    hits = call(judge, [doc("a.md")], candidates=[(0, 0.6875), (0, 0.9375)])
+    assert [(h[0], h[6]) for h in hits] == [(0, 0.6875)]
+
+
+def test_no_candidates_no_hits(judge: Judge) -> None:
+    assert call(judge, [doc("a.md")], candidates=[]) == []
+
+
+# --- promotion, fetch and ordering (SPEC §5.3)
+
+
+def test_stale_memo_promotes_its_low_confidence_successor(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("new.md")]
+    hits = call(judge, docs, [edge(1, "old.md")], [(0, 0.75), (1, 0.3125)])
+    assert [h[0] for h in hits] == [1, 0]  # the successor outranks what it replaced
+    new, old = hits
+    assert new[1:2] + new[3:] == ("ok", None, True, False, 0.3125)
+    assert new[2] == pytest.approx(1 / (1 + math.exp(0.1875 / SCALE)), abs=1e-12)  # unchanged
+    assert old[1:2] + old[3:] == ("superseded", 1, False, False, 0.75)
+
+
+def test_stale_memo_below_threshold_promotes_nothing(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("new.md")]
+    hits = call(judge, docs, [edge(1, "old.md")], [(0, 0.4375), (1, 0.3125)], {1: 0.3125})
+    assert [(h[0], h[1], h[4]) for h in hits] == [
+        (0, "superseded", False),
+        (1, "low_confidence", False),
+    ]
+
+
+def test_promotion_leaves_other_verdicts_alone(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("new.md", valid_from="2027-01-01")]
+    hits = call(judge, docs, [edge(1, "old.md")], [(0, 0.75), (1, 0.3125)])
+    assert verdicts(hits) == {0: "superseded", 1: "not_yet_valid"}
+    assert not any(h[4] for h in hits)
+
+
+def test_unretrieved_successor_is_fetched(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("other.md"), doc("new.md")]
+    hits = call(
+        judge, docs, [edge(2, "old")], [(0, 0.75), (1, 0.625)], {0: 0.75, 1: 0.625, 2: 0.25}
+    )
+    assert [(h[0], h[1], h[4], h[5], h[6]) for h in hits] == [
+        (2, "ok", True, True, 0.25),
+        (1, "ok", False, False, 0.625),
+        (0, "superseded", False, False, 0.75),
+    ]
+
+
+def test_fetched_successor_sits_after_the_hit_that_fetched_it(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("other.md"), doc("new.md", valid_until="2020-01-01")]
+    hits = call(judge, docs, [edge(2, "old")], [(0, 0.75), (1, 0.125)], {2: 0.875})
+    assert [(h[0], h[1], h[5]) for h in hits] == [
+        (0, "superseded", False),
+        (2, "expired", True),  # judged by the same rules, not promoted
+        (1, "low_confidence", False),
+    ]
+
+
+def test_unfetchable_successor_is_left_out(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("new.md")]
+    hits = call(judge, docs, [edge(1, "old")], [(0, 0.75)], {})
+    assert [(h[0], h[1], h[3]) for h in hits] == [(0, "superseded", 1)]
+
+
+def test_fetched_once_for_two_stale_hits(judge: Judge) -> None:
+    docs = [doc("a.md"), doc("b.md"), doc("c.md")]
+    hits = call(judge, docs, [edge(1, "a"), edge(2, "b")], [(0, 0.875), (1, 0.75)], {2: 0.875})
+    assert [(h[0], h[1], h[5]) for h in hits] == [
+        (2, "ok", True),
+        (0, "superseded", False),
+        (1, "superseded", False),
+    ]
+
+
+def test_fetched_successor_is_examined_in_turn(judge: Judge) -> None:
+    docs = [doc("a.md"), doc("b.md"), doc("c.md")]
+    # b supersedes a, c supersedes b, b supersedes c: a -> c, c -> b, b -> c
+    edges = [edge(1, "a"), edge(2, "b"), edge(1, "c")]
+    hits = call(judge, docs, edges, [(0, 0.875)], {1: 0.25, 2: 0.75})
+    assert [(h[0], h[1], h[3], h[5]) for h in hits] == [
+        (0, "superseded", 2, False),
+        (2, "superseded", 1, True),  # fetched above the threshold: fetches its own successor
+        (1, "superseded", 2, True),
+    ]
+
+
+# --- the graph and time (SPEC §2.3, §2.4)
+
+
+def test_edges_are_filtered_per_step_of_a_chain(judge: Judge) -> None:
+    docs = [doc("a.md", first=1), doc("b.md", first=2), doc("c.md", first=5)]
+    edges = [edge(1, "a"), edge(2, "b")]
+    hits = by_doc(call(judge, docs, edges, known_as_of=3))
+    assert hits[0][1:4:2] == ("superseded", 1)
+    assert hits[1][1:4:2] == ("ok", None) and hits[2][1] == "not_yet_known"
+    assert by_doc(call(judge, docs, edges))[0][1:4:2] == ("superseded", 2)
+
+
+def test_undated_edge_always_applies(judge: Judge) -> None:
+    docs = [doc("a.md", first=0), doc("b.md")]
+    assert by_doc(call(judge, docs, [edge(1, "a")], known_as_of=0))[0][1:4:2] == ("superseded", 1)
+
+
+def test_edge_dated_after_the_instant_does_not_make_ambiguity(judge: Judge) -> None:
+    docs = [doc("a/x.md", first=1), doc("b/x.md", first=1), doc("n.md", first=9)]
+    assert verdicts(call(judge, docs, [edge(2, "x")], known_as_of=5)) == {
+        0: "ok",
+        1: "ok",
+        2: "not_yet_known",
+    }
+
+
+def test_two_cycle(judge: Judge) -> None:
+    hits = by_doc(call(judge, [doc("a.md"), doc("b.md")], [edge(0, "b"), edge(1, "a")]))
+    assert hits[0][1:4:2] == ("superseded", 1)
+    assert hits[1][1:4:2] == ("superseded", 0)
+
+
+def test_three_cycle_returns_the_successor_before_the_revisit(judge: Judge) -> None:
+    docs = [doc("a.md"), doc("b.md"), doc("c.md")]
+    # b supersedes a, c supersedes b, a supersedes c
+    hits = by_doc(call(judge, docs, [edge(1, "a"), edge(2, "b"), edge(0, "c")]))
+    assert {i: h[3] for i, h in hits.items()} == {0: 2, 1: 0, 2: 1}
+
+
+def test_chain_into_a_cycle(judge: Judge) -> None:
+    docs = [doc("a.md"), doc("b.md"), doc("c.md")]
+    # b supersedes a, c supersedes b, b supersedes c
+    hits = by_doc(call(judge, docs, [edge(1, "a"), edge(2, "b"), edge(1, "c")]))
+    assert {i: h[3] for i, h in hits.items()} == {0: 2, 1: 2, 2: 1}
+
+
+def test_self_reference_is_ignored(judge: Judge) -> None:
+    hits = call(judge, [doc("notes/a.md")], [edge(0, "[[a]]")])
+    assert [h[1:4:2] for h in hits] == [("ok", None)]
+
+
+def test_dangling_reference_is_inert(judge: Judge) -> None:
+    hits = call(judge, [doc("a.md")], [edge(0, "ghost.md")])
+    assert [h[1:4:2] for h in hits] == [("ok", None)]
+
+
+@pytest.mark.parametrize(
+    ("first_p", "first_q", "winner"),
+    [
+        (2, 1, 1),  # the claim recorded last wins
+        (1, 2, 2),
+        (3, 3, 1),  # equal dates: the smaller path
+        (None, 1, 2),  # undated counts as the earliest
+        (None, None, 1),
+    ],
+)
+def test_fan_in(judge: Judge, first_p: int | None, first_q: int | None, winner: int) -> None:
+    docs = [doc("t.md"), doc("p.md", first=first_p), doc("q.md", first=first_q)]
+    hits = by_doc(call(judge, docs, [edge(2, "t"), edge(1, "t")]))
+    assert hits[0][1:4:2] == ("superseded", winner)
+
+
+def test_fan_in_winner_follows_the_instant(judge: Judge) -> None:
+    docs = [doc("t.md", first=0), doc("p.md", first=1), doc("q.md", first=2)]
+    edges = [edge(1, "t"), edge(2, "t")]
+    assert by_doc(call(judge, docs, edges))[0][3] == 2
+    assert by_doc(call(judge, docs, edges, known_as_of=1))[0][3] == 1
+
+
+# --- random corpora: the extension against the model, and invariants on its own output
+
+FOLDERS = ["", "a/", "b/"]
+BASES = ["x", "y", "z"]
+PATHS = [f"{folder}{base}.md" for folder in FOLDERS for base in BASES]
+DISTINCT = ["p", "q", "r", "s", "t", "u", "v", "w"]
+DAYS = ["2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04"]
+MALFORMED = ["2026-2-3", "2026-02-30", "", "yesterday", "2026-03-02 ", "2026-03-02T00:00"]
+# Mostly absent or well-formed, so that verdicts after invalid_metadata are reached often.
+RAW = st.one_of(st.none(), st.none(), st.sampled_from(DAYS), st.sampled_from(MALFORMED))
+INSTANT = st.one_of(
+    st.sampled_from([us(f"{day}T00:00:00") + d for day in DAYS for d in (-1, 0, 1)]),
+    st.integers(us("2026-02-28T00:00:00"), us("2026-03-06T00:00:00")),
+)
+FIRST = st.one_of(st.none(), st.integers(0, 4))
+THRESHOLDS = [0.3, 0.5, 0.7]
+# Dense cosines are float32 (SPEC §4): scores are drawn exact in binary32, and include the
+# thresholds as float32 rounds them (0.3 rounds up, 0.7 down, 0.5 is exact).
+SCORE = st.one_of(
+    st.sampled_from([float(np.float32(t)) for t in THRESHOLDS]), st.floats(-1.0, 1.0, width=32)
+)
+
+
+def _reference(draw: st.DrawFn, target: str) -> str:
+    """One of the written forms of a reference to target, or a dangling name. SPEC §2.3"""
+    base = target.rsplit("/", 1)[-1][: -len(".md")]
+    forms = [base, f"{base}.md", f"[[{base}]]", f"[{base}.md]", target, "ghost.md"]
+    return draw(st.sampled_from(forms))
+
+
+@st.composite
+def cases(draw: st.DrawFn, cyclic: bool = False) -> dict[str, Any]:
+    """A corpus with edges, a retrieval and the judging parameters.
+
+    Plain corpora draw paths whose basenames collide across folders (ambiguity); cyclic ones
+    have distinct keys, a cycle through a random order of the documents and extra edges.
+    """
+    if cyclic:
+        bases = draw(st.lists(st.sampled_from(DISTINCT), min_size=1, max_size=8, unique=True))
+        paths = [draw(st.sampled_from(FOLDERS)) + f"{base}.md" for base in bases]
+    else:
+        paths = draw(st.lists(st.sampled_from(PATHS), min_size=1, max_size=8, unique=True))
+    n = len(paths)
+    index = st.integers(0, n - 1)
+    error = st.sampled_from(
+        [None, None, None, "valid_until: not a real calendar date: '2026-02-30'"]
+    )
+    docs = [doc(p, draw(RAW), draw(RAW), draw(error), draw(FIRST)) for p in paths]
+    if draw(st.booleans()):  # clean metadata half of the time, so that later verdicts are reached
+        docs = [(key, p, None, None, None, first) for key, p, _, _, _, first in docs]
+
+    pairs = draw(st.lists(st.tuples(index, st.sampled_from(paths)), max_size=10))
+    if cyclic:
+        order = draw(st.permutations(range(n)))
+        pairs += [(order[j], paths[order[j - 1]]) for j in range(n)]
+    edges = [edge(d, _reference(draw, p)) for d, p in draw(st.permutations(pairs))]
+    candidates = draw(st.lists(st.tuples(index, SCORE), max_size=10))
+    if draw(st.booleans()):  # every document retrieved: all verdicts are seen, nothing fetched
+        candidates += [(i, draw(SCORE)) for i in draw(st.permutations(range(n)))]
+    return {
+        "docs": docs,
+        "edges": edges,
+        "candidates": candidates,
+        "fetchable": {i: draw(SCORE) for i in range(n)},
+        "now_us": draw(INSTANT),
+        "known_as_of_us": draw(st.one_of(st.none(), st.integers(0, 4))),
+        "threshold": draw(st.sampled_from(THRESHOLDS)),
+        "scale": draw(st.sampled_from([0.01, 0.05, 0.2])),
+        "unverified": draw(st.booleans()),
+    }
+
+
+def run(fn: Judge, case: dict[str, Any]) -> list[tuple[Any, ...]]:
+    c = case
+    return fn(
+        c["docs"],
+        c["edges"],
+        c["candidates"],
+        c["fetchable"],
+        c["now_us"],
+        c["known_as_of_us"],
+        c["threshold"],
+        c["scale"],
+        c["unverified"],
+    )
+
+
+def without_confidence(hits: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return [h[:2] + h[3:] for h in hits]
+
+
+def assert_matches_the_oracle(case: dict[str, Any]) -> None:
+    got, want = run(_core.judge, case), run(judge_oracle, case)
+    assert without_confidence(got) == without_confidence(want)
+    assert [h[2] for h in got] == pytest.approx([h[2] for h in want], abs=1e-9)
+
+
+@given(cases())
+def test_matches_the_oracle(case: dict[str, Any]) -> None:
+    assert_matches_the_oracle(case)
+
+
+@given(cases(cyclic=True))
+def test_matches_the_oracle_on_cyclic_graphs(case: dict[str, Any]) -> None:
+    assert_matches_the_oracle(case)
+
+
+@given(
+    st.one_of(st.none(), st.sampled_from(DAYS)),
+    st.one_of(st.none(), st.sampled_from(DAYS)),
+    st.sampled_from([us(f"{day}T00:00:00") + d for day in DAYS for d in (-1, 0)]),
+)
+def test_window_boundaries_match_the_oracle(
+    valid_from: str | None, valid_until: str | None, now: int
+) -> None:
+    docs = [doc("a.md", valid_from, valid_until)]
+    assert call(_core.judge, docs, now=now) == call(judge_oracle, docs, now=now)
+
+
+def _window(d: Doc) -> tuple[int | None, int | None]:
+    start = None if d[2] is None else parse_day_start_us(d[2])
+    end = None if d[3] is None else parse_day_start_us(d[3])
+    return start, end
+
+
+@given(st.one_of(cases(), cases(cyclic=True)))
+def test_invariants(case: dict[str, Any]) -> None:
+    hits = run(_core.judge, case)
+    docs, threshold, now = case["docs"], case["threshold"], case["now_us"]
+    k = case["known_as_of_us"]
+    applying_keys = {
+        key for d, key in case["edges"] if k is None or docs[d][5] is None or docs[d][5] <= k
+    }
+
+    def shared(key: str) -> bool:
+        return sum(d[0] == key for d in docs) >= 2
+
+    retrieved: dict[int, float] = {}
+    for i, score in case["candidates"]:
+        retrieved.setdefault(i, score)
+
+    # one hit per document: every retrieved one, plus fetched successors
+    assert len({h[0] for h in hits}) == len(hits)
+    assert {h[0] for h in hits if not h[5]} == set(retrieved)
+    for i, verdict, conf, succ, promoted, fetched, score in hits:
+        assert score == (case["fetchable"][i] if fetched else retrieved[i])
+        assert 0.0 < conf <= 1.0
+        if score == threshold:
+            assert conf == 0.5
+        if promoted:
+            assert verdict == "ok" and score < threshold
+        if verdict == "ok":
+            start, end = _window(docs[i])
+            assert docs[i][4] is None
+            assert k is None or docs[i][5] is None or docs[i][5] <= k
+            assert not (shared(docs[i][0]) and docs[i][0] in applying_keys)
+            assert (start is None or start <= now) and (end is None or now < end + DAY_US)
+            assert succ is None
+            assert score >= threshold or promoted
+        if verdict == "superseded":
+            assert succ is not None and succ != i
+        if case["unverified"]:
+            assert verdict not in ("ok", "low_confidence") and not promoted
+
+    # ok first; abstaining means no hit may be acted on
+    ok = [h[1] == "ok" for h in hits]
+    assert ok == sorted(ok, reverse=True)
+    abstained = not any(ok)
+    assert abstained == all(h[1] != "ok" for h in hits)
+
+    # confidence is monotone in score
+    pairs = sorted((h[6], h[2]) for h in hits)
+    assert all(a[1] <= b[1] for a, b in zip(pairs, pairs[1:]))
+
+
+@given(
+    st.lists(st.floats(-1.0, 1.0, width=32), min_size=1, max_size=10), st.sampled_from(THRESHOLDS)
+)
+def test_confidence_is_monotone_and_calibrated(scores: list[float], threshold: float) -> None:
+    docs = [doc(f"d{i}.md") for i in range(len(scores))]
+    hits = call(_core.judge, docs, candidates=list(enumerate(scores)), threshold=threshold)
+    pairs = sorted((h[6], h[2]) for h in hits)
+    assert all(a[1] <= b[1] for a, b in zip(pairs, pairs[1:]))
+    assert all(0.0 < conf <= 1.0 for _, conf in pairs)
+    assert all(h[2] == 0.5 for h in hits if h[6] == threshold)
+
+
+def test_cycle_heavy_graph_terminates() -> None:
+    n = 60
+    docs = [doc(f"n{i}.md", first=i % 7) for i in range(n)]
+    edges = [edge(d, f"n{t}") for d in range(n) for t in range(n)]
+    hits = call(_core.judge, docs, edges, known_as_of=5)
+    assert len(hits) == n
+    assert all(h[3] is None or h[3] != h[0] for h in hits)
