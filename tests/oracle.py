@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from typing import Any
 
 Doc = tuple[str, str, "str | None", "str | None", "str | None", "int | None"]
 Hit = tuple[int, str, float, "int | None", bool, bool, float]
@@ -113,11 +114,11 @@ def judge_oracle(
         z = max(-60.0, min(60.0, (score - threshold) / scale))
         return 1.0 / (1.0 + math.exp(-z))
 
-    def make(i: int, score: float, fetched: bool) -> list:
+    def make(i: int, score: float, fetched: bool) -> list[Any]:
         return [i, verdict(i, score), confidence(score), terminal(i), False, fetched, score]
 
     # Hits: one per document, its first (best) candidate, in retrieval order.
-    hits: list[list] = []
+    hits: list[list[Any]] = []
     for i, score in candidates:
         if all(h[0] != i for h in hits):
             hits.append(make(i, score, False))
@@ -144,4 +145,4 @@ def judge_oracle(
 
     # §5.3: ok first, each group in retrieval order.
     ordered = [h for h in hits if h[1] == "ok"] + [h for h in hits if h[1] != "ok"]
-    return [tuple(h) for h in ordered]  # type: ignore[misc]
+    return [tuple(h) for h in ordered]

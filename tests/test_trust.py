@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,15 +44,15 @@ def edge(declarer: int, reference: str) -> tuple[int, str]:
     return (declarer, _core.resolution_key(reference))
 
 
+# Scores in the examples are exact in binary32: dense cosines are float32 (SPEC §4).
 NOW = us("2026-03-15T12:00:00")
 T, SCALE = 0.5, 0.05
-# Scores in the examples are exact in binary32: dense cosines are float32 (SPEC §4).
 
 
 def call(
     fn: Judge,
     docs: list[Doc],
-    edges: list[tuple[int, str]] = (),  # type: ignore[assignment]
+    edges: Sequence[tuple[int, str]] = (),
     candidates: list[tuple[int, float]] | None = None,
     fetchable: dict[int, float] | None = None,
     now: int = NOW,
@@ -102,6 +102,28 @@ def by_doc(hits: list[tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
 )
 def test_oracle_rejects_malformed_dates(raw: str) -> None:
     assert parse_day_start_us(raw) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "0000-01-01",
+        "0001-01-01",
+        "9999-12-31",
+        "1969-12-31",
+        "2000-02-29",
+        "2100-02-29",
+        "\uff11\uff19\uff17\uff10-01-01",  # fullwidth digits
+        "2026-03-01\n",
+        "+026-01-01",
+        "-001-01-01",
+    ],
+)
+def test_odd_dates_match_the_oracle(raw: str) -> None:
+    for docs in ([doc("a.md", raw)], [doc("a.md", None, raw)]):
+        for now in (0, NOW):
+            got, want = call(_core.judge, docs, now=now), call(judge_oracle, docs, now=now)
+            assert [h[1] for h in got] == [h[1] for h in want]
 
 
 def test_oracle_day_start() -> None:
@@ -498,7 +520,8 @@ def test_window_boundaries_match_the_oracle(
     valid_from: str | None, valid_until: str | None, now: int
 ) -> None:
     docs = [doc("a.md", valid_from, valid_until)]
-    assert call(_core.judge, docs, now=now) == call(judge_oracle, docs, now=now)
+    got, want = call(_core.judge, docs, now=now), call(judge_oracle, docs, now=now)
+    assert without_confidence(got) == without_confidence(want)
 
 
 def _window(d: Doc) -> tuple[int | None, int | None]:
@@ -529,6 +552,8 @@ def test_invariants(case: dict[str, Any]) -> None:
     for i, verdict, conf, succ, promoted, fetched, score in hits:
         assert score == (case["fetchable"][i] if fetched else retrieved[i])
         assert 0.0 < conf <= 1.0
+        if abs(score - threshold) / case["scale"] < 30:
+            assert conf < 1.0
         if score == threshold:
             assert conf == 0.5
         if promoted:
@@ -546,11 +571,10 @@ def test_invariants(case: dict[str, Any]) -> None:
         if case["unverified"]:
             assert verdict not in ("ok", "low_confidence") and not promoted
 
-    # ok first; abstaining means no hit may be acted on
+    # ok first (the result abstains exactly when the first hit, if any, is not ok)
     ok = [h[1] == "ok" for h in hits]
     assert ok == sorted(ok, reverse=True)
-    abstained = not any(ok)
-    assert abstained == all(h[1] != "ok" for h in hits)
+    assert any(ok) == (bool(hits) and hits[0][1] == "ok")
 
     # confidence is monotone in score
     pairs = sorted((h[6], h[2]) for h in hits)
@@ -575,4 +599,13 @@ def test_cycle_heavy_graph_terminates() -> None:
     edges = [edge(d, f"n{t}") for d in range(n) for t in range(n)]
     hits = call(_core.judge, docs, edges, known_as_of=5)
     assert len(hits) == n
-    assert all(h[3] is None or h[3] != h[0] for h in hits)
+    assert all(h[3] != h[0] for h in hits)
+
+
+def test_long_chain_resolves_to_its_end() -> None:
+    n = 500
+    docs = [doc(f"n{i}.md") for i in range(n)]
+    edges = [edge(i + 1, f"n{i}") for i in range(n - 1)]
+    hits = by_doc(call(_core.judge, docs, edges))
+    assert all(hits[i][1:4:2] == ("superseded", n - 1) for i in range(n - 1))
+    assert hits[n - 1][1:4:2] == ("ok", None)

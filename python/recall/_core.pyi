@@ -71,6 +71,7 @@ class Store:
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+# Scores are judged as float32, the precision of stored cosines.
 def judge(
     docs: list[tuple[str, str, str | None, str | None, str | None, int | None]],
     edges: list[tuple[int, str]],
