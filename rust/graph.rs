@@ -43,6 +43,8 @@ pub enum Resolution {
 /// One declared `supersedes` reference and what it resolved to.
 #[derive(Debug, Clone)]
 pub struct Claim {
+    /// Position of the edge in the list `Graph::build` was given.
+    pub edge: usize,
     pub declarer: usize,
     pub key: String,
     pub resolution: Resolution,
@@ -84,7 +86,7 @@ impl Graph {
             outgoing: vec![Vec::new(); n],
             nodes: Vec::new(),
         };
-        for (declarer, key) in edges {
+        for (edge, (declarer, key)) in edges.iter().enumerate() {
             let (declarer, key) = (*declarer, key.clone());
             if declarer >= n {
                 continue;
@@ -104,6 +106,7 @@ impl Graph {
             }
             g.outgoing[declarer].push(id);
             g.claims.push(Claim {
+                edge,
                 declarer,
                 key,
                 resolution,
@@ -142,7 +145,8 @@ impl Graph {
             .copied()
     }
 
-    fn claim_applies(&self, id: usize, k: Option<i64>) -> bool {
+    /// Whether claim `id` is in force at knowledge instant `k` (SPEC §2.4).
+    pub fn claim_applies(&self, id: usize, k: Option<i64>) -> bool {
         applies(self.nodes[self.claims[id].declarer].first_indexed_us, k)
     }
 

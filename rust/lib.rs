@@ -277,6 +277,66 @@ impl PyStore {
         Ok(d)
     }
 
+    /// Why one document gets its verdict; None when `file` names no indexed document.
+    #[pyo3(signature = (file, query, *, now_us, known_as_of_us, threshold, scale))]
+    #[allow(clippy::too_many_arguments)]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        file: String,
+        query: &[u8],
+        now_us: i64,
+        known_as_of_us: Option<i64>,
+        threshold: f64,
+        scale: f64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let q: Vec<f32> = query
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let policy = trust::Policy {
+            now_us,
+            known_as_of_us,
+            threshold,
+            scale,
+            unverified: false,
+        };
+        let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &policy)))? else {
+            return Ok(None);
+        };
+        let claims = |views: Vec<store::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
+            let list = pyo3::types::PyList::empty(py);
+            for c in views {
+                let d = PyDict::new(py);
+                d.set_item("declarer", c.declarer)?;
+                d.set_item("reference", c.reference)?;
+                d.set_item("key", c.key)?;
+                d.set_item("resolution", c.resolution)?;
+                d.set_item("targets", c.targets)?;
+                d.set_item("recorded_at_us", c.recorded_at_us)?;
+                d.set_item("applies", c.applies)?;
+                list.append(d)?;
+            }
+            Ok(list)
+        };
+        let d = PyDict::new(py);
+        d.set_item("path", e.path)?;
+        d.set_item("key", e.key)?;
+        d.set_item("first_indexed_us", e.first_indexed_us)?;
+        d.set_item("valid_from", e.valid_from)?;
+        d.set_item("valid_until", e.valid_until)?;
+        d.set_item("window_ok", e.window_ok)?;
+        d.set_item("claims_out", claims(e.claims_out)?)?;
+        d.set_item("claims_in", claims(e.claims_in)?)?;
+        d.set_item("chain", e.chain)?;
+        d.set_item("ambiguous", e.ambiguous)?;
+        d.set_item("best_chunk", e.best_chunk.map(|(c, s)| (c, f64::from(s))))?;
+        d.set_item("verdict", e.verdict)?;
+        d.set_item("confidence", e.confidence)?;
+        d.set_item("superseded_by", e.superseded_by)?;
+        Ok(Some(d))
+    }
+
     fn rollback(&self) -> PyResult<()> {
         self.with(|s| {
             s.rollback();

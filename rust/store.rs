@@ -157,6 +157,41 @@ struct SearchCache {
     doc_ids: Vec<i64>,
     graph: Graph,
     windows: Vec<Window>,
+    /// Per document: (source, path); per edge (as given to the graph): the reference as written.
+    locations: Vec<(String, String)>,
+    edge_raw: Vec<String>,
+}
+
+/// One declared reference seen from a document, for `explain`.
+#[derive(Debug, Clone)]
+pub struct ClaimView {
+    pub declarer: String,
+    pub reference: String,
+    pub key: String,
+    /// "resolved", "dangling", "self" or "ambiguous".
+    pub resolution: &'static str,
+    pub targets: Vec<String>,
+    pub recorded_at_us: Option<i64>,
+    pub applies: bool,
+}
+
+/// Why one document gets its verdict for a query (SPEC §8.2 `explain`).
+#[derive(Debug, Clone)]
+pub struct Explanation {
+    pub path: String,
+    pub key: String,
+    pub first_indexed_us: Option<i64>,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub window_ok: bool,
+    pub claims_out: Vec<ClaimView>,
+    pub claims_in: Vec<ClaimView>,
+    pub chain: Vec<String>,
+    pub ambiguous: bool,
+    pub best_chunk: Option<(i64, f32)>,
+    pub verdict: &'static str,
+    pub confidence: f64,
+    pub superseded_by: Option<String>,
 }
 
 /// One judged hit with what the caller shows about it (SPEC §5.1).
@@ -643,11 +678,12 @@ impl Store {
         let mut doc_ids = Vec::new();
         let mut nodes = Vec::new();
         let mut windows = Vec::new();
+        let mut locations = Vec::new();
         let mut index_of = std::collections::HashMap::new();
         {
             let mut stmt = self.conn.prepare(
                 "SELECT id, key, path, first_indexed_at, valid_from_raw, valid_until_raw,
-                        metadata_error FROM documents ORDER BY id",
+                        metadata_error, source FROM documents ORDER BY id",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
@@ -661,6 +697,10 @@ impl Store {
                 let until = r.get::<_, Option<String>>(5);
                 let err = r.get::<_, Option<String>>(6);
                 let broken = from.is_err() || until.is_err() || err.is_err();
+                locations.push((
+                    r.get::<_, String>(7).unwrap_or_default(),
+                    r.get::<_, String>(2).unwrap_or_default(),
+                ));
                 nodes.push(Node {
                     key: r.get::<_, String>(1).unwrap_or_default(),
                     path: r.get::<_, String>(2).unwrap_or_default(),
@@ -674,15 +714,17 @@ impl Store {
             }
         }
         let mut edges = Vec::new();
+        let mut edge_raw = Vec::new();
         {
             let mut stmt = self
                 .conn
-                .prepare("SELECT doc_id, key FROM edges ORDER BY id")?;
+                .prepare("SELECT doc_id, key, raw_ref FROM edges ORDER BY id")?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
                 let doc_id: i64 = r.get(0)?;
                 if let (Some(&d), Ok(key)) = (index_of.get(&doc_id), r.get::<_, String>(1)) {
                     edges.push((d, key));
+                    edge_raw.push(r.get::<_, String>(2).unwrap_or_default());
                 }
             }
         }
@@ -729,8 +771,78 @@ impl Store {
             doc_ids,
             graph: Graph::build(nodes, &edges),
             windows,
+            locations,
+            edge_raw,
         });
         Ok(true)
+    }
+
+    /// Explain one document's verdict for `query` (SPEC §8.2): its key, the claims it declares
+    /// and receives (dangling and ambiguous included), the chain walk, its window against now
+    /// and its best chunk's cosine against the threshold. `file` is a stored path or an
+    /// absolute path under an indexed root. Returns None when no document matches.
+    pub fn explain(
+        &mut self,
+        file: &str,
+        query: &[f32],
+        policy: &Policy,
+    ) -> Result<Option<Explanation>> {
+        self.ensure_cache()?;
+        let cache = self.cache.as_ref().expect("cache loaded above");
+        let found = cache.locations.iter().position(|(source, path)| {
+            path == file || Path::new(source).join(path) == Path::new(file)
+        });
+        let Some(d) = found else { return Ok(None) };
+        let g = &cache.graph;
+        let k = policy.known_as_of_us;
+        let path_of = |i: usize| g.node(i).path.clone();
+        let view = |id: usize| {
+            let c = g.claim(id);
+            let (resolution, targets) = match &c.resolution {
+                crate::graph::Resolution::Dangling => ("dangling", vec![]),
+                crate::graph::Resolution::SelfReference => ("self", vec![path_of(c.declarer)]),
+                crate::graph::Resolution::Resolved(t) => ("resolved", vec![path_of(*t)]),
+                crate::graph::Resolution::Ambiguous(ts) => {
+                    ("ambiguous", ts.iter().map(|&t| path_of(t)).collect())
+                }
+            };
+            ClaimView {
+                declarer: path_of(c.declarer),
+                reference: cache.edge_raw.get(c.edge).cloned().unwrap_or_default(),
+                key: c.key.clone(),
+                resolution,
+                targets,
+                recorded_at_us: g.node(c.declarer).first_indexed_us,
+                applies: g.claim_applies(id, k),
+            }
+        };
+        let best_chunk = if query.len() == cache.dense.dim() {
+            cache.doc_rows[d]
+                .iter()
+                .map(|&row| (cache.row_chunk[row], cache.dense.score(row, query)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+        } else {
+            None
+        };
+        let score = best_chunk.map_or(f32::NEG_INFINITY, |(_, s)| s);
+        let (verdict, successor) = trust::verdict(g, &cache.windows, d, score, policy);
+        let w = &cache.windows[d];
+        Ok(Some(Explanation {
+            path: path_of(d),
+            key: g.node(d).key.clone(),
+            first_indexed_us: g.node(d).first_indexed_us,
+            valid_from: w.valid_from_raw.clone(),
+            valid_until: w.valid_until_raw.clone(),
+            window_ok: trust::window_bounds(w).is_some(),
+            claims_out: g.outgoing(d).iter().map(|&id| view(id)).collect(),
+            claims_in: g.incoming(d).map(view).collect(),
+            chain: g.walk(d, k).into_iter().map(path_of).collect(),
+            ambiguous: g.is_ambiguous(d, k),
+            best_chunk,
+            verdict: verdict.as_str(),
+            confidence: trust::confidence(f64::from(score), policy.threshold, policy.scale),
+            superseded_by: successor.map(path_of),
+        }))
     }
 
     /// Dense retrieval, then the trust layer (SPEC §4–§5): `candidates` dense chunks, one hit

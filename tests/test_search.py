@@ -286,3 +286,44 @@ def test_cli_search_json_and_refusal_exit_codes(tmp_path: Path) -> None:
     }
     bad = runner.invoke(app, ["search", RATE_Q, "--db", db, "--as-of", "soon"])
     assert bad.exit_code == 2 and "--as-of" in bad.stderr
+
+
+def test_explain_shows_claims_chain_window_and_threshold(examples: recall.Memory) -> None:
+    certified(examples)
+    e = examples.explain(RATE_Q, "rate-limits-v1.md", now=NOW)
+    assert (e["verdict"], e["superseded_by"], e["key"]) == (
+        "superseded",
+        "rate-limits-v2.md",
+        "rate-limits-v1",
+    )
+    assert e["chain"] == ["rate-limits-v1.md", "rate-limits-v2.md"]
+    (claim,) = e["claims_in"]
+    assert claim["declarer"] == "rate-limits-v2.md" and claim["resolution"] == "resolved"
+    assert claim["reference"] == "rate-limits-v1.md" and claim["applies"]
+    assert e["threshold"] == 0.3 and e["calibrated"] and e["best_chunk"]["score"] > 0.3
+    amb = examples.explain("restart", "teams/search/runbook.md", now=NOW)
+    assert amb["verdict"] == "ambiguous_supersession" and amb["ambiguous"]
+    assert amb["claims_in"][0]["targets"] == [
+        "teams/platform/runbook.md",
+        "teams/search/runbook.md",
+    ]
+    dangling = examples.explain("onboarding", str(EXAMPLES / "onboarding.md"), now=NOW)
+    assert [c["resolution"] for c in dangling["claims_out"]] == ["dangling"]
+    before = examples.explain(
+        RATE_Q, "rate-limits-v1.md", now=NOW, known_as_of=dt.datetime(2026, 2, 1)
+    )
+    assert before["claims_in"][0]["applies"] is False and before["superseded_by"] is None
+    with pytest.raises(recall.UsageError, match="not an indexed document"):
+        examples.explain(RATE_Q, "nope.md")
+
+
+def test_cli_explain_json(tmp_path: Path) -> None:
+    runner = CliRunner()
+    db = str(tmp_path / "m.db")
+    assert runner.invoke(app, ["index", str(EXAMPLES), "--db", db]).exit_code == 0
+    res = runner.invoke(app, ["explain", RATE_Q, "rate-limits-v1.md", "--db", db, "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["verdict"] == "superseded"
+    human = runner.invoke(app, ["explain", RATE_Q, "rate-limits-v1.md", "--db", db])
+    assert human.exit_code == 0 and "chain: rate-limits-v1.md → rate-limits-v2.md" in human.stdout
+    missing = runner.invoke(app, ["explain", RATE_Q, "nope.md", "--db", db])
+    assert missing.exit_code == 2 and "not an indexed document" in missing.stderr

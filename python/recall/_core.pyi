@@ -55,6 +55,16 @@ class Store:
     def commit(self, now: str) -> int: ...
     def rollback(self) -> None: ...
     def set_meta(self, key: str, value: str) -> None: ...
+    def explain(
+        self,
+        file: str,
+        query: bytes,
+        *,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+    ) -> dict[str, Any] | None: ...
     def search(
         self,
         query: bytes,
@@ -71,6 +81,7 @@ class Store:
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+
 # Scores are judged as float32, the precision of stored cosines.
 def judge(
     docs: list[tuple[str, str, str | None, str | None, str | None, int | None]],

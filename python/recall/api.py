@@ -74,6 +74,10 @@ def _micros(instant: dt.datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+def _format_micros(us: int | None) -> str | None:
+    return None if us is None else format_instant(_EPOCH + dt.timedelta(microseconds=us))
+
+
 def _parse_stored(text: str | None) -> dt.datetime | None:
     if not text:
         return None
@@ -428,6 +432,68 @@ class Memory:
             mode=chosen,
             timings_ms=timings,
         )
+
+    def explain(
+        self,
+        query: str,
+        file: str | os.PathLike[str],
+        *,
+        now: dt.datetime | None = None,
+        known_as_of: dt.datetime | None = None,
+    ) -> dict[str, Any]:
+        """Why `file` gets its verdict for `query`: its key, claims out and in (dangling and
+        ambiguous included, each with whether it applies at `known_as_of`), the chain walk, its
+        window against `now`, and its best chunk's cosine against the threshold in use.
+
+        Diagnostic only: it never refuses, and says which calibration (if any) it used.
+        """
+        if self._store.embedder() is None:
+            raise UsageError("recall explain: nothing is indexed; run 'recall index PATH' first")
+        instant = _utc(now)
+        known = _utc(known_as_of) if known_as_of is not None else None
+        calibration, why = self.calibration()
+        threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
+        scale = calibration.scale if calibration else DEFAULT_SCALE
+        embedder = self.embedder
+        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype="<f4")
+        name = os.fspath(file)
+        raw = self._store.explain(
+            name,
+            vector.tobytes(),
+            now_us=_micros(instant),
+            known_as_of_us=_micros(known) if known is not None else None,
+            threshold=threshold,
+            scale=scale,
+        )
+        if raw is None and Path(name).exists():
+            raw = self._store.explain(
+                str(Path(name).resolve()),
+                vector.tobytes(),
+                now_us=_micros(instant),
+                known_as_of_us=_micros(known) if known is not None else None,
+                threshold=threshold,
+                scale=scale,
+            )
+        if raw is None:
+            raise UsageError(
+                f"recall explain: {name} is not an indexed document; pass its path as shown by "
+                "'recall search' or a path under an indexed folder"
+            )
+        for claim in (*raw["claims_out"], *raw["claims_in"]):
+            recorded = claim.pop("recorded_at_us")
+            claim["recorded_at"] = _format_micros(recorded)
+        raw["first_indexed_at"] = _format_micros(raw.pop("first_indexed_us"))
+        best = raw.pop("best_chunk")
+        raw["best_chunk"] = None if best is None else {"chunk_id": best[0], "score": best[1]}
+        raw.update(
+            query=query,
+            now=format_instant(instant),
+            known_as_of=format_instant(known) if known is not None else None,
+            threshold=threshold,
+            calibrated=calibration is not None,
+            calibration_note=why,
+        )
+        return raw
 
     def index(
         self,

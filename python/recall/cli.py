@@ -243,6 +243,75 @@ def search(
         _print_result(result)
 
 
+@app.command()
+def explain(
+    query: str = typer.Argument(..., help="The question."),
+    file: str = typer.Argument(..., help="A document, as shown by 'recall search'."),
+    db: Optional[Path] = DbOption,
+    as_json: bool = JsonOption,
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="Judge the window at this time."),
+    known_as_of: Optional[str] = typer.Option(
+        None, "--known-as-of", help="Apply only what had been indexed by this time."
+    ),
+) -> None:
+    """Explain why one document gets its verdict for a query."""
+    import recall
+    from recall.errors import RecallError
+
+    db_path = _db_path(db)
+    if not Path(db_path).exists():
+        _fail(f"recall explain: {db_path} does not exist; run 'recall index PATH' first")
+    now = _instant(as_of, "--as-of")
+    known = _instant(known_as_of, "--known-as-of")
+    try:
+        with recall.open(db_path) as mem:
+            data = mem.explain(query, file, now=now, known_as_of=known)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(data)
+        return
+    _print_explanation(data)
+
+
+def _print_explanation(e: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = Console(highlight=False)
+    out.print(f"[bold]{escape(e['path'])}[/] (key [bold]{escape(e['key'])}[/])")
+    out.print(f"  verdict: [bold]{e['verdict']}[/], confidence {e['confidence']:.3f}")
+    best = e["best_chunk"]
+    cosine = "no chunk" if best is None else f"{best['score']:.3f}"
+    calibration = (
+        "calibrated" if e["calibrated"] else f"uncalibrated default ({e['calibration_note']})"
+    )
+    out.print(f"  cosine {cosine} vs threshold {e['threshold']:.3f} ({escape(calibration)})")
+    window = "malformed or empty" if not e["window_ok"] else "sound"
+    out.print(
+        f"  window: {e['valid_from'] or '…'} → {e['valid_until'] or '…'} ({window}); now {e['now']}"
+    )
+    known = e["known_as_of"] or "not set"
+    out.print(f"  first indexed {e['first_indexed_at'] or 'undated'}; knowledge instant {known}")
+    for title, claims in (("declares", e["claims_out"]), ("named by", e["claims_in"])):
+        if not claims:
+            out.print(f"  {title}: nothing")
+            continue
+        out.print(f"  {title}:")
+        for c in claims:
+            targets = ", ".join(c["targets"]) or "no document"
+            applies = "" if c["applies"] else " [yellow](recorded after the knowledge instant)[/]"
+            out.print(
+                f"    {escape(c['declarer'])} supersedes {escape(repr(c['reference']))} "
+                f"→ key {escape(c['key'])}: {c['resolution']} ({escape(targets)}), "
+                f"recorded {c['recorded_at'] or 'undated'}{applies}"
+            )
+    chain = " → ".join(e["chain"])
+    out.print(f"  chain: {escape(chain)}")
+    if e["ambiguous"]:
+        out.print("  [red]an applying reference names this key among several documents[/]")
+
+
 _VERDICT_STYLE = {"ok": "bold green", "low_confidence": "yellow", "unverified": "yellow"}
 
 
