@@ -39,8 +39,10 @@ test: test-rust ## Rust unit tests and the pytest suite
 test-rust: ## Rust unit tests
 	cargo test --quiet
 
-bench: ## Benchmarks (figures go to benches/RESULTS.md)
+bench: ## Benchmarks (figures go to benches/RESULTS.md; several minutes)
 	$(BIN)/python benches/index_throughput.py
+	$(BIN)/python benches/search_latency.py
+	$(BIN)/python benches/hashing_dim.py
 
 ci: ## What CI runs, on this checkout
 	bash .ci/run

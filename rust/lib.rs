@@ -3,8 +3,10 @@
 
 pub mod dense;
 pub mod errors;
+pub mod fusion;
 pub mod graph;
 pub mod hashing;
+pub mod lexical;
 pub mod store;
 pub mod trust;
 
@@ -210,13 +212,14 @@ impl PyStore {
     }
 
     /// Dense retrieval and the trust layer; `query` is float32 little-endian bytes.
-    #[pyo3(signature = (query, *, k, candidates, now_us, known_as_of_us, threshold, scale,
+    #[pyo3(signature = (query, *, text, k, candidates, now_us, known_as_of_us, threshold, scale,
         unverified))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
         py: Python<'py>,
         query: &[u8],
+        text: String,
         k: usize,
         candidates: usize,
         now_us: i64,
@@ -241,7 +244,7 @@ impl PyStore {
             scale,
             unverified,
         };
-        let out = py.detach(|| self.with(|s| s.search(&q, k, candidates, &policy)))?;
+        let out = py.detach(|| self.with(|s| s.search(&q, &text, k, candidates, &policy)))?;
         let hits = pyo3::types::PyList::empty(py);
         for h in out.hits {
             let d = PyDict::new(py);
@@ -263,12 +266,33 @@ impl PyStore {
             d.set_item("score", f64::from(h.score))?;
             d.set_item("promoted", h.promoted)?;
             d.set_item("fetched", h.fetched)?;
+            let retrieval = h
+                .retrieval
+                .map(|f| {
+                    let r = PyDict::new(py);
+                    r.set_item("dense_rank", f.dense_rank)?;
+                    r.set_item("lexical_rank", f.lexical_rank)?;
+                    r.set_item("dense_rrf", fusion::contribution(f.dense_rank))?;
+                    r.set_item("lexical_rrf", fusion::contribution(f.lexical_rank))?;
+                    r.set_item("fused", f.score)?;
+                    Ok::<_, PyErr>(r)
+                })
+                .transpose()?;
+            d.set_item("retrieval", retrieval)?;
             hits.append(d)?;
         }
         let d = PyDict::new(py);
         d.set_item("hits", hits)?;
         let dense: Vec<(i64, f64)> = out.dense.iter().map(|&(c, s)| (c, f64::from(s))).collect();
         d.set_item("dense", dense)?;
+        let lexical: Vec<(i64, f64)> = out
+            .lexical
+            .iter()
+            .map(|&(c, s)| (c, f64::from(s)))
+            .collect();
+        d.set_item("lexical", lexical)?;
+        d.set_item("lexical_ms", out.lexical_ms)?;
+        d.set_item("fuse_ms", out.fuse_ms)?;
         d.set_item("generation", out.generation)?;
         d.set_item("documents", out.documents)?;
         d.set_item("load_ms", out.load_ms)?;
@@ -278,13 +302,14 @@ impl PyStore {
     }
 
     /// Why one document gets its verdict; None when `file` names no indexed document.
-    #[pyo3(signature = (file, query, *, now_us, known_as_of_us, threshold, scale))]
+    #[pyo3(signature = (file, query, *, text, now_us, known_as_of_us, threshold, scale))]
     #[allow(clippy::too_many_arguments)]
     fn explain<'py>(
         &self,
         py: Python<'py>,
         file: String,
         query: &[u8],
+        text: String,
         now_us: i64,
         known_as_of_us: Option<i64>,
         threshold: f64,
@@ -301,7 +326,7 @@ impl PyStore {
             scale,
             unverified: false,
         };
-        let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &policy)))? else {
+        let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &text, &policy)))? else {
             return Ok(None);
         };
         let claims = |views: Vec<store::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
@@ -331,6 +356,17 @@ impl PyStore {
         d.set_item("chain", e.chain)?;
         d.set_item("ambiguous", e.ambiguous)?;
         d.set_item("best_chunk", e.best_chunk.map(|(c, s)| (c, f64::from(s))))?;
+        let legs = PyDict::new(py);
+        legs.set_item("dense_rank", e.dense_rank)?;
+        legs.set_item("lexical_rank", e.lexical_rank)?;
+        legs.set_item("dense_rrf", fusion::contribution(e.dense_rank))?;
+        legs.set_item("lexical_rrf", fusion::contribution(e.lexical_rank))?;
+        legs.set_item(
+            "fused",
+            fusion::contribution(e.dense_rank) + fusion::contribution(e.lexical_rank),
+        )?;
+        legs.set_item("depth", store::EXPLAIN_DEPTH)?;
+        d.set_item("retrieval", legs)?;
         d.set_item("verdict", e.verdict)?;
         d.set_item("confidence", e.confidence)?;
         d.set_item("superseded_by", e.superseded_by)?;
@@ -379,6 +415,16 @@ fn hashing_embed<'py>(py: Python<'py>, texts: Vec<String>, dim: usize) -> Bound<
 #[pyfunction]
 fn resolution_key(reference: &str) -> String {
     graph::resolution_key(reference)
+}
+
+/// SPEC §4 reciprocal-rank fusion of two ranked id lists: (id, dense rank, lexical rank, score)
+/// best first.
+#[pyfunction]
+fn rrf(dense: Vec<i64>, lexical: Vec<i64>) -> Vec<(i64, Option<usize>, Option<usize>, f64)> {
+    fusion::rrf(&dense, &lexical)
+        .into_iter()
+        .map(|f| (f.chunk, f.dense_rank, f.lexical_rank, f.score))
+        .collect()
 }
 
 type DocRow = (
@@ -478,5 +524,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
+    m.add_function(wrap_pyfunction!(rrf, m)?)?;
     Ok(())
 }

@@ -12,14 +12,17 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use crate::dense::DenseIndex;
 use crate::errors::{CoreError, Result};
+use crate::fusion;
 use crate::graph::{Graph, Node};
+use crate::lexical::LexicalIndex;
 use crate::trust::{self, Candidate, Policy, Window};
 
 /// Bumped with every migration appended to `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -63,7 +66,18 @@ CREATE TABLE edges (
 );
 CREATE INDEX edges_doc ON edges(doc_id);
 CREATE INDEX edges_key ON edges(key);
-"#];
+"#,
+    r#"
+-- The lexical leg's Tantivy files, written in the same transaction as the chunks they index.
+CREATE TABLE lexical_files (
+    name TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+"#,
+];
+
+/// How deep `explain` looks into each leg for a document's rank.
+pub const EXPLAIN_DEPTH: usize = 100;
 
 /// Name of the sqlite-vec table holding one vector per chunk (`chunk_id` = `chunks.id`).
 pub const VEC_TABLE: &str = "vec_chunks";
@@ -152,6 +166,7 @@ struct SearchCache {
     generation: i64,
     dense: DenseIndex,
     row_chunk: Vec<i64>,
+    chunk_row: std::collections::HashMap<i64, usize>,
     row_doc: Vec<usize>,
     doc_rows: Vec<Vec<usize>>,
     doc_ids: Vec<i64>,
@@ -189,6 +204,9 @@ pub struct Explanation {
     pub chain: Vec<String>,
     pub ambiguous: bool,
     pub best_chunk: Option<(i64, f32)>,
+    /// Rank (1-based) of this document's best chunk in each leg's top `EXPLAIN_DEPTH`.
+    pub dense_rank: Option<usize>,
+    pub lexical_rank: Option<usize>,
     pub verdict: &'static str,
     pub confidence: f64,
     pub superseded_by: Option<String>,
@@ -197,6 +215,8 @@ pub struct Explanation {
 /// One judged hit with what the caller shows about it (SPEC §5.1).
 #[derive(Debug, Clone)]
 pub struct HitRow {
+    /// Per-leg ranks and the fused score; None for a successor fetched by the trust layer.
+    pub retrieval: Option<fusion::Fused>,
     pub source: String,
     pub path: String,
     pub title: String,
@@ -222,10 +242,14 @@ pub struct SearchOutcome {
     pub hits: Vec<HitRow>,
     /// (chunk id, cosine) of the dense candidates, best first (drives `gap_warning`, SPEC §4).
     pub dense: Vec<(i64, f32)>,
+    /// (chunk id, BM25) of the lexical candidates, best first.
+    pub lexical: Vec<(i64, f32)>,
     pub generation: i64,
     pub documents: usize,
     pub load_ms: f64,
+    pub lexical_ms: f64,
     pub dense_ms: f64,
+    pub fuse_ms: f64,
     pub trust_ms: f64,
 }
 
@@ -255,11 +279,23 @@ pub fn parse_instant_us(raw: &str) -> Option<i64> {
     Some(day + ((h * 60 + m) * 60 + s) * 1_000_000 + us)
 }
 
+/// The in-memory lexical index and the files it changed that the store has not saved yet.
+struct Lexical {
+    index: LexicalIndex,
+    /// Generation of the store state the index reflects.
+    generation: i64,
+    /// name -> bytes (None = deleted), merged across commits until saved.
+    unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    /// Rebuilt from the chunks: the saved files are replaced wholesale.
+    rebuilt: bool,
+}
+
 pub struct Store {
     conn: Connection,
     path: String,
     in_write: bool,
     cache: Option<SearchCache>,
+    lexical: Option<Lexical>,
 }
 
 fn is_busy(err: &rusqlite::Error) -> bool {
@@ -297,6 +333,7 @@ impl Store {
             path: path.to_string(),
             in_write: false,
             cache: None,
+            lexical: None,
         };
         store.migrate()?;
         Ok(store)
@@ -462,7 +499,21 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    fn delete_chunks_of(&self, doc_id: i64) -> Result<()> {
+    /// Ids of a document's chunks.
+    fn chunk_ids_of(&self, doc_id: i64) -> Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM chunks WHERE doc_id = ?1")?;
+        let ids = stmt.query_map([doc_id], |r| r.get(0))?;
+        Ok(ids.collect::<std::result::Result<_, _>>()?)
+    }
+
+    fn delete_chunks_of(&mut self, doc_id: i64) -> Result<()> {
+        let ids = self.chunk_ids_of(doc_id)?;
+        let lexical = self.lexical_mut()?;
+        for id in ids {
+            lexical.index.delete(id)?;
+        }
         self.conn.execute(
             &format!(
                 "DELETE FROM {VEC_TABLE} WHERE chunk_id IN (SELECT id FROM chunks WHERE doc_id = ?1)"
@@ -480,6 +531,7 @@ impl Store {
     /// keeps its `first_indexed_at` (SPEC §2.4).
     pub fn put_document(&mut self, doc: &NewDocument, now: &str) -> Result<()> {
         self.require_write()?;
+        self.lexical_mut()?;
         let dim = self
             .embedder()?
             .ok_or_else(|| CoreError::Usage("store has no embedder bound".into()))?
@@ -571,6 +623,12 @@ impl Store {
             ])?;
             let chunk_id = self.conn.last_insert_rowid();
             vec_stmt.execute(params![chunk_id, f32_blob(vector)])?;
+            let body = lexical_body(&doc.title, &chunk.heading_path, &chunk.text);
+            self.lexical
+                .as_mut()
+                .expect("loaded before the chunks are written")
+                .index
+                .add(chunk_id, &body)?;
         }
         let mut edge_stmt = self
             .conn
@@ -608,17 +666,35 @@ impl Store {
     /// generation.
     pub fn commit(&mut self, now: &str) -> Result<i64> {
         self.require_write()?;
-        let generation = self
-            .meta("generation")?
-            .and_then(|g| g.parse::<i64>().ok())
-            .unwrap_or(0)
-            + 1;
+        let previous = self.generation()?;
+        let generation = previous + 1;
         self.set_meta("generation", &generation.to_string())?;
         self.set_meta("last_run_at", now)?;
-        self.conn
-            .execute_batch("COMMIT")
-            .map_err(|e| self.busy(e))?;
+        // SPEC §1: the lexical index moves with the chunks, in this transaction.
+        let lexical_current = self
+            .meta("lexical_generation")?
+            .and_then(|g| g.parse().ok())
+            == Some(previous);
+        if self.lexical.is_none() && !lexical_current {
+            // Missing or older than the store (e.g. migrated from schema 1): rebuild from the
+            // chunks now, while the write lock is held, so the file is whole again.
+            self.lexical_mut()?;
+        }
+        if self.lexical.is_some() {
+            self.save_lexical()?;
+            self.set_meta("lexical_generation", &generation.to_string())?;
+        } else if lexical_current {
+            // No chunk changed in this run (the index was never loaded): still current.
+            self.set_meta("lexical_generation", &generation.to_string())?;
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            self.rollback();
+            return Err(self.busy(e));
+        }
         self.in_write = false;
+        if let Some(lexical) = self.lexical.as_mut() {
+            lexical.generation = generation;
+        }
         // Fold the WAL back into the main file so that copying the `.db` alone copies the whole
         // memory (SPEC §1). Best effort: with readers active the checkpoint may stop early; the
         // data is committed either way.
@@ -634,7 +710,102 @@ impl Store {
         if self.in_write {
             let _ = self.conn.execute_batch("ROLLBACK");
             self.in_write = false;
+            // The in-memory lexical index holds the abandoned changes: reload it when needed.
+            self.lexical = None;
         }
+    }
+
+    /// The lexical index for the committed state, loaded from the store or rebuilt from the
+    /// chunks when the saved files are missing or older than the store (SPEC §1).
+    fn lexical_mut(&mut self) -> Result<&mut Lexical> {
+        let generation = self.generation()?;
+        if self
+            .lexical
+            .as_ref()
+            .is_some_and(|l| l.generation != generation)
+            && !self.in_write
+        {
+            self.lexical = None; // another process committed since
+        }
+        if self.lexical.is_none() {
+            let saved = self
+                .meta("lexical_generation")?
+                .and_then(|g| g.parse::<i64>().ok());
+            let lexical = if saved == Some(generation) {
+                let mut stmt = self.conn.prepare("SELECT name, data FROM lexical_files")?;
+                let files = stmt
+                    .query_map([], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+                    })?
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                Lexical {
+                    index: LexicalIndex::open(files)?,
+                    generation,
+                    unsaved: Default::default(),
+                    rebuilt: false,
+                }
+            } else {
+                self.rebuild_lexical(generation)?
+            };
+            self.lexical = Some(lexical);
+        }
+        Ok(self.lexical.as_mut().expect("set above"))
+    }
+
+    fn rebuild_lexical(&self, generation: i64) -> Result<Lexical> {
+        let mut index = LexicalIndex::open(Vec::new())?;
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c
+             JOIN documents d ON d.id = c.doc_id ORDER BY c.id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let title: String = r.get(1).unwrap_or_default();
+            let headings: String = r.get(2).unwrap_or_default();
+            let text: String = r.get(3).unwrap_or_default();
+            index.add(r.get(0)?, &lexical_body(&title, &headings, &text))?;
+        }
+        let (written, deleted) = index.commit()?;
+        let mut unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>> =
+            written.into_iter().map(|(n, b)| (n, Some(b))).collect();
+        unsaved.extend(deleted.into_iter().map(|n| (n, None)));
+        Ok(Lexical {
+            index,
+            generation,
+            unsaved,
+            rebuilt: true,
+        })
+    }
+
+    /// Commit the lexical index in memory and write its changed files into the open
+    /// transaction.
+    fn save_lexical(&mut self) -> Result<()> {
+        let lexical = self.lexical.as_mut().expect("caller checked");
+        let (written, deleted) = lexical.index.commit()?;
+        lexical
+            .unsaved
+            .extend(written.into_iter().map(|(n, b)| (n, Some(b))));
+        lexical
+            .unsaved
+            .extend(deleted.into_iter().map(|n| (n, None)));
+        let rebuilt = std::mem::take(&mut lexical.rebuilt);
+        let unsaved = std::mem::take(&mut lexical.unsaved);
+        if rebuilt {
+            self.conn.execute("DELETE FROM lexical_files", [])?;
+        }
+        let mut put = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO lexical_files(name, data) VALUES (?1, ?2)")?;
+        let mut del = self
+            .conn
+            .prepare_cached("DELETE FROM lexical_files WHERE name = ?1")?;
+        for (name, data) in unsaved {
+            match data {
+                Some(bytes) => put.execute(params![name, bytes])?,
+                None => del.execute([name])?,
+            };
+        }
+        Ok(())
     }
 
     /// Write one metadata value in its own transaction (calibration records and the like).
@@ -750,6 +921,11 @@ impl Store {
         self.cache = Some(SearchCache {
             generation,
             dense,
+            chunk_row: row_chunk
+                .iter()
+                .enumerate()
+                .map(|(row, &c)| (c, row))
+                .collect(),
             row_chunk,
             row_doc,
             doc_rows,
@@ -848,9 +1024,17 @@ impl Store {
         &mut self,
         file: &str,
         query: &[f32],
+        text: &str,
         policy: &Policy,
     ) -> Result<Option<Explanation>> {
         self.ensure_cache()?;
+        self.lexical_mut()?;
+        let lexical = self
+            .lexical
+            .as_ref()
+            .expect("loaded above")
+            .index
+            .search(text, EXPLAIN_DEPTH)?;
         let cache = self.cache.as_ref().expect("cache loaded above");
         let found = cache.locations.iter().position(|(source, path)| {
             path == file || Path::new(source).join(path) == Path::new(file)
@@ -902,6 +1086,21 @@ impl Store {
             chain: g.walk(d, k).into_iter().map(path_of).collect(),
             ambiguous: g.is_ambiguous(d, k),
             best_chunk,
+            dense_rank: cache
+                .dense
+                .top_k(query, EXPLAIN_DEPTH)
+                .iter()
+                .position(|&(row, _)| cache.row_doc[row] == d)
+                .map(|i| i + 1),
+            lexical_rank: lexical
+                .iter()
+                .position(|(c, _)| {
+                    cache
+                        .chunk_row
+                        .get(c)
+                        .is_some_and(|&r| cache.row_doc[r] == d)
+                })
+                .map(|i| i + 1),
             verdict: verdict.as_str(),
             confidence: trust::confidence(f64::from(score), policy.threshold, policy.scale),
             superseded_by: successor.map(path_of),
@@ -913,12 +1112,22 @@ impl Store {
     pub fn search(
         &mut self,
         query: &[f32],
+        text: &str,
         k: usize,
         candidates: usize,
         policy: &Policy,
     ) -> Result<SearchOutcome> {
         let t0 = std::time::Instant::now();
         self.ensure_cache()?;
+        self.lexical_mut()?;
+        let t_loaded = std::time::Instant::now();
+        let lexical = self
+            .lexical
+            .as_ref()
+            .expect("loaded above")
+            .index
+            .search(text, candidates)?;
+        let t_lexical = std::time::Instant::now();
         let cache = self.cache.as_ref().expect("cache loaded above");
         if cache.dense.dim() != query.len() && !cache.dense.is_empty() {
             return Err(CoreError::Usage(format!(
@@ -934,17 +1143,34 @@ impl Store {
             .iter()
             .map(|&(row, s)| (cache.row_chunk[row], s))
             .collect();
-        let mut seen_docs = std::collections::HashSet::new();
-        let cands: Vec<Candidate> = top
+        // SPEC §4: fuse the legs; every candidate keeps its dense cosine (computed here for
+        // lexical-only ones). A lexical id the cache does not know (a concurrent writer) drops.
+        let lexical_ids: Vec<i64> = lexical
             .iter()
-            .map(|&(row, score)| Candidate {
-                doc: cache.row_doc[row],
-                chunk: cache.row_chunk[row],
-                score,
-            })
-            .filter(|c| seen_docs.insert(c.doc))
-            .take(k)
+            .map(|&(c, _)| c)
+            .filter(|c| cache.chunk_row.contains_key(c))
             .collect();
+        let dense_ids: Vec<i64> = dense.iter().map(|&(c, _)| c).collect();
+        let fused = fusion::rrf(&dense_ids, &lexical_ids);
+        let t_fused = std::time::Instant::now();
+        let mut retrieval = std::collections::HashMap::new();
+        let mut seen_docs = std::collections::HashSet::new();
+        let mut cands: Vec<Candidate> = Vec::with_capacity(k);
+        for f in &fused {
+            let row = cache.chunk_row[&f.chunk];
+            let doc = cache.row_doc[row];
+            if cands.len() < k && seen_docs.insert(doc) {
+                let score = dense
+                    .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
+                    .map_or_else(|| cache.dense.score(row, query), |&(_, s)| s);
+                cands.push(Candidate {
+                    doc,
+                    chunk: f.chunk,
+                    score,
+                });
+                retrieval.insert(f.chunk, f.clone());
+            }
+        }
         let fetch = |d: usize| {
             cache.doc_rows[d]
                 .iter()
@@ -957,7 +1183,6 @@ impl Store {
                 })
         };
         let judged = trust::judge(&cache.graph, &cache.windows, &cands, policy, fetch);
-        let t3 = std::time::Instant::now();
         let mut hits = Vec::with_capacity(judged.len());
         let mut stmt = self.conn.prepare_cached(
             "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
@@ -968,6 +1193,7 @@ impl Store {
             let superseded_by = h.superseded_by.map(|s| cache.graph.node(s).path.clone());
             let row = stmt.query_row([h.chunk], |r| {
                 Ok(HitRow {
+                    retrieval: retrieval.get(&h.chunk).cloned(),
                     source: r.get(0)?,
                     path: r.get(1)?,
                     title: r.get(2)?,
@@ -1001,11 +1227,14 @@ impl Store {
         Ok(SearchOutcome {
             hits,
             dense,
+            lexical,
             generation: cache.generation,
             documents: cache.doc_ids.len(),
-            load_ms: ms(t0, t1),
+            load_ms: ms(t0, t_loaded),
+            lexical_ms: ms(t_loaded, t_lexical),
             dense_ms: ms(t1, t2),
-            trust_ms: ms(t2, t3) + ms(t3, t4),
+            fuse_ms: ms(t2, t_fused),
+            trust_ms: ms(t_fused, t4),
         })
     }
 
@@ -1069,6 +1298,11 @@ impl Drop for Store {
     fn drop(&mut self) {
         self.rollback();
     }
+}
+
+/// What the lexical leg indexes for a chunk: its text under its title and heading path (SPEC §4).
+fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
+    format!("{title}\n{heading_path}\n{text}")
 }
 
 /// Little-endian f32 bytes, the vector format sqlite-vec reads.

@@ -28,6 +28,12 @@ INDEXER = textwrap.dedent(
 )
 
 
+def _lexical_files(mem: recall.Memory, query: str) -> set[str]:
+    """Files the lexical leg retrieved for `query` (development mode: no calibration needed)."""
+    res = mem.search(query, k=10, mode="development")
+    return {h.provenance.file for h in res.hits if h.retrieval and h.retrieval.lexical_rank}
+
+
 def _big_corpus(root: Path, n: int) -> None:
     body = "\n\n".join(f"Paragraph {j} about topic {{i}} and its details." * 8 for j in range(6))
     write_corpus(
@@ -65,9 +71,12 @@ def test_sigkill_mid_run_keeps_last_committed_state(tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
     assert killed_at >= n // 3
 
-    # The killed run's writes are gone; the previous commit is intact and readable.
+    # The killed run's writes are gone; the previous commit is intact and readable, in both
+    # legs: the lexical index knows the seed notes and nothing of the killed run.
     with recall.open(db) as mem:
         after = mem.stats()
+        assert _lexical_files(mem, "seed") == {f"seed{i}.md" for i in range(5)}
+        assert _lexical_files(mem, "paragraph topic details") == set()
     assert after.documents == committed.documents
     assert after.chunks == committed.chunks == after.vectors
     assert after.generation == committed.generation
@@ -76,5 +85,6 @@ def test_sigkill_mid_run_keeps_last_committed_state(tmp_path: Path) -> None:
     with recall.open(db) as mem:
         report = mem.index(corpus)
         final = mem.stats()
+        assert _lexical_files(mem, "paragraph topic details"), "the lexical leg has the new notes"
     assert len(report.added) == n and report.unchanged == 5
     assert final.documents == n + 5 and final.chunks == final.vectors

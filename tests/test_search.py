@@ -245,6 +245,7 @@ def test_dense_leg_equals_sqlite_vec_knn(examples: recall.Memory) -> None:
         vector = examples.embedder.embed([query])[0].astype("<f4")
         raw = examples._store.search(
             vector.tobytes(),
+            text="",
             k=5,
             candidates=10,
             now_us=0,
@@ -370,6 +371,7 @@ def test_quantised_dense_leg_equals_sqlite_vec_knn(tmp_path: Path, corpus: Path)
             q /= np.linalg.norm(q)
             raw = mem._store.search(
                 q.tobytes(),
+                text="",
                 k=5,
                 candidates=10,
                 now_us=0,

@@ -19,7 +19,7 @@ from recall.errors import (
     TrustRefusal,
     UsageError,
 )
-from recall.results import Hit, Provenance, Result, Staleness, Validity
+from recall.results import Hit, Provenance, Result, Retrieval, Staleness, Validity
 
 __version__ = "0.1.0"
 
@@ -29,6 +29,7 @@ __all__ = [
     "Hit",
     "Provenance",
     "Result",
+    "Retrieval",
     "Staleness",
     "TrustRefusal",
     "Validity",

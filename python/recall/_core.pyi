@@ -12,6 +12,7 @@ __all__ = [
     "hashing_embed",
     "judge",
     "resolution_key",
+    "rrf",
 ]
 
 SCHEMA_VERSION: int
@@ -60,6 +61,7 @@ class Store:
         file: str,
         query: bytes,
         *,
+        text: str,
         now_us: int,
         known_as_of_us: int | None,
         threshold: float,
@@ -69,6 +71,7 @@ class Store:
         self,
         query: bytes,
         *,
+        text: str,
         k: int,
         candidates: int,
         now_us: int,
@@ -81,6 +84,9 @@ class Store:
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+def rrf(
+    dense: list[int], lexical: list[int]
+) -> list[tuple[int, int | None, int | None, float]]: ...
 
 # Scores are judged as float32, the precision of stored cosines.
 def judge(

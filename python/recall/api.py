@@ -32,7 +32,15 @@ from recall.chunking import Chunk, chunk
 from recall.embedders import Embedder, get_embedder
 from recall.errors import PruneRefusedError, TrustRefusal, UsageError
 from recall.frontmatter import Frontmatter, parse
-from recall.results import Hit, Provenance, Result, Staleness, Validity, abstention_reason
+from recall.results import (
+    Hit,
+    Provenance,
+    Result,
+    Retrieval,
+    Staleness,
+    Validity,
+    abstention_reason,
+)
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
@@ -372,6 +380,7 @@ class Memory:
         embed_ms = (time.perf_counter() - t_embed) * 1e3
         raw = self._store.search(
             vector.tobytes(),
+            text=query,
             k=k,
             candidates=max(CANDIDATES, k),
             now_us=_micros(instant),
@@ -398,8 +407,8 @@ class Memory:
             "embed": round(embed_ms, 3),
             "load": round(raw["load_ms"], 3),
             "dense": round(raw["dense_ms"], 3),
-            "lexical": 0.0,
-            "fuse": 0.0,
+            "lexical": round(raw["lexical_ms"], 3),
+            "fuse": round(raw["fuse_ms"], 3),
             "trust": round(raw["trust_ms"], 3),
             "judge": 0.0,
         }
@@ -460,6 +469,7 @@ class Memory:
         raw = self._store.explain(
             name,
             vector.tobytes(),
+            text=query,
             now_us=_micros(instant),
             known_as_of_us=_micros(known) if known is not None else None,
             threshold=threshold,
@@ -469,6 +479,7 @@ class Memory:
             raw = self._store.explain(
                 str(Path(name).resolve()),
                 vector.tobytes(),
+                text=query,
                 now_us=_micros(instant),
                 known_as_of_us=_micros(known) if known is not None else None,
                 threshold=threshold,
@@ -707,6 +718,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
         ),
         promoted=raw["promoted"],
         fetched=raw["fetched"],
+        retrieval=Retrieval(**raw["retrieval"]) if raw["retrieval"] else None,
     )
 
 

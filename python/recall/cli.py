@@ -217,6 +217,9 @@ def search(
     mode: Optional[str] = typer.Option(
         None, "--mode", help="strict (default) or development. Also $RECALL_TRUST_MODE."
     ),
+    explain_legs: bool = typer.Option(
+        False, "--explain", help="Show each hit's rank in the dense and lexical legs."
+    ),
 ) -> None:
     """Answer a question with a judgment: only `ok` hits may be relied on."""
     import recall
@@ -240,7 +243,7 @@ def search(
     if as_json:
         _emit_json(result.to_dict())
     else:
-        _print_result(result)
+        _print_result(result, explain_legs)
 
 
 @app.command()
@@ -287,6 +290,13 @@ def _print_explanation(e: dict[str, Any]) -> None:
         "calibrated" if e["calibrated"] else f"uncalibrated default ({e['calibration_note']})"
     )
     out.print(f"  cosine {cosine} vs threshold {e['threshold']:.3f} ({escape(calibration)})")
+    legs = e["retrieval"]
+    dense = f"#{legs['dense_rank']}" if legs["dense_rank"] else f"not in top {legs['depth']}"
+    lexical = f"#{legs['lexical_rank']}" if legs["lexical_rank"] else f"not in top {legs['depth']}"
+    out.print(
+        f"  retrieval: dense {dense} ({legs['dense_rrf']:.4f}) + lexical {lexical} "
+        f"({legs['lexical_rrf']:.4f}) = RRF {legs['fused']:.4f}"
+    )
     window = "malformed or empty" if not e["window_ok"] else "sound"
     out.print(
         f"  window: {e['valid_from'] or '…'} → {e['valid_until'] or '…'} ({window}); now {e['now']}"
@@ -315,7 +325,16 @@ def _print_explanation(e: dict[str, Any]) -> None:
 _VERDICT_STYLE = {"ok": "bold green", "low_confidence": "yellow", "unverified": "yellow"}
 
 
-def _print_result(result: Result) -> None:
+def _legs(r: Any) -> str:
+    """Per-leg ranks and reciprocal-rank contributions (SPEC §4), e.g. for `--explain`."""
+    if r is None:
+        return "fetched as successor (not retrieved)"
+    dense = f"dense #{r.dense_rank} ({r.dense_rrf:.4f})" if r.dense_rank else "dense -"
+    lexical = f"lexical #{r.lexical_rank} ({r.lexical_rrf:.4f})" if r.lexical_rank else "lexical -"
+    return f"{dense} + {lexical} = {r.fused:.4f}"
+
+
+def _print_result(result: Result, explain_legs: bool = False) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -336,6 +355,8 @@ def _print_result(result: Result) -> None:
             notes.append("promoted: successor of a stale match")
         if hit.fetched:
             notes.append("fetched as successor")
+        if explain_legs:
+            notes.append(_legs(hit.retrieval))
         style = _VERDICT_STYLE.get(hit.verdict, "red")
         table.add_row(
             f"[{style}]{hit.verdict}[/]",

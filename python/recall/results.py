@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Hit", "Provenance", "Result", "Staleness", "Validity", "abstention_reason"]
+__all__ = [
+    "Hit",
+    "Provenance",
+    "Result",
+    "Retrieval",
+    "Staleness",
+    "Validity",
+    "abstention_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,18 @@ class Validity:
 
 
 @dataclass(frozen=True)
+class Retrieval:
+    """How a hit was retrieved (SPEC §4): per-leg ranks (1-based, None = not in that leg's
+    candidates) and each leg's reciprocal-rank contribution; `fused` is their sum."""
+
+    dense_rank: int | None
+    lexical_rank: int | None
+    dense_rrf: float
+    lexical_rrf: float
+    fused: float
+
+
+@dataclass(frozen=True)
 class Hit:
     """One document's best passage and whether it may be relied on. Act only on `ok`."""
 
@@ -45,6 +65,8 @@ class Hit:
     validity: Validity
     promoted: bool = False
     fetched: bool = False
+    #: None for a successor the trust layer fetched (SPEC §5.3).
+    retrieval: Retrieval | None = None
 
     @property
     def ok(self) -> bool:

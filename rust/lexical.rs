@@ -1,0 +1,302 @@
+//! The lexical leg (SPEC §4): Tantivy BM25 with English stemming over chunk text, title and
+//! heading path, persisted inside the store file (SPEC §1).
+//!
+//! Owns: the Tantivy schema, an in-memory directory that records which files changed since the
+//! last flush, adds/deletes by chunk id, and BM25 search. The index lives in memory while the
+//! store is open; its files are written into the store's `lexical_files` table by store.rs in
+//! the same SQLite transaction as the chunk rows, so the two legs commit together. Does not own:
+//! SQL, fusion (fusion.rs) or scores' meaning.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
+use tantivy::directory::{FileHandle, RamDirectory, WatchCallback, WatchHandle, WritePtr};
+use tantivy::query::QueryParser;
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
+};
+use tantivy::{doc, Directory, Index, IndexReader, IndexWriter, ReloadPolicy, Term};
+
+use crate::errors::{CoreError, Result};
+
+/// Memory budget of the single indexing thread (Tantivy's minimum is 15 MB per thread).
+const WRITER_BUDGET: usize = 50_000_000;
+
+fn tantivy_err(e: impl std::fmt::Display) -> CoreError {
+    CoreError::Usage(format!("lexical index: {e}"))
+}
+
+#[derive(Debug, Default)]
+struct Changes {
+    written: BTreeSet<PathBuf>,
+    deleted: BTreeSet<PathBuf>,
+}
+
+/// A RAM directory that remembers which files were written or deleted since the last `take`.
+#[derive(Debug, Clone)]
+struct TrackedDir {
+    inner: RamDirectory,
+    changes: Arc<Mutex<Changes>>,
+}
+
+fn is_lock(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "lock")
+}
+
+impl TrackedDir {
+    fn mark_written(&self, path: &Path) {
+        if !is_lock(path) {
+            let mut c = self.changes.lock().expect("lexical directory lock");
+            c.deleted.remove(path);
+            c.written.insert(path.to_path_buf());
+        }
+    }
+}
+
+impl Directory for TrackedDir {
+    fn get_file_handle(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<Arc<dyn FileHandle>, OpenReadError> {
+        self.inner.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> std::result::Result<(), DeleteError> {
+        self.inner.delete(path)?;
+        if !is_lock(path) {
+            let mut c = self.changes.lock().expect("lexical directory lock");
+            c.written.remove(path);
+            c.deleted.insert(path.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn exists(&self, path: &Path) -> std::result::Result<bool, OpenReadError> {
+        self.inner.exists(path)
+    }
+
+    fn open_write(&self, path: &Path) -> std::result::Result<WritePtr, OpenWriteError> {
+        self.mark_written(path);
+        self.inner.open_write(path)
+    }
+
+    fn atomic_read(&self, path: &Path) -> std::result::Result<Vec<u8>, OpenReadError> {
+        self.inner.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.mark_written(path);
+        self.inner.atomic_write(path, data)
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        self.inner.sync_directory()
+    }
+
+    fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
+        self.inner.watch(watch_callback)
+    }
+}
+
+/// Files to persist after a commit: (name, bytes) written and names deleted.
+pub type FileChanges = (Vec<(String, Vec<u8>)>, Vec<String>);
+
+pub struct LexicalIndex {
+    index: Index,
+    reader: IndexReader,
+    dir: TrackedDir,
+    chunk: Field,
+    body: Field,
+    writer: Option<IndexWriter>,
+}
+
+fn schema() -> (Schema, Field, Field) {
+    let mut sb = Schema::builder();
+    let chunk = sb.add_u64_field("chunk", INDEXED | FAST);
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer("en_stem")
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let body = sb.add_text_field(
+        "body",
+        TextOptions::default().set_indexing_options(indexing),
+    );
+    (sb.build(), chunk, body)
+}
+
+impl LexicalIndex {
+    /// Open from persisted files, or create an empty index when `files` is empty. Every file
+    /// loaded counts as already persisted.
+    pub fn open(files: Vec<(String, Vec<u8>)>) -> Result<LexicalIndex> {
+        let dir = TrackedDir {
+            inner: RamDirectory::create(),
+            changes: Arc::default(),
+        };
+        let empty = files.is_empty();
+        for (name, data) in files {
+            dir.inner
+                .atomic_write(Path::new(&name), &data)
+                .map_err(tantivy_err)?;
+        }
+        let (schema, chunk, body) = schema();
+        let index = if empty {
+            Index::create(dir.clone(), schema, tantivy::IndexSettings::default())
+                .map_err(tantivy_err)?
+        } else {
+            Index::open(dir.clone()).map_err(tantivy_err)?
+        };
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(tantivy_err)?;
+        Ok(LexicalIndex {
+            index,
+            reader,
+            dir,
+            chunk,
+            body,
+            writer: None,
+        })
+    }
+
+    /// True when every file is new since load (a fresh or rebuilt index).
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    fn writer(&mut self) -> Result<&mut IndexWriter> {
+        if self.writer.is_none() {
+            let w = self
+                .index
+                .writer_with_num_threads(1, WRITER_BUDGET)
+                .map_err(tantivy_err)?;
+            self.writer = Some(w);
+        }
+        Ok(self.writer.as_mut().expect("writer set above"))
+    }
+
+    pub fn add(&mut self, chunk_id: i64, body: &str) -> Result<()> {
+        let (chunk, field) = (self.chunk, self.body);
+        self.writer()?
+            .add_document(doc!(chunk => chunk_id as u64, field => body))
+            .map_err(tantivy_err)?;
+        Ok(())
+    }
+
+    pub fn delete(&mut self, chunk_id: i64) -> Result<()> {
+        let term = Term::from_field_u64(self.chunk, chunk_id as u64);
+        self.writer()?.delete_term(term);
+        Ok(())
+    }
+
+    /// Commit pending adds/deletes, let merges finish, and return every file written or deleted
+    /// since the last call (for the store to persist in its open transaction).
+    pub fn commit(&mut self) -> Result<FileChanges> {
+        if let Some(mut w) = self.writer.take() {
+            w.commit().map_err(tantivy_err)?;
+            // Merges run in background threads: wait, so that no file is still being written
+            // when its bytes are copied into the store.
+            w.wait_merging_threads().map_err(tantivy_err)?;
+            self.reader.reload().map_err(tantivy_err)?;
+        }
+        let changes =
+            std::mem::take(&mut *self.dir.changes.lock().expect("lexical directory lock"));
+        let mut written = Vec::with_capacity(changes.written.len());
+        for path in changes.written {
+            match self.dir.inner.atomic_read(&path) {
+                Ok(bytes) => written.push((path.to_string_lossy().into_owned(), bytes)),
+                Err(OpenReadError::FileDoesNotExist(_)) => {}
+                Err(e) => return Err(tantivy_err(e)),
+            }
+        }
+        let deleted = changes
+            .deleted
+            .into_iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        Ok((written, deleted))
+    }
+
+    /// BM25 top `k` chunk ids for a free-text query (lenient: never a syntax error).
+    pub fn search(&self, query: &str, k: usize) -> Result<Vec<(i64, f32)>> {
+        if k == 0 || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let searcher = self.reader.searcher();
+        let parser = QueryParser::for_index(&self.index, vec![self.body]);
+        let (parsed, _errors) = parser.parse_query_lenient(query);
+        let top = searcher
+            .search(&parsed, &TopDocs::with_limit(k).order_by_score())
+            .map_err(tantivy_err)?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let column = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("chunk")
+                .map_err(tantivy_err)?;
+            if let Some(id) = column.first(addr.doc_id) {
+                out.push((id as i64, score));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_search_delete_persist_reload() {
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        idx.add(1, "The gateway returns HTTP 429 when rate limited")
+            .unwrap();
+        idx.add(2, "Backups run nightly with WAL archiving")
+            .unwrap();
+        let (written, _) = idx.commit().unwrap();
+        assert!(written.iter().any(|(n, _)| n == "meta.json"));
+        assert_eq!(
+            idx.search("429", 5)
+                .unwrap()
+                .iter()
+                .map(|p| p.0)
+                .collect::<Vec<_>>(),
+            vec![1]
+        );
+        // Stemming: "backup" matches "Backups".
+        assert_eq!(idx.search("backup", 5).unwrap()[0].0, 2);
+
+        let files: Vec<(String, Vec<u8>)> = written;
+        let mut again = LexicalIndex::open(files.clone()).unwrap();
+        assert_eq!(again.num_docs(), 2);
+        again.delete(1).unwrap();
+        let (w2, d2) = again.commit().unwrap();
+        assert!(again.search("429", 5).unwrap().is_empty());
+        // Apply the changes to the persisted set and reload: the deletion survives.
+        let mut store: std::collections::BTreeMap<String, Vec<u8>> = files.into_iter().collect();
+        for name in d2 {
+            store.remove(&name);
+        }
+        store.extend(w2);
+        let reloaded = LexicalIndex::open(store.into_iter().collect()).unwrap();
+        assert_eq!(reloaded.num_docs(), 1);
+        assert!(reloaded.search("429", 5).unwrap().is_empty());
+        assert_eq!(reloaded.search("nightly", 5).unwrap()[0].0, 2);
+    }
+
+    #[test]
+    fn lenient_queries_never_fail() {
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        idx.add(7, "ticket PROJ-4312 about quotas").unwrap();
+        idx.commit().unwrap();
+        for q in ["PROJ-4312", "\"unclosed", "AND OR", "field:x", "((", ""] {
+            let _ = idx.search(q, 3).unwrap();
+        }
+        assert_eq!(idx.search("PROJ-4312", 3).unwrap()[0].0, 7);
+    }
+}
