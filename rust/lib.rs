@@ -400,6 +400,7 @@ impl PyStore {
         d.set_item("edges_ambiguous", st.edges_ambiguous)?;
         d.set_item("edges_self", st.edges_self)?;
         d.set_item("metadata_errors", st.metadata_errors)?;
+        d.set_item("chunk_churn", st.chunk_churn)?;
         Ok(d)
     }
 }

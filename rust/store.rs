@@ -158,6 +158,7 @@ pub struct Stats {
     pub edges_ambiguous: i64,
     pub edges_self: i64,
     pub metadata_errors: i64,
+    pub chunk_churn: i64,
 }
 
 /// Everything a search needs in memory, loaded once per store generation (SPEC §1: vectors are
@@ -508,10 +509,11 @@ impl Store {
         Ok(ids.collect::<std::result::Result<_, _>>()?)
     }
 
-    fn delete_chunks_of(&mut self, doc_id: i64) -> Result<()> {
+    /// Delete a document's chunks, vectors, lexical entries and edges; returns the chunk count.
+    fn delete_chunks_of(&mut self, doc_id: i64) -> Result<usize> {
         let ids = self.chunk_ids_of(doc_id)?;
         let lexical = self.lexical_mut()?;
-        for id in ids {
+        for &id in &ids {
             lexical.index.delete(id)?;
         }
         self.conn.execute(
@@ -524,7 +526,16 @@ impl Store {
             .execute("DELETE FROM chunks WHERE doc_id = ?1", [doc_id])?;
         self.conn
             .execute("DELETE FROM edges WHERE doc_id = ?1", [doc_id])?;
-        Ok(())
+        Ok(ids.len())
+    }
+
+    /// SPEC §7 calibration staleness: a running count of chunks added, changed or removed.
+    fn add_churn(&self, chunks: usize) -> Result<()> {
+        let churn = self
+            .meta("chunk_churn")?
+            .and_then(|c| c.parse::<i64>().ok())
+            .unwrap_or(0);
+        self.set_meta("chunk_churn", &(churn + chunks as i64).to_string())
     }
 
     /// Insert or replace one document with its chunks, vectors and edges. A replaced document
@@ -553,9 +564,14 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
+        let replaced = match existing {
+            Some(id) => self.delete_chunks_of(id)?,
+            None => 0,
+        };
+        // An edited chunk counts once: max(old, new), not old + new.
+        self.add_churn(replaced.max(doc.chunks.len()))?;
         let doc_id = match existing {
             Some(id) => {
-                self.delete_chunks_of(id)?;
                 self.conn.execute(
                     "UPDATE documents SET key = ?2, title = ?3, content_hash = ?4, size_bytes = ?5,
                          indexed_at = ?6, valid_from_raw = ?7, valid_until_raw = ?8,
@@ -653,7 +669,8 @@ impl Store {
                 )
                 .optional()?;
             if let Some(id) = id {
-                self.delete_chunks_of(id)?;
+                let chunks = self.delete_chunks_of(id)?;
+                self.add_churn(chunks)?;
                 removed += self
                     .conn
                     .execute("DELETE FROM documents WHERE id = ?1", [id])?;
@@ -1287,6 +1304,10 @@ impl Store {
             edges_dangling: dangling,
             edges_ambiguous: ambiguous,
             edges_self: selfref,
+            chunk_churn: self
+                .meta("chunk_churn")?
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
             metadata_errors: count(
                 "SELECT count(*) FROM documents WHERE metadata_error IS NOT NULL",
             )?,

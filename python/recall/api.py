@@ -25,6 +25,9 @@ from recall.calibration import (
     DEFAULT_SCALE,
     DEFAULT_THRESHOLD,
     Calibration,
+    Fit,
+    fit,
+    load_queries,
     load_record,
     meta_key,
 )
@@ -157,6 +160,8 @@ class StoreStats:
     edges_ambiguous: int
     edges_self: int
     metadata_errors: int
+    #: Chunks added, changed or removed over the store's life (calibration staleness, SPEC §7).
+    chunk_churn: int
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -303,6 +308,84 @@ class Memory:
         fingerprint = bound[2]
         return load_record(self._store.meta(meta_key(fingerprint)), fingerprint)
 
+    def calibrate(
+        self,
+        labelled: str | os.PathLike[str] | Sequence[tuple[str, bool]] | Sequence[dict[str, Any]],
+        *,
+        now: dt.datetime | None = None,
+    ) -> tuple[Calibration, Fit]:
+        """Fit and store a calibration from labelled queries (SPEC §7): a JSONL/JSON file, or
+        (query, answerable) pairs / {"query", "answerable"} objects. The record is saved even
+        when it is not certified (`Fit.certified` says why)."""
+        bound = self._store.embedder()
+        if bound is None or self.stats().documents == 0:
+            raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
+        embedder = self.embedder
+        if embedder.fingerprint != bound[2]:
+            raise UsageError(
+                f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
+            )
+        if isinstance(labelled, (str, os.PathLike)):
+            pairs = load_queries(labelled)
+        else:
+            pairs = []
+            for i, item in enumerate(labelled):
+                query, answerable = (
+                    (item.get("query"), item.get("answerable"))
+                    if isinstance(item, dict)
+                    else tuple(item)
+                )
+                if not isinstance(query, str) or not isinstance(answerable, bool):
+                    raise UsageError(f"recall calibrate: item {i + 1} needs a query and a bool")
+                pairs.append((query, answerable))
+        if not pairs:
+            raise UsageError("recall calibrate: no labelled queries given")
+        vectors = np.ascontiguousarray(embedder.embed([q for q, _ in pairs]), dtype="<f4")
+        samples = []
+        for (query, answerable), vector in zip(pairs, vectors):
+            # SPEC §7: the sample is the top-1 dense cosine (0.0 when nothing is retrieved).
+            raw = self._store.search(
+                vector.tobytes(),
+                text="",
+                k=1,
+                candidates=1,
+                now_us=0,
+                known_as_of_us=None,
+                threshold=DEFAULT_THRESHOLD,
+                scale=DEFAULT_SCALE,
+                unverified=True,
+            )
+            samples.append((query, answerable, raw["dense"][0][1] if raw["dense"] else 0.0))
+        result = fit(samples)
+        stats = self.stats()
+        digest = hashlib.blake2b(json.dumps(pairs).encode(), digest_size=4).hexdigest()
+        calibration = Calibration(
+            id=f"g{stats.generation}-{digest}",
+            embedder=embedder.name,
+            fingerprint=embedder.fingerprint,
+            threshold=result.threshold,
+            scale=result.scale,
+            certified=result.certified,
+            generation=stats.generation,
+            chunk_count=stats.chunks,
+            churn=stats.chunk_churn,
+            fitted_at=format_instant(_utc(now)),
+            auc=result.auc,
+            auc_lower=result.auc_interval[0] if result.auc_interval else None,
+            n_answerable=result.n_answerable,
+            n_unanswerable=result.n_unanswerable,
+            certified_reason=result.certified_reason,
+        )
+        self._store.set_meta(meta_key(embedder.fingerprint), json.dumps(calibration.to_dict()))
+        return calibration, result
+
+    def export_calibration(self) -> dict[str, Any]:
+        """The stored calibration record for this store's embedder, as JSON-ready data."""
+        calibration, why = self.calibration()
+        if calibration is None:
+            raise UsageError(f"recall calibrate: nothing to export: {why}")
+        return calibration.to_dict()
+
     def import_calibration(self, record: str | os.PathLike[str] | dict[str, Any]) -> Calibration:
         """Store a calibration record (a dict, JSON text or a JSON file) for this store's
         embedder. A record that would not be applied is refused with the reason."""
@@ -365,9 +448,17 @@ class Memory:
                 f"{why}; run 'recall calibrate QUERIES' (or use --mode development)",
             )
         elif calibration.certified is not True:
+            why_not = f" ({calibration.certified_reason})" if calibration.certified_reason else ""
             refusal = refusal or (
                 "CALIBRATION_UNCERTIFIED",
-                f"calibration {calibration.id} is not certified; add labelled queries and run "
+                f"calibration {calibration.id} is not certified{why_not}; add labelled queries "
+                "and run 'recall calibrate QUERIES' again (or use --mode development)",
+            )
+        elif calibration.is_stale(stats.chunk_churn):
+            refusal = refusal or (
+                "CALIBRATION_STALE",
+                f"calibration {calibration.id} was fitted on {calibration.chunk_count} chunks "
+                f"and {stats.chunk_churn - (calibration.churn or 0)} chunks changed since; run "
                 "'recall calibrate QUERIES' again (or use --mode development)",
             )
         if refusal is not None and chosen == "strict":
@@ -426,7 +517,9 @@ class Memory:
                     "id": calibration.id,
                     "embedder": calibration.embedder,
                     "threshold": calibration.threshold,
+                    "scale": calibration.scale,
                     "certified": calibration.certified,
+                    "stale": calibration.is_stale(stats.chunk_churn),
                 }
                 if calibration
                 else None

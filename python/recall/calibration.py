@@ -1,23 +1,53 @@
 """Calibration records: where the abstention boundary sits for one embedder (SPEC §7).
 
-Owns: the record's shape, defensive loading (a record that is unreadable, for another embedder,
-non-finite, with a threshold outside [-1, 1] or a scale <= 0 is never applied), import/export as
-JSON, and the uncalibrated development defaults. Fitting a calibration from labelled queries is
-not here yet. Does not own: storing (the store's metadata table) or applying it (trust layer).
+Owns: fitting from labelled samples (threshold placement, logistic scale, AUC certification
+with a Hanley–McNeil interval, leave-one-out error rates), the record's shape, defensive
+loading (a record that is unreadable, for another embedder, non-finite, with a threshold outside
+[-1, 1] or a scale <= 0 is never applied), staleness, reading labelled query files, and the
+uncalibrated development defaults. Does not own: producing the samples (api.py runs the
+queries), storing (the store's metadata table) or applying it (the Rust trust layer).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_SCALE", "DEFAULT_THRESHOLD", "Calibration", "load_record", "meta_key"]
+from recall.errors import UsageError
+
+__all__ = [
+    "CERTIFY_MIN_PER_CLASS",
+    "CERTIFY_MIN_AUC_LOWER",
+    "DEFAULT_SCALE",
+    "DEFAULT_THRESHOLD",
+    "STALE_FRACTION",
+    "Calibration",
+    "Fit",
+    "auc",
+    "fit",
+    "hanley_mcneil",
+    "load_queries",
+    "load_record",
+    "meta_key",
+    "plot",
+    "quantile",
+    "threshold_for",
+    "scale_for",
+]
 
 #: SPEC §5.6: the uncalibrated default used in development mode.
 DEFAULT_THRESHOLD = 0.5
 DEFAULT_SCALE = 0.05
+#: SPEC §7 certification: both classes this large, AUC 95% lower bound at least this.
+CERTIFY_MIN_PER_CLASS = 20
+CERTIFY_MIN_AUC_LOWER = 0.90
+#: SPEC §7: stale once more than this fraction of the fitted chunk count has churned.
+STALE_FRACTION = 0.25
 
 
 @dataclass(frozen=True)
@@ -32,9 +62,23 @@ class Calibration:
     certified: bool | None
     generation: int | None = None
     chunk_count: int | None = None
+    churn: int | None = None
+    fitted_at: str | None = None
+    auc: float | None = None
+    auc_lower: float | None = None
+    n_answerable: int | None = None
+    n_unanswerable: int | None = None
+    certified_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def is_stale(self, churn_now: int) -> bool:
+        """SPEC §7: more than 25 % of the fitted chunk count added, changed or removed since.
+        A record that cannot say (imported without counts) is never called stale."""
+        if self.churn is None or self.chunk_count is None:
+            return False
+        return churn_now - self.churn > STALE_FRACTION * max(self.chunk_count, 1)
 
 
 def meta_key(fingerprint: str) -> str:
@@ -44,6 +88,12 @@ def meta_key(fingerprint: str) -> str:
 
 def _opt_int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _opt_float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def load_record(
@@ -86,6 +136,244 @@ def load_record(
             certified=certified if isinstance(certified, bool) else None,
             generation=_opt_int(data.get("generation")),
             chunk_count=_opt_int(data.get("chunk_count")),
+            churn=_opt_int(data.get("churn")),
+            fitted_at=data.get("fitted_at") if isinstance(data.get("fitted_at"), str) else None,
+            auc=_opt_float(data.get("auc")),
+            auc_lower=_opt_float(data.get("auc_lower")),
+            n_answerable=_opt_int(data.get("n_answerable")),
+            n_unanswerable=_opt_int(data.get("n_unanswerable")),
+            certified_reason=(
+                data.get("certified_reason")
+                if isinstance(data.get("certified_reason"), str)
+                else None
+            ),
         ),
         "",
     )
+
+
+# --- fitting (SPEC §7) ----------------------------------------------------------------------
+
+
+def quantile(xs: Sequence[float], q: float) -> float:
+    """SPEC §7: `sorted[min(n-1, floor(q·n))]` (a sample, never an interpolation)."""
+    ordered = sorted(xs)
+    return ordered[min(len(ordered) - 1, math.floor(q * len(ordered)))]
+
+
+def threshold_for(answerable: Sequence[float], unanswerable: Sequence[float]) -> float:
+    """Midpoint of the gap between the answerable floor (5th percentile) and the unanswerable
+    ceiling (95th percentile), rounded down to 3 decimals; one class: its quantile; none: 0.5.
+    Never the lowest answerable sample itself (SPEC §7)."""
+    if answerable and unanswerable:
+        mid = (quantile(answerable, 0.05) + quantile(unanswerable, 0.95)) / 2
+    elif answerable:
+        mid = quantile(answerable, 0.05)
+    elif unanswerable:
+        mid = quantile(unanswerable, 0.95)
+    else:
+        return DEFAULT_THRESHOLD
+    # The epsilon keeps values already on a 3-decimal grid (0.3 stored as 0.29999…) in place.
+    return math.floor(mid * 1000 + 1e-9) / 1000
+
+
+def scale_for(answerable: Sequence[float], unanswerable: Sequence[float]) -> float:
+    """`max((Q1(answerable) − Q3(unanswerable)) / 4, 0.01)` with ≥ 2 samples per class, else
+    0.05 (SPEC §7)."""
+    if len(answerable) < 2 or len(unanswerable) < 2:
+        return DEFAULT_SCALE
+    return max((quantile(answerable, 0.25) - quantile(unanswerable, 0.75)) / 4, 0.01)
+
+
+def auc(answerable: Sequence[float], unanswerable: Sequence[float]) -> float | None:
+    """P(answerable score > unanswerable score), ties counting half; None without both."""
+    if not answerable or not unanswerable:
+        return None
+    wins = 0.0
+    for a in answerable:
+        for u in unanswerable:
+            wins += 1.0 if a > u else 0.5 if a == u else 0.0
+    return wins / (len(answerable) * len(unanswerable))
+
+
+def hanley_mcneil(area: float, n_pos: int, n_neg: int) -> tuple[float, float]:
+    """95 % interval of an AUC (Hanley & McNeil 1982), clipped to [0, 1]."""
+    q1 = area / (2 - area)
+    q2 = 2 * area * area / (1 + area)
+    var = (
+        area * (1 - area) + (n_pos - 1) * (q1 - area * area) + (n_neg - 1) * (q2 - area * area)
+    ) / (n_pos * n_neg)
+    se = math.sqrt(max(var, 0.0))
+    return max(0.0, area - 1.96 * se), min(1.0, area + 1.96 * se)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The outcome of fitting: the boundary, its certification and its measured error rates."""
+
+    threshold: float
+    scale: float
+    n_answerable: int
+    n_unanswerable: int
+    answerable_floor: float | None
+    unanswerable_ceiling: float | None
+    auc: float | None
+    auc_interval: tuple[float, float] | None
+    certified: bool
+    certified_reason: str
+    loo_false_confidence: float | None
+    loo_false_abstain: float | None
+    samples: list[tuple[str, bool, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["samples"] = [{"query": q, "answerable": a, "score": s} for q, a, s in self.samples]
+        return data
+
+
+def _leave_one_out(answerable: list[float], unanswerable: list[float]) -> tuple[float | None, ...]:
+    """Refit without each sample and judge it: the unanswerable ones at/above their refitted
+    threshold are false confidence, the answerable ones below it false abstention."""
+    false_conf = sum(
+        1
+        for i, u in enumerate(unanswerable)
+        if u >= threshold_for(answerable, unanswerable[:i] + unanswerable[i + 1 :])
+    )
+    false_abst = sum(
+        1
+        for i, a in enumerate(answerable)
+        if a < threshold_for(answerable[:i] + answerable[i + 1 :], unanswerable)
+    )
+    return (
+        false_conf / len(unanswerable) if unanswerable else None,
+        false_abst / len(answerable) if answerable else None,
+    )
+
+
+def fit(samples: Sequence[tuple[str, bool, float]]) -> Fit:
+    """Fit a calibration from (query, answerable, top-1 dense cosine) samples (SPEC §7).
+    Certification never moves the threshold."""
+    answerable = [s for _, a, s in samples if a]
+    unanswerable = [s for _, a, s in samples if not a]
+    area = auc(answerable, unanswerable)
+    interval = hanley_mcneil(area, len(answerable), len(unanswerable)) if area is not None else None
+    if min(len(answerable), len(unanswerable)) < CERTIFY_MIN_PER_CLASS:
+        certified = False
+        reason = (
+            f"needs at least {CERTIFY_MIN_PER_CLASS} labelled queries per class, got "
+            f"{len(answerable)} answerable and {len(unanswerable)} unanswerable"
+        )
+    elif interval is None or interval[0] < CERTIFY_MIN_AUC_LOWER:
+        certified = False
+        low = interval[0] if interval else float("nan")
+        reason = (
+            f"AUC {area:.3f} has a 95% lower bound of {low:.3f}, below "
+            f"{CERTIFY_MIN_AUC_LOWER:.2f}: the embedder does not separate answerable from "
+            "unanswerable queries well enough on this corpus"
+        )
+    else:
+        certified = True
+        reason = (
+            f"AUC {area:.3f} (95% interval {interval[0]:.3f}–{interval[1]:.3f}) on "
+            f"{len(answerable)} + {len(unanswerable)} labelled queries"
+        )
+    loo_fc, loo_fa = _leave_one_out(answerable, unanswerable)
+    return Fit(
+        threshold=threshold_for(answerable, unanswerable),
+        scale=scale_for(answerable, unanswerable),
+        n_answerable=len(answerable),
+        n_unanswerable=len(unanswerable),
+        answerable_floor=quantile(answerable, 0.05) if answerable else None,
+        unanswerable_ceiling=quantile(unanswerable, 0.95) if unanswerable else None,
+        auc=area,
+        auc_interval=interval,
+        certified=certified,
+        certified_reason=reason,
+        loo_false_confidence=loo_fc,
+        loo_false_abstain=loo_fa,
+        samples=list(samples),
+    )
+
+
+def _labelled(item: object, where: str) -> tuple[str, bool]:
+    if not isinstance(item, dict):
+        raise UsageError(f"{where}: expected an object with 'query' and 'answerable'")
+    query, answerable = item.get("query"), item.get("answerable")
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError(f"{where}: 'query' must be a non-empty string")
+    if not isinstance(answerable, bool):
+        raise UsageError(f"{where}: 'answerable' must be true or false")
+    return query, answerable
+
+
+def load_queries(source: str | os.PathLike[str]) -> list[tuple[str, bool]]:
+    """Read labelled queries from JSONL (one object a line) or JSON (a list, or an object with
+    a 'queries' list). Errors name the file and line."""
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"recall calibrate: cannot read {path}: {err.strerror or err}") from err
+    try:
+        whole: object = json.loads(text)
+    except ValueError:
+        whole = None  # not one JSON document: read it as JSON Lines below
+    if isinstance(whole, list) or (isinstance(whole, dict) and "queries" in whole):
+        items = whole.get("queries") if isinstance(whole, dict) else whole
+        if not isinstance(items, list):
+            raise UsageError(f"recall calibrate: {path}: 'queries' must be a list")
+        return [_labelled(item, f"{path} item {i + 1}") for i, item in enumerate(items)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as err:
+            raise UsageError(f"recall calibrate: {path} line {n} is not valid JSON: {err}") from err
+        out.append(_labelled(item, f"{path} line {n}"))
+    return out
+
+
+def plot(result: Fit, path: str | os.PathLike[str]) -> None:
+    """Write a PNG: both score distributions, the threshold and the logistic confidence curve,
+    with the certification figures in the title (needs the `plot` extra: matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise UsageError(
+            "recall calibrate --plot needs matplotlib: pip install 'recall-memory[plot]'"
+        ) from err
+    answerable = [s for _, a, s in result.samples if a]
+    unanswerable = [s for _, a, s in result.samples if not a]
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    bins = [i / 50 for i in range(-5, 51)]
+    ax.hist(unanswerable, bins=bins, alpha=0.6, label=f"unanswerable (n={len(unanswerable)})")
+    ax.hist(answerable, bins=bins, alpha=0.6, label=f"answerable (n={len(answerable)})")
+    ax.axvline(
+        result.threshold, color="black", linestyle="--", label=f"threshold {result.threshold:.3f}"
+    )
+    ax.set_xlabel("top-1 dense cosine")
+    ax.set_ylabel("queries")
+    curve = ax.twinx()
+    xs = [i / 200 for i in range(-20, 201)]
+    ys = [
+        1 / (1 + math.exp(-max(-60.0, min(60.0, (x - result.threshold) / result.scale))))
+        for x in xs
+    ]
+    curve.plot(xs, ys, color="tab:red", label="confidence")
+    curve.set_ylim(0, 1.05)
+    curve.set_ylabel("confidence")
+    area = "n/a" if result.auc is None else f"{result.auc:.3f}"
+    low = "n/a" if result.auc_interval is None else f"{result.auc_interval[0]:.3f}"
+    state = "certified" if result.certified else "NOT certified"
+    ax.set_title(f"recall calibration: AUC {area} (95% lower {low}), {state}")
+    handles = ax.get_legend_handles_labels()
+    extra = curve.get_legend_handles_labels()
+    ax.legend(handles[0] + extra[0], handles[1] + extra[1], loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.fspath(path))
+    plt.close(fig)

@@ -385,6 +385,161 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
         out.print(f"[yellow]{escape(flag)}[/]")
 
 
+@app.command()
+def calibrate(
+    queries: Optional[Path] = typer.Argument(
+        None, help='Labelled queries: JSONL lines {"query": ..., "answerable": true|false}.'
+    ),
+    db: Optional[Path] = DbOption,
+    as_json: bool = JsonOption,
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of the fit."),
+    import_file: Optional[Path] = typer.Option(
+        None, "--import", help="Import a calibration record (JSON) instead of fitting."
+    ),
+    export_file: Optional[Path] = typer.Option(
+        None, "--export", help="Write the stored calibration record as JSON."
+    ),
+) -> None:
+    """Fit where abstention starts from labelled queries (>= 20 per class to certify)."""
+    import recall
+    from recall.calibration import plot as plot_fit
+    from recall.errors import RecallError
+
+    db_path = _db_path(db)
+    if not Path(db_path).exists():
+        _fail(f"recall calibrate: {db_path} does not exist; run 'recall index PATH' first")
+    if sum(x is not None for x in (queries, import_file, export_file)) != 1:
+        _fail("recall calibrate: give QUERIES to fit, or --import FILE, or --export FILE")
+    try:
+        with recall.open(db_path) as mem:
+            if import_file is not None:
+                record = mem.import_calibration(import_file)
+                if as_json:
+                    _emit_json(record.to_dict())
+                else:
+                    typer.echo(f"imported calibration {record.id} (threshold {record.threshold})")
+                return
+            if export_file is not None:
+                export_file.write_text(json.dumps(mem.export_calibration(), indent=2) + "\n")
+                typer.echo(f"wrote {export_file}", err=as_json)
+                return
+            assert queries is not None
+            calibration, fitted = mem.calibrate(queries)
+            if plot is not None:
+                plot_fit(fitted, plot)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json({"calibration": calibration.to_dict(), "fit": fitted.to_dict()})
+    else:
+        _print_fit(calibration, fitted, plot)
+    raise typer.Exit(EXIT_OK if fitted.certified else EXIT_ERRORS)
+
+
+def _print_fit(calibration: Any, fitted: Any, plot: Optional[Path]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = Console(highlight=False)
+    state = "[bold green]certified[/]" if fitted.certified else "[bold red]not certified[/]"
+    out.print(
+        f"calibration {calibration.id} for {calibration.embedder}: threshold "
+        f"[bold]{fitted.threshold:.3f}[/], scale {fitted.scale:.3f}; {state}"
+    )
+    out.print(f"  {escape(fitted.certified_reason)}")
+    floor = "n/a" if fitted.answerable_floor is None else f"{fitted.answerable_floor:.3f}"
+    ceiling = "n/a" if fitted.unanswerable_ceiling is None else f"{fitted.unanswerable_ceiling:.3f}"
+    out.print(f"  answerable floor (5th pct) {floor} · unanswerable ceiling (95th pct) {ceiling}")
+
+    def rate(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x:.1%}"
+
+    out.print(
+        f"  leave-one-out: false confidence {rate(fitted.loo_false_confidence)} · "
+        f"false abstention {rate(fitted.loo_false_abstain)}"
+    )
+    if plot is not None:
+        out.print(f"  plot written to {escape(str(plot))}")
+    if not fitted.certified:
+        out.print(
+            "  saved, but strict search refuses until a calibration is certified "
+            "(or use --mode development)"
+        )
+
+
+@app.command()
+def quickstart(
+    db: Optional[Path] = typer.Option(
+        None, "--db", help="Store for the demo (default: a new file in a temporary folder)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Index a demo corpus, calibrate, and answer three questions: see what recall does."""
+    import tempfile
+
+    import recall
+    from recall import demo
+    from recall.errors import RecallError
+
+    db_path = str(db) if db is not None else str(Path(tempfile.mkdtemp()) / "quickstart.db")
+    try:
+        with recall.open(db_path) as mem:
+            ran = demo.run(mem)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(
+            {
+                "db": db_path,
+                "now": ran.now.isoformat(),
+                "index": ran.report.to_dict(),
+                "calibration": ran.calibration.to_dict(),
+                "questions": [
+                    {**q, "result": r.to_dict()} for q, r in zip(ran.questions, ran.results)
+                ],
+            }
+        )
+        return
+    _print_quickstart(ran, db_path)
+
+
+def _print_quickstart(ran: Any, db_path: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = Console(highlight=False)
+    r = ran.report
+    out.print(
+        f"[bold]recall quickstart[/] · demo store {escape(db_path)} · today is {ran.now:%Y-%m-%d}"
+    )
+    out.print(
+        f"\n[bold]1. index[/] {len(r.added) + len(r.updated) + r.unchanged} demo memos "
+        f"({r.chunks} chunks written) in {r.seconds:.2f} s"
+    )
+    out.print(
+        f"\n[bold]2. calibrate[/] on {ran.fit.n_answerable} answerable + "
+        f"{ran.fit.n_unanswerable} unanswerable labelled questions"
+    )
+    _print_fit(ran.calibration, ran.fit, None)
+    titles = {
+        "ok": "answered: the best match is current and trusted",
+        "superseded": "the nearest memo is stale: its successor is served first",
+        "abstain": "refused, with the reason",
+    }
+    out.print("\n[bold]3. ask[/]")
+    for i, (q, res) in enumerate(zip(ran.questions, ran.results), 1):
+        out.print(f"\n[bold]Q{i}. {escape(q['query'])}[/]  [dim]({titles.get(q['expect'], '')})[/]")
+        _print_result(res)
+    out.print(
+        "\n[bold]Your own notes[/]\n"
+        "  recall index ~/notes                 # markdown, frontmatter supersedes/valid_*\n"
+        "  recall calibrate my-questions.jsonl  # >= 20 answerable + >= 20 unanswerable questions\n"
+        '  recall search "your question"        # --json for agents, --explain for the legs\n'
+        f'  (explore this demo: recall search "..." --db {escape(db_path)} --as-of '
+        f"{ran.now:%Y-%m-%d})"
+    )
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
