@@ -6,6 +6,8 @@ mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
 recall index "$here/examples/notes" --db "$out/memory.db" --json > "$out/index.json"
 recall stats --db "$out/memory.db" --json > "$out/stats.json"
+recall quickstart --db "$out/quickstart.db" > "$out/quickstart.txt"
+grep -q "certified" "$out/quickstart.txt"
 python - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]

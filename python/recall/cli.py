@@ -341,8 +341,11 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
 
     out = Console(highlight=False)
     table = Table(show_edge=False, pad_edge=False)
-    for column in ("verdict", "conf", "cosine", "file", "note"):
-        table.add_column(column)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("conf", no_wrap=True)
+    table.add_column("cosine", no_wrap=True)
+    table.add_column("file", overflow="fold", ratio=1)
+    table.add_column("note", overflow="fold", ratio=1)
     for hit in result.hits:
         notes = []
         if hit.validity.superseded_by:
@@ -536,7 +539,8 @@ def _print_quickstart(ran: Any, db_path: str) -> None:
         "  recall calibrate my-questions.jsonl  # >= 20 answerable + >= 20 unanswerable questions\n"
         '  recall search "your question"        # --json for agents, --explain for the legs\n'
         f'  (explore this demo: recall search "..." --db {escape(db_path)} --as-of '
-        f"{ran.now:%Y-%m-%d})"
+        f"{ran.now:%Y-%m-%d})",
+        soft_wrap=True,
     )
 
 
