@@ -284,5 +284,33 @@ def test_cli_calibrate_plot_export_import_and_refusal_codes(tmp_path: Path) -> N
     recall.open(empty).close()
     res = runner.invoke(app, ["search", RATE, "--db", str(empty), "--json"])
     assert res.exit_code == 3 and json.loads(res.stdout)["code"] == "INDEX_NOT_READY"
+    res = runner.invoke(app, ["search", RATE, "--db", other, "--embedder", "hashing-512"])
+    assert res.exit_code == 3 and "LINEAGE_MISMATCH" in res.stderr
     # Usage: exactly one of QUERIES, --import, --export.
     assert runner.invoke(app, ["calibrate", "--db", db]).exit_code == 2
+
+
+def test_cli_uncertified_fit_exits_1_and_stale_refuses(tmp_path: Path, corpus: Path) -> None:
+    runner = CliRunner()
+    db = str(tmp_path / "m.db")
+    write_corpus(corpus, {f"n{i}.md": f"# Note {i}\n\nTopic {i} text.\n" for i in range(8)})
+    assert runner.invoke(app, ["index", str(corpus), "--db", db]).exit_code == 0
+    few = tmp_path / "few.jsonl"
+    few.write_text(
+        '{"query": "topic 1", "answerable": true}\n{"query": "unrelated", "answerable": false}\n'
+    )
+    res = runner.invoke(app, ["calibrate", str(few), "--db", db])
+    flat = " ".join(res.stdout.split())
+    assert res.exit_code == 1 and "not certified" in flat and "at least 20" in flat
+    with recall.open(db) as mem:
+        record = mem.export_calibration()
+    record["certified"] = True
+    certified = tmp_path / "cert.json"
+    certified.write_text(json.dumps(record))
+    assert runner.invoke(app, ["calibrate", "--import", str(certified), "--db", db]).exit_code == 0
+    assert runner.invoke(app, ["search", "topic", "--db", db]).exit_code == 0
+    for i in range(3):
+        (corpus / f"n{i}.md").write_text(f"# Note {i}\n\nRewritten.\n")
+    assert runner.invoke(app, ["index", str(corpus), "--db", db]).exit_code == 0
+    res = runner.invoke(app, ["search", "topic", "--db", db, "--json"])
+    assert res.exit_code == 3 and json.loads(res.stdout)["code"] == "CALIBRATION_STALE"

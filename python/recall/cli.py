@@ -220,6 +220,9 @@ def search(
     explain_legs: bool = typer.Option(
         False, "--explain", help="Show each hit's rank in the dense and lexical legs."
     ),
+    embedder: Optional[str] = typer.Option(
+        None, "--embedder", help="Embed the query with this embedder (default: the store's)."
+    ),
 ) -> None:
     """Answer a question with a judgment: only `ok` hits may be relied on."""
     import recall
@@ -231,7 +234,7 @@ def search(
     now = _instant(as_of, "--as-of")
     known = _instant(known_as_of, "--known-as-of")
     try:
-        with recall.open(db_path) as mem:
+        with recall.open(db_path, embedder=embedder) as mem:
             result = mem.search(query, k=k, now=now, known_as_of=known, mode=mode)
     except TrustRefusal as err:
         if as_json:
