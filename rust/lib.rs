@@ -57,6 +57,20 @@ fn to_py(err: CoreError) -> PyErr {
     }
 }
 
+/// Little-endian float32 bytes from Python (`ndarray.tobytes()`) as floats.
+fn f32s(bytes: &[u8], what: &str) -> PyResult<Vec<f32>> {
+    if bytes.len() % 4 != 0 {
+        return Err(StoreError::new_err(format!(
+            "recall store: {what} must be float32 bytes, got {} bytes",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
 type ChunkRow = (i64, String, i64, i64, i64, i64, String);
 
 #[pyclass(name = "Store", module = "recall._core")]
@@ -150,15 +164,7 @@ impl PyStore {
         edges: Vec<(String, String)>,
         now: String,
     ) -> PyResult<()> {
-        if vectors.len() % 4 != 0 {
-            return Err(StoreError::new_err(
-                "recall store: vectors must be float32 bytes",
-            ));
-        }
-        let vectors: Vec<f32> = vectors
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let vectors = f32s(vectors, "vectors")?;
         let doc = NewDocument {
             source,
             path,
@@ -228,15 +234,7 @@ impl PyStore {
         scale: f64,
         unverified: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        if query.len() % 4 != 0 {
-            return Err(StoreError::new_err(
-                "recall store: query must be float32 bytes",
-            ));
-        }
-        let q: Vec<f32> = query
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let q = f32s(query, "query")?;
         let policy = trust::Policy {
             now_us,
             known_as_of_us,
@@ -315,10 +313,7 @@ impl PyStore {
         threshold: f64,
         scale: f64,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let q: Vec<f32> = query
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
+        let q = f32s(query, "query")?;
         let policy = trust::Policy {
             now_us,
             known_as_of_us,

@@ -570,55 +570,37 @@ impl Store {
         };
         // An edited chunk counts once: max(old, new), not old + new.
         self.add_churn(replaced.max(doc.chunks.len()))?;
-        let doc_id = match existing {
-            Some(id) => {
-                self.conn.execute(
-                    "UPDATE documents SET key = ?2, title = ?3, content_hash = ?4, size_bytes = ?5,
-                         indexed_at = ?6, valid_from_raw = ?7, valid_until_raw = ?8,
-                         valid_from = ?9, valid_until = ?10, metadata_error = ?11, frontmatter = ?12
-                     WHERE id = ?1",
-                    params![
-                        id,
-                        doc.key,
-                        doc.title,
-                        doc.content_hash,
-                        doc.size_bytes,
-                        now,
-                        doc.valid_from_raw,
-                        doc.valid_until_raw,
-                        doc.valid_from,
-                        doc.valid_until,
-                        doc.metadata_error,
-                        doc.frontmatter
-                    ],
-                )?;
-                id
-            }
-            None => {
-                self.conn.execute(
-                    "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
-                         first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
-                         valid_from, valid_until, metadata_error, frontmatter)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                    params![
-                        doc.source,
-                        doc.path,
-                        doc.key,
-                        doc.title,
-                        doc.content_hash,
-                        doc.size_bytes,
-                        now,
-                        doc.valid_from_raw,
-                        doc.valid_until_raw,
-                        doc.valid_from,
-                        doc.valid_until,
-                        doc.metadata_error,
-                        doc.frontmatter
-                    ],
-                )?;
-                self.conn.last_insert_rowid()
-            }
-        };
+        // SPEC §2.4: an upsert that never touches first_indexed_at of an existing row.
+        let doc_id: i64 = self.conn.query_row(
+            "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
+                 first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
+                 valid_from, valid_until, metadata_error, frontmatter)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+             ON CONFLICT(source, path) DO UPDATE SET
+                 key = excluded.key, title = excluded.title,
+                 content_hash = excluded.content_hash, size_bytes = excluded.size_bytes,
+                 indexed_at = excluded.indexed_at, valid_from_raw = excluded.valid_from_raw,
+                 valid_until_raw = excluded.valid_until_raw, valid_from = excluded.valid_from,
+                 valid_until = excluded.valid_until, metadata_error = excluded.metadata_error,
+                 frontmatter = excluded.frontmatter
+             RETURNING id",
+            params![
+                doc.source,
+                doc.path,
+                doc.key,
+                doc.title,
+                doc.content_hash,
+                doc.size_bytes,
+                now,
+                doc.valid_from_raw,
+                doc.valid_until_raw,
+                doc.valid_from,
+                doc.valid_until,
+                doc.metadata_error,
+                doc.frontmatter
+            ],
+            |r| r.get(0),
+        )?;
         let mut chunk_stmt = self.conn.prepare_cached(
             "INSERT INTO chunks(doc_id, ordinal, text, byte_start, byte_end, line_start, line_end,
                  heading_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -559,18 +559,12 @@ class Memory:
         embedder = self.embedder
         vector = np.ascontiguousarray(embedder.embed([query])[0], dtype="<f4")
         name = os.fspath(file)
-        raw = self._store.explain(
-            name,
-            vector.tobytes(),
-            text=query,
-            now_us=_micros(instant),
-            known_as_of_us=_micros(known) if known is not None else None,
-            threshold=threshold,
-            scale=scale,
-        )
-        if raw is None and Path(name).exists():
-            raw = self._store.explain(
-                str(Path(name).resolve()),
+        # A stored path first, then the file's absolute path under an indexed root.
+        names = [name, str(Path(name).resolve())] if Path(name).exists() else [name]
+        raw = None
+        for candidate in names:
+            raw = raw or self._store.explain(
+                candidate,
                 vector.tobytes(),
                 text=query,
                 now_us=_micros(instant),
