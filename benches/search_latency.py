@@ -50,32 +50,8 @@ TARGET_P50_MS = 10.0
 TARGET_SPEEDUP = 10.0
 KNN_SQL = f"SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = {CANDIDATES}"
 
-WORDS = [
-    "api",
-    "gateway",
-    "latency",
-    "budget",
-    "request",
-    "limit",
-    "retry",
-    "backoff",
-    "shard",
-    "replica",
-    "index",
-    "query",
-    "cache",
-    "deploy",
-    "freeze",
-    "rollback",
-    "incident",
-    "review",
-    "owner",
-    "decision",
-    "memo",
-    "postgres",
-    "migration",
-    "backup",
-]
+# The same vocabulary as the indexing benchmark (benches/ is on sys.path when run as a script).
+from index_throughput import WORDS  # noqa: E402
 
 
 class RandomEmbedder:
