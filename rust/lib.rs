@@ -375,6 +375,11 @@ impl PyStore {
         })
     }
 
+    /// (documents, newest indexed_at, last run, chunk churn): the cheap per-search summary.
+    fn freshness(&self) -> PyResult<(i64, Option<String>, Option<String>, i64)> {
+        self.with(|s| s.freshness())
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let st = py.detach(|| self.with(|s| s.stats()))?;
         let d = PyDict::new(py);

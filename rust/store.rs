@@ -1237,6 +1237,21 @@ impl Store {
         })
     }
 
+    /// What every search needs to know about the store, without the full `stats` scan:
+    /// (documents, newest `indexed_at`, last run, chunk churn).
+    pub fn freshness(&self) -> Result<(i64, Option<String>, Option<String>, i64)> {
+        let (documents, newest) =
+            self.conn
+                .query_row("SELECT count(*), max(indexed_at) FROM documents", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+        let churn = self
+            .meta("chunk_churn")?
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        Ok((documents, newest, self.meta("last_run_at")?, churn))
+    }
+
     pub fn stats(&self) -> Result<Stats> {
         let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
         let embedder = self.embedder()?;

@@ -235,6 +235,27 @@ def test_staleness_and_timings(examples: recall.Memory) -> None:
     assert json.loads(json.dumps(data))["hits"][0]["provenance"]["file"] == "rate-limits-v2.md"
 
 
+def _dense_and_vec0(mem: recall.Memory, con: Any, query: bytes) -> tuple[list[Any], list[Any]]:
+    """The store's dense top-10 (chunk id, cosine) and sqlite-vec's KNN (chunk id, distance)."""
+    raw = mem._store.search(
+        query,
+        text="",
+        k=5,
+        candidates=10,
+        now_us=0,
+        known_as_of_us=None,
+        threshold=0.5,
+        scale=0.05,
+        unverified=False,
+    )
+    knn = con.execute(
+        "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10 "
+        "ORDER BY distance",
+        (query,),
+    ).fetchall()
+    return raw["dense"], knn
+
+
 def test_dense_leg_equals_sqlite_vec_knn(examples: recall.Memory) -> None:
     apsw = pytest.importorskip("apsw")
     sqlite_vec = pytest.importorskip("sqlite_vec")
@@ -243,23 +264,7 @@ def test_dense_leg_equals_sqlite_vec_knn(examples: recall.Memory) -> None:
     con.load_extension(sqlite_vec.loadable_path())
     for query in (RATE_Q, "backups and restores", "gateway load balancers", "onboarding access"):
         vector = examples.embedder.embed([query])[0].astype("<f4")
-        raw = examples._store.search(
-            vector.tobytes(),
-            text="",
-            k=5,
-            candidates=10,
-            now_us=0,
-            known_as_of_us=None,
-            threshold=0.5,
-            scale=0.05,
-            unverified=False,
-        )
-        knn = con.execute(
-            "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10 "
-            "ORDER BY distance",
-            (vector.tobytes(),),
-        ).fetchall()
-        ours = raw["dense"]
+        ours, knn = _dense_and_vec0(examples, con, vector.tobytes())
         assert [c for c, _ in ours] == [c for c, _ in knn] or sorted(
             round(s, 5) for _, s in ours
         ) == sorted(round(1 - d, 5) for _, d in knn)
@@ -369,24 +374,9 @@ def test_quantised_dense_leg_equals_sqlite_vec_knn(tmp_path: Path, corpus: Path)
         for _ in range(25):
             q = rng.standard_normal(96).astype("<f4")
             q /= np.linalg.norm(q)
-            raw = mem._store.search(
-                q.tobytes(),
-                text="",
-                k=5,
-                candidates=10,
-                now_us=0,
-                known_as_of_us=None,
-                threshold=0.5,
-                scale=0.05,
-                unverified=False,
-            )
-            knn = con.execute(
-                "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10 "
-                "ORDER BY distance",
-                (q.tobytes(),),
-            ).fetchall()
-            assert [c for c, _ in raw["dense"]] == [c for c, _ in knn]
-            for (_, score), (_, distance) in zip(raw["dense"], knn):
+            ours, knn = _dense_and_vec0(mem, con, q.tobytes())
+            assert [c for c, _ in ours] == [c for c, _ in knn]
+            for (_, score), (_, distance) in zip(ours, knn):
                 assert score == pytest.approx(1.0 - distance, abs=1e-5)
 
 

@@ -426,9 +426,10 @@ class Memory:
         instant = _utc(now)
         known = _utc(known_as_of) if known_as_of is not None else None
         refusal: tuple[str, str] | None = None
-        stats = self.stats()
+        # The cheap summary, not stats(): its edge and vector counts scan whole tables.
+        documents, newest_indexed_at, last_run_at, churn = self._store.freshness()
         bound = self._store.embedder()
-        if stats.documents == 0 or bound is None:
+        if documents == 0 or bound is None:
             refusal = ("INDEX_NOT_READY", "nothing is indexed; run 'recall index PATH' first")
             if chosen == "strict" or bound is None:
                 raise TrustRefusal(*refusal)
@@ -454,11 +455,11 @@ class Memory:
                 f"calibration {calibration.id} is not certified{why_not}; add labelled queries "
                 "and run 'recall calibrate QUERIES' again (or use --mode development)",
             )
-        elif calibration.is_stale(stats.chunk_churn):
+        elif calibration.is_stale(churn):
             refusal = refusal or (
                 "CALIBRATION_STALE",
                 f"calibration {calibration.id} was fitted on {calibration.chunk_count} chunks "
-                f"and {stats.chunk_churn - (calibration.churn or 0)} chunks changed since; run "
+                f"and {churn - (calibration.churn or 0)} chunks changed since; run "
                 "'recall calibrate QUERIES' again (or use --mode development)",
             )
         if refusal is not None and chosen == "strict":
@@ -488,9 +489,7 @@ class Memory:
             reason = abstention_reason(hits, threshold=threshold, known_as_of=known_text)
         dense_scores = [score for _, score in raw["dense"]]
         newest = max(
-            filter(
-                None, (_parse_stored(stats.newest_indexed_at), _parse_stored(stats.last_run_at))
-            ),
+            filter(None, (_parse_stored(newest_indexed_at), _parse_stored(last_run_at))),
             default=None,
         )
         age = (instant - newest).total_seconds() if newest else None
@@ -519,7 +518,7 @@ class Memory:
                     "threshold": calibration.threshold,
                     "scale": calibration.scale,
                     "certified": calibration.certified,
-                    "stale": calibration.is_stale(stats.chunk_churn),
+                    "stale": calibration.is_stale(churn),
                 }
                 if calibration
                 else None
