@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import recall
-from recall.api import _embed_text, _title
 from recall.chunking import chunk
 from recall.frontmatter import parse
+from recall.indexing import _embed_text, _title
 
 WORDS = [
     "api",

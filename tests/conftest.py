@@ -17,6 +17,10 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# Most tests exercise rules, not retrieval quality: they build stores with the fast, model-free
+# hashing embedder. Tests of the default (`minilm-l6`) clear this variable themselves.
+os.environ.setdefault("RECALL_EMBEDDER", "hashing-512")
+
 
 def write_corpus(root: Path, files: Mapping[str, str | bytes]) -> Path:
     """Write `{relative path: content}` under root and return root."""

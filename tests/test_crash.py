@@ -19,7 +19,7 @@ from .conftest import write_corpus
 INDEXER = textwrap.dedent(
     """
     import sys, recall
-    def tick(done, total):
+    def tick(done, total, chunks):
         print(done, total, flush=True)
     with recall.open(sys.argv[1]) as mem:
         mem.index(sys.argv[2], progress=tick)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy.typing as npt
 import pytest
 
 import recall
+import recall.indexing
 from recall import HashingEmbedder
 
 from .conftest import EXAMPLES, write_corpus
@@ -64,7 +66,7 @@ def test_fresh_index_writes_everything(tmp_path: Path, corpus: Path) -> None:
     assert report.ok and report.generation == 1
     assert report.embedded == report.chunks == stats.chunks == stats.vectors == 4
     assert stats.documents == 4 and stats.edges_resolved == 1
-    assert stats.embedder == recall.DEFAULT_EMBEDDER
+    assert stats.embedder == os.environ["RECALL_EMBEDDER"] == "hashing-512"
     assert stats.newest_indexed_at == "2026-01-01T12:00:00.000000Z"
     docs = rows(tmp_path / "m.db", "SELECT path, key, valid_from, first_indexed_at FROM documents")
     assert ("a.md", "a", "2026-01-01", "2026-01-01T12:00:00.000000Z") in docs
@@ -181,7 +183,7 @@ def test_skips_are_reported_with_reasons(tmp_path: Path, corpus: Path) -> None:
 def test_oversized_file_is_skipped(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(recall.api, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(recall.indexing, "MAX_FILE_BYTES", 100)
     write_corpus(corpus, {"big.md": "x" * 101, "small.md": "# s\n"})
     with recall.open(tmp_path / "m.db") as mem:
         report = mem.index(corpus, now=T0)
@@ -254,3 +256,51 @@ def test_closed_store_raises_store_error(tmp_path: Path) -> None:
 def test_missing_folder_for_db(tmp_path: Path) -> None:
     with pytest.raises(recall.StoreError, match="does not exist"):
         recall.open(tmp_path / "no" / "such" / "m.db")
+
+
+def test_pipelined_batches_store_each_chunk_with_its_own_vector(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches embedded on the worker while later files are read land on the right chunks."""
+    apsw = pytest.importorskip("apsw")
+    sqlite_vec = pytest.importorskip("sqlite_vec")
+    monkeypatch.setattr(recall.indexing, "EMBED_BATCH", 3)
+    notes = {f"n{i:02}.md": f"# Note {i}\nbody{i} word{i * 7} term{i % 5}" for i in range(23)}
+    write_corpus(corpus, notes)
+    ticks: list[tuple[int, int, int]] = []
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0, progress=lambda *t: ticks.append(t))
+        embedder = mem.embedder
+    assert len(report.added) == 23 == report.chunks == report.embedded
+    assert [t[:2] for t in ticks] == [(i, 23) for i in range(1, 24)]
+    assert [t[2] for t in ticks] == sorted(t[2] for t in ticks), "chunks only grow"
+    con = apsw.Connection(str(tmp_path / "m.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    rows = con.execute(
+        "SELECT d.title, c.text, v.embedding FROM chunks c JOIN documents d ON d.id = c.doc_id "
+        "JOIN vec_chunks v ON v.chunk_id = c.id"
+    ).fetchall()
+    assert len(rows) == 23
+    for title, text, blob in rows:
+        want = embedder.embed([f"{title}\n{text}"])[0]
+        np.testing.assert_allclose(np.frombuffer(blob, dtype="<f4"), want, atol=1e-6)
+
+
+def test_an_embedder_failure_rolls_the_run_back(tmp_path: Path, corpus: Path) -> None:
+    class Failing(HashingEmbedder):
+        calls = 0
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            Failing.calls += 1
+            if Failing.calls > 1:
+                raise recall.EmbedderError("recall embedder: model crashed")
+            return super().embed(texts)
+
+    write_corpus(corpus, {"a.md": "alpha"})
+    with recall.open(tmp_path / "m.db", embedder=Failing(64)) as mem:
+        mem.index(corpus, now=T0)
+        write_corpus(corpus, {"b.md": "beta"})
+        with pytest.raises(recall.EmbedderError, match="crashed"):
+            mem.index(corpus, now=T0)
+        assert mem.stats().documents == 1, "the failed run wrote nothing"

@@ -12,6 +12,7 @@ from recall.errors import (
     EmbedderError,
     EmbedderMismatchError,
     FrontmatterError,
+    JudgeError,
     PruneRefusedError,
     RecallError,
     StoreError,
@@ -19,6 +20,7 @@ from recall.errors import (
     TrustRefusal,
     UsageError,
 )
+from recall.judge import Judge
 from recall.results import Hit, Provenance, Result, Retrieval, Staleness, Validity
 
 __version__ = "0.1.0"
@@ -39,6 +41,8 @@ __all__ = [
     "FrontmatterError",
     "HashingEmbedder",
     "IndexReport",
+    "Judge",
+    "JudgeError",
     "Memory",
     "PruneRefusedError",
     "RecallError",

@@ -1,9 +1,9 @@
 """The public Python API: `recall.open` and `Memory`.
 
-Owns: the index run (walking a corpus, skipping and refusing files with reasons, incremental
-detection by content hash, the prune guard, batching chunks through the embedder, one store
-transaction per run) and the typed reports it returns. Does not own: SQL (the Rust store),
-frontmatter rules (`frontmatter`), chunk boundaries (`chunking`) or vectors (`embedders`).
+Owns: the policy around the store (which embedder and judge, strict or development mode and
+its refusals, calibration fitting and loading) and assembling the `Result` a search returns.
+Does not own: SQL and the trust rules (the Rust core), the index run (`indexing`), vectors
+(`embedders`) or the judge's model (`judge`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from recall import _core
 from recall.calibration import (
@@ -31,10 +29,11 @@ from recall.calibration import (
     load_record,
     meta_key,
 )
-from recall.chunking import Chunk, chunk
-from recall.embedders import Embedder, get_embedder
-from recall.errors import PruneRefusedError, TrustRefusal, UsageError
-from recall.frontmatter import Frontmatter, parse
+from recall.embedders import Embedder, embed_queries, get_embedder
+from recall.errors import JudgeError, TrustRefusal, UsageError
+from recall.indexing import IndexReport, Progress, Skipped, run_index
+from recall.instants import format_instant, format_micros, micros, parse_stored, utc
+from recall.judge import EntailmentJudge, apply_judge, get_judge
 from recall.results import (
     Hit,
     Provenance,
@@ -47,55 +46,10 @@ from recall.results import (
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
-#: SPEC §2.1: indexed by default; `.txt` is body only (no frontmatter).
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
-TEXT_SUFFIXES = frozenset({".txt"})
-#: SPEC §2.5 default size cap.
-MAX_FILE_BYTES = 10 * 1024 * 1024
-#: Chunks embedded per batch: bounds memory on large corpora.
-EMBED_BATCH = 512
-#: SPEC §4: dense candidates per leg.
 CANDIDATES = 20
 #: SPEC §5.4: a store not refreshed for longer than this is reported stale.
 MAX_AGE = dt.timedelta(days=2)
 MODES = ("strict", "development")
-
-Progress = Callable[[int, int], None]
-
-
-def _utc(now: dt.datetime | None) -> dt.datetime:
-    """SPEC §5.5: the clock is read once by the caller; a naive datetime is UTC."""
-    if now is None:
-        return dt.datetime.now(dt.timezone.utc)
-    if now.tzinfo is None:
-        return now.replace(tzinfo=dt.timezone.utc)
-    return now.astimezone(dt.timezone.utc)
-
-
-def format_instant(instant: dt.datetime) -> str:
-    """Fixed-width UTC ISO 8601 with microseconds, so stored instants sort as text."""
-    return _utc(instant).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-
-
-def _micros(instant: dt.datetime) -> int:
-    delta = _utc(instant) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _format_micros(us: int | None) -> str | None:
-    return None if us is None else format_instant(_EPOCH + dt.timedelta(microseconds=us))
-
-
-def _parse_stored(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    try:
-        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
-    except ValueError:
-        return None
 
 
 def _mode(mode: str | None) -> str:
@@ -103,40 +57,6 @@ def _mode(mode: str | None) -> str:
     if chosen not in MODES:
         raise UsageError(f"recall search: unknown mode '{chosen}'; use strict or development")
     return chosen
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A file or folder the run did not index, and why (SPEC §2.5)."""
-
-    path: str
-    reason: str
-
-
-@dataclass
-class IndexReport:
-    """What one index run did. `refused` files had errors; `skipped` ones were not eligible."""
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    removed: list[str] = field(default_factory=list)
-    refused: list[Skipped] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    chunks: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-    generation: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """False when any file was refused (the CLI exits 1)."""
-        return not self.refused
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["ok"] = self.ok
-        return data
 
 
 @dataclass(frozen=True)
@@ -167,105 +87,21 @@ class StoreStats:
         return asdict(self)
 
 
-@dataclass
-class _Pending:
-    """A parsed document waiting for its vectors."""
-
-    source: str
-    rel: str
-    size: int
-    digest: str
-    fm: Frontmatter | None
-    title: str
-    chunks: list[Chunk]
-    is_new: bool
-
-
-@dataclass
-class _Corpus:
-    """The eligible files under one root, found before anything is written."""
-
-    source: Path
-    files: list[tuple[str, Path]]
-    skipped: list[Skipped]
-    whole_folder: bool
-
-
-def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
-
-
-def _within(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
-def _walk(root: Path) -> _Corpus:
-    """SPEC §2.5: hidden folders and symlinks leaving the root are skipped with a reason."""
-    files: list[tuple[str, Path]] = []
-    skipped: list[Skipped] = []
-    suffixes = MARKDOWN_SUFFIXES | TEXT_SUFFIXES
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        keep = []
-        for name in sorted(dirnames):
-            sub = here / name
-            if name.startswith("."):
-                skipped.append(Skipped(_rel(sub, root) + "/", "hidden folder"))
-            elif sub.is_symlink():
-                target = sub.resolve()
-                reason = (
-                    "symlinked folder inside the corpus (its target is indexed directly)"
-                    if _within(target, root)
-                    else f"symlink leaves the corpus root (points to {target})"
-                )
-                skipped.append(Skipped(_rel(sub, root) + "/", reason))
-            else:
-                keep.append(name)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            path = here / name
-            if path.suffix.lower() not in suffixes:
-                continue
-            rel = _rel(path, root)
-            if name.startswith("."):
-                skipped.append(Skipped(rel, "hidden file"))
-            elif path.is_symlink() and not _within(path.resolve(), root):
-                skipped.append(
-                    Skipped(rel, f"symlink leaves the corpus root (points to {path.resolve()})")
-                )
-            else:
-                files.append((rel, path))
-    return _Corpus(root, files, skipped, whole_folder=True)
-
-
-def _title(fm: Frontmatter | None, chunks: Sequence[Chunk], rel: str) -> str:
-    if fm is not None:
-        declared = fm.fields.get("title")
-        if isinstance(declared, str) and declared.strip():
-            return declared.strip()
-    for c in chunks:
-        if c.heading_path:
-            return c.heading_path[0]
-    return Path(rel).stem
-
-
-def _embed_text(title: str, c: Chunk) -> str:
-    """What the embedder sees: the chunk under its title and headings (SPEC §4)."""
-    context = " / ".join(dict.fromkeys((title, *c.heading_path)))
-    return f"{context}\n{c.text}"
-
-
 class Memory:
     """One store file. Use as a context manager or call `close()`."""
 
-    def __init__(self, path: str | os.PathLike[str], embedder: str | Embedder | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        embedder: str | Embedder | None = None,
+        judge: str | os.PathLike[str] | EntailmentJudge | None = None,
+    ):
         self.path = os.fspath(path)
         self._store = _core.Store(self.path)
         self._embedder_spec = embedder
+        self._embedder: Embedder | None = None
+        self._judge_spec = judge
+        self._judge: EntailmentJudge | None = None
 
     def __enter__(self) -> Memory:
         return self
@@ -282,11 +118,21 @@ class Memory:
     @property
     def embedder(self) -> Embedder:
         """The embedder in use: the one asked for, else the one the store was built with."""
-        spec = self._embedder_spec
-        if spec is None:
-            bound = self._store.embedder()
-            spec = bound[0] if bound else None
-        return get_embedder(spec)
+        if self._embedder is None:
+            spec = self._embedder_spec
+            if spec is None:
+                bound = self._store.embedder()
+                spec = bound[0] if bound else None
+            self._embedder = get_embedder(spec)
+        return self._embedder
+
+    @property
+    def judge(self) -> EntailmentJudge:
+        """The entailment judge: the one passed to `open`, else $RECALL_JUDGE (SPEC §6).
+        Raises `JudgeError` when none is configured or its model will not load."""
+        if self._judge is None:
+            self._judge = get_judge(self._judge_spec)
+        return self._judge
 
     def stats(self) -> StoreStats:
         raw = self._store.stats()
@@ -340,7 +186,7 @@ class Memory:
                 pairs.append((query, answerable))
         if not pairs:
             raise UsageError("recall calibrate: no labelled queries given")
-        vectors = np.ascontiguousarray(embedder.embed([q for q, _ in pairs]), dtype="<f4")
+        vectors = embed_queries(embedder, [q for q, _ in pairs])
         samples = []
         for (query, answerable), vector in zip(pairs, vectors):
             # SPEC §7: the sample is the top-1 dense cosine (0.0 when nothing is retrieved).
@@ -369,7 +215,7 @@ class Memory:
             generation=stats.generation,
             chunk_count=stats.chunks,
             churn=stats.chunk_churn,
-            fitted_at=format_instant(_utc(now)),
+            fitted_at=format_instant(utc(now)),
             auc=result.auc,
             auc_lower=result.auc_interval[0] if result.auc_interval else None,
             n_answerable=result.n_answerable,
@@ -413,18 +259,21 @@ class Memory:
         now: dt.datetime | None = None,
         known_as_of: dt.datetime | None = None,
         mode: str | None = None,
+        entail: bool = False,
     ) -> Result:
         """Answer `query` with a judgment (SPEC §5). Only `ok` hits may be acted on.
 
         Strict mode (the default) raises `TrustRefusal` when trust cannot be established;
         development mode (`mode="development"` or RECALL_TRUST_MODE) answers degraded.
+        `entail=True` runs the judge over the `ok` hits (SPEC §6); a judge that is not
+        configured or will not load is a `DEPENDENCY_UNAVAILABLE` refusal in strict mode.
         """
         started = time.perf_counter()
         if not 1 <= k <= 100:
             raise UsageError(f"recall search: k must be in 1..100, got {k}")
         chosen = _mode(mode)
-        instant = _utc(now)
-        known = _utc(known_as_of) if known_as_of is not None else None
+        instant = utc(now)
+        known = utc(known_as_of) if known_as_of is not None else None
         refusal: tuple[str, str] | None = None
         # The cheap summary, not stats(): its edge and vector counts scan whole tables.
         documents, newest_indexed_at, last_run_at, churn = self._store.freshness()
@@ -462,26 +311,40 @@ class Memory:
                 f"and {churn - (calibration.churn or 0)} chunks changed since; run "
                 "'recall calibrate QUERIES' again (or use --mode development)",
             )
+        judge: EntailmentJudge | None = None
+        if entail:
+            try:
+                judge = self.judge
+            except JudgeError as err:
+                refusal = refusal or (
+                    "DEPENDENCY_UNAVAILABLE",
+                    f"entailment was requested but {err} (or search without --entail)",
+                )
         if refusal is not None and chosen == "strict":
             raise TrustRefusal(*refusal)
 
         threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
         scale = calibration.scale if calibration else DEFAULT_SCALE
         t_embed = time.perf_counter()
-        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype="<f4")
+        vector = embed_queries(embedder, [query])[0]
         embed_ms = (time.perf_counter() - t_embed) * 1e3
         raw = self._store.search(
             vector.tobytes(),
             text=query,
             k=k,
             candidates=max(CANDIDATES, k),
-            now_us=_micros(instant),
-            known_as_of_us=_micros(known) if known is not None else None,
+            now_us=micros(instant),
+            known_as_of_us=micros(known) if known is not None else None,
             threshold=threshold,
             scale=scale,
             unverified=calibration is None,
         )
         hits = [_hit(h) for h in raw["hits"]]
+        judge_ms = 0.0
+        if judge is not None:
+            t_judge = time.perf_counter()
+            hits, _ = apply_judge(judge, query, hits)
+            judge_ms = (time.perf_counter() - t_judge) * 1e3
         abstained = not any(h.ok for h in hits)
         known_text = format_instant(known) if known is not None else None
         reason = ""
@@ -489,7 +352,7 @@ class Memory:
             reason = abstention_reason(hits, threshold=threshold, known_as_of=known_text)
         dense_scores = [score for _, score in raw["dense"]]
         newest = max(
-            filter(None, (_parse_stored(newest_indexed_at), _parse_stored(last_run_at))),
+            filter(None, (parse_stored(newest_indexed_at), parse_stored(last_run_at))),
             default=None,
         )
         age = (instant - newest).total_seconds() if newest else None
@@ -500,7 +363,7 @@ class Memory:
             "lexical": round(raw["lexical_ms"], 3),
             "fuse": round(raw["fuse_ms"], 3),
             "trust": round(raw["trust_ms"], 3),
-            "judge": 0.0,
+            "judge": round(judge_ms, 3),
         }
         timings["total"] = round((time.perf_counter() - started) * 1e3, 3)
         return Result(
@@ -550,13 +413,13 @@ class Memory:
         """
         if self._store.embedder() is None:
             raise UsageError("recall explain: nothing is indexed; run 'recall index PATH' first")
-        instant = _utc(now)
-        known = _utc(known_as_of) if known_as_of is not None else None
+        instant = utc(now)
+        known = utc(known_as_of) if known_as_of is not None else None
         calibration, why = self.calibration()
         threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
         scale = calibration.scale if calibration else DEFAULT_SCALE
         embedder = self.embedder
-        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype="<f4")
+        vector = embed_queries(embedder, [query])[0]
         name = os.fspath(file)
         # A stored path first, then the file's absolute path under an indexed root.
         names = [name, str(Path(name).resolve())] if Path(name).exists() else [name]
@@ -566,8 +429,8 @@ class Memory:
                 candidate,
                 vector.tobytes(),
                 text=query,
-                now_us=_micros(instant),
-                known_as_of_us=_micros(known) if known is not None else None,
+                now_us=micros(instant),
+                known_as_of_us=micros(known) if known is not None else None,
                 threshold=threshold,
                 scale=scale,
             )
@@ -578,8 +441,8 @@ class Memory:
             )
         for claim in (*raw["claims_out"], *raw["claims_in"]):
             recorded = claim.pop("recorded_at_us")
-            claim["recorded_at"] = _format_micros(recorded)
-        raw["first_indexed_at"] = _format_micros(raw.pop("first_indexed_us"))
+            claim["recorded_at"] = format_micros(recorded)
+        raw["first_indexed_at"] = format_micros(raw.pop("first_indexed_us"))
         best = raw.pop("best_chunk")
         raw["best_chunk"] = None if best is None else {"chunk_id": best[0], "score": best[1]}
         raw.update(
@@ -605,179 +468,15 @@ class Memory:
         Unchanged files (same content hash) are not re-embedded, changed files are replaced,
         files gone from a folder are removed. A file that cannot be accepted is refused with a
         reason and the run goes on; its previously indexed version, if any, is kept.
+        `progress(files_done, files_total, chunks_embedded)` is called after each file.
         """
-        started = time.perf_counter()
-        instant = format_instant(_utc(now))
-        if isinstance(paths, (str, os.PathLike)):
-            paths = [paths]
-        corpora = [self._discover(Path(p)) for p in paths]
-        embedder = self.embedder
-        report = IndexReport()
-
-        known = {str(c.source): dict(self._store.known_documents(str(c.source))) for c in corpora}
-        removals: dict[str, list[str]] = {}
-        for c in corpora:
-            report.skipped.extend(c.skipped)
-            if c.whole_folder:
-                on_disk = {rel for rel, _ in c.files}
-                gone = sorted(set(known[str(c.source)]) - on_disk)
-                if gone:
-                    removals[str(c.source)] = gone
-        total_known = sum(len(k) for k in known.values())
-        total_gone = sum(len(g) for g in removals.values())
-        if total_known >= 5 and total_gone * 2 > total_known and not allow_prune:
-            raise PruneRefusedError(
-                f"recall index: this run would remove {total_gone} of {total_known} indexed "
-                "documents (files missing on disk); check the path, or pass --allow-prune "
-                "(allow_prune=True) to remove them"
-            )
-
-        work = [(c.source, rel, p) for c in corpora for rel, p in c.files]
-        self._store.begin(embedder.name, embedder.dim, embedder.fingerprint)
-        try:
-            for root, gone in removals.items():
-                self._store.remove_documents(root, gone)
-                report.removed.extend(gone)
-            pending: list[_Pending] = []
-            pending_chunks = 0
-            for done, (source, rel, file) in enumerate(work, 1):
-                doc = self._read(source, rel, file, known[str(source)], report)
-                if doc is not None:
-                    pending.append(doc)
-                    pending_chunks += len(doc.chunks)
-                    if pending_chunks >= EMBED_BATCH:
-                        self._flush(pending, embedder, instant, report)
-                        pending, pending_chunks = [], 0
-                if progress is not None:
-                    progress(done, len(work))
-            self._flush(pending, embedder, instant, report)
-            report.generation = self._store.commit(instant)
-        except BaseException:
-            self._store.rollback()
-            raise
-        report.seconds = round(time.perf_counter() - started, 3)
-        return report
-
-    def _discover(self, path: Path) -> _Corpus:
-        if not path.exists():
-            raise UsageError(f"recall index: {path} does not exist; pass a folder of notes")
-        resolved = path.resolve()
-        if resolved.is_dir():
-            return _walk(resolved)
-        return _Corpus(resolved.parent, [(resolved.name, resolved)], [], whole_folder=False)
-
-    def _read(
-        self,
-        source: Path,
-        rel: str,
-        file: Path,
-        known: dict[str, str],
-        report: IndexReport,
-    ) -> _Pending | None:
-        """Read, hash, parse and chunk one file; None when unchanged, skipped or refused."""
-        try:
-            size = file.stat().st_size
-            if size > MAX_FILE_BYTES:
-                report.skipped.append(
-                    Skipped(rel, f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB cap")
-                )
-                return None
-            data = file.read_bytes()
-        except OSError as err:
-            report.refused.append(Skipped(rel, f"unreadable: {err.strerror or err}"))
-            return None
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        if known.get(rel) == digest:
-            report.unchanged += 1
-            return None
-        if b"\x00" in data:
-            report.skipped.append(Skipped(rel, "not text (contains NUL bytes)"))
-            return None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            report.skipped.append(Skipped(rel, f"not UTF-8 text (byte {err.start})"))
-            return None
-        if file.suffix.lower() in TEXT_SUFFIXES:
-            fm = None
-            chunks = chunk(text)
-        else:
-            fm = parse(text)
-            if fm.errors:
-                problems = "; ".join(f"{e.key}: {e.value!r} {e.message}" for e in fm.errors)
-                report.refused.append(Skipped(rel, f"malformed frontmatter: {problems}"))
-                return None
-            chunks = chunk(fm.body, base_byte=fm.body_offset, base_line=fm.body_line)
-        return _Pending(
-            source=str(source),
-            rel=rel,
-            size=size,
-            digest=digest,
-            fm=fm,
-            title=_title(fm, chunks, rel),
-            chunks=chunks,
-            is_new=rel not in known,
-        )
-
-    def _flush(
-        self, pending: list[_Pending], embedder: Embedder, instant: str, report: IndexReport
-    ) -> None:
-        texts = [_embed_text(d.title, c) for d in pending for c in d.chunks]
-        if not texts:
-            vectors = np.zeros((0, embedder.dim), dtype=np.float32)
-        else:
-            vectors = np.ascontiguousarray(embedder.embed(texts), dtype="<f4")
-            if vectors.shape != (len(texts), embedder.dim):
-                raise UsageError(
-                    f"recall embedder: {embedder.name} returned shape {vectors.shape} for "
-                    f"{len(texts)} texts of dimension {embedder.dim}"
-                )
-        report.embedded += len(texts)
-        row = 0
-        for d in pending:
-            n = len(d.chunks)
-            self._put(d, vectors[row : row + n], instant)
-            row += n
-            report.chunks += n
-            (report.added if d.is_new else report.updated).append(d.rel)
-
-    def _put(self, d: _Pending, vectors: np.ndarray[Any, Any], instant: str) -> None:
-        fm = d.fm
-        metadata_error = None
-        if fm is not None and fm.empty_window:
-            metadata_error = (
-                f"empty validity window: valid_from {fm.valid_from_raw} is after "
-                f"valid_until {fm.valid_until_raw}"
-            )
-        refs = list(fm.supersedes) if fm is not None else []
-        self._store.put_document(
-            source=d.source,
-            path=d.rel,
-            key=_core.resolution_key(d.rel),
-            title=d.title,
-            content_hash=d.digest,
-            size_bytes=d.size,
-            valid_from_raw=fm.valid_from_raw if fm else None,
-            valid_until_raw=fm.valid_until_raw if fm else None,
-            valid_from=fm.valid_from.isoformat() if fm and fm.valid_from else None,
-            valid_until=fm.valid_until.isoformat() if fm and fm.valid_until else None,
-            metadata_error=metadata_error,
-            frontmatter=json.dumps(dict(fm.fields) if fm else {}, ensure_ascii=False),
-            chunks=[
-                (
-                    c.ordinal,
-                    c.text,
-                    c.byte_start,
-                    c.byte_end,
-                    c.line_start,
-                    c.line_end,
-                    " > ".join(c.heading_path),
-                )
-                for c in d.chunks
-            ],
-            vectors=vectors.tobytes(),
-            edges=[(ref, _core.resolution_key(ref)) for ref in refs],
-            now=instant,
+        return run_index(
+            self._store,
+            self.embedder,
+            paths,
+            instant=format_instant(utc(now)),
+            allow_prune=allow_prune,
+            progress=progress,
         )
 
 
@@ -808,10 +507,16 @@ def _hit(raw: dict[str, Any]) -> Hit:
     )
 
 
-def open(path: str | os.PathLike[str], embedder: str | Embedder | None = None) -> Memory:  # noqa: A001
+def open(  # noqa: A001
+    path: str | os.PathLike[str],
+    embedder: str | Embedder | None = None,
+    judge: str | os.PathLike[str] | EntailmentJudge | None = None,
+) -> Memory:
     """Open (creating if missing) the store at `path`.
 
-    `embedder` is a name (`hashing-512`), an `Embedder`, or None for the one the store was built
-    with (the default embedder for a new store).
+    `embedder` is a name (`minilm-l6`, `onnx:DIR`, `hashing-512`), an `Embedder`, or None for
+    the one the store was built with ($RECALL_EMBEDDER, else `minilm-l6`, for a new store).
+    `judge` is an exported cross-encoder directory (or a judge object) used by
+    `search(..., entail=True)`; None = $RECALL_JUDGE.
     """
-    return Memory(path, embedder)
+    return Memory(path, embedder, judge)

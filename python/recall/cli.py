@@ -73,7 +73,10 @@ def index(
         False, "--allow-prune", help="Allow removing more than half of the indexed documents."
     ),
     embedder: Optional[str] = typer.Option(
-        None, "--embedder", help="Embedder for a new store (default hashing-512)."
+        None,
+        "--embedder",
+        help="Embedder for a new store: minilm-l6 (default; also $RECALL_EMBEDDER), "
+        "onnx:DIR or hashing-D.",
     ),
 ) -> None:
     """Index notes into the store: incremental, one transaction per run."""
@@ -97,14 +100,19 @@ def index(
 
 
 def _index_with_progress(mem: Any, paths: list[Path], allow_prune: bool) -> IndexReport:
+    import time
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeRemainingColumn(), transient=True) as bar:
-        task = bar.add_task("indexing", total=None)
+    started = time.perf_counter()
+    with Progress(*columns, "{task.fields[rate]}", TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task(f"indexing ({mem.embedder.name})", total=None, rate="")
 
-        def tick(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
+        def tick(done: int, total: int, chunks: int) -> None:
+            elapsed = time.perf_counter() - started
+            rate = f"{chunks} chunks, {chunks / elapsed:,.0f}/s" if chunks and elapsed else ""
+            bar.update(task, completed=done, total=total, rate=rate)
 
         report: IndexReport = mem.index(paths, allow_prune=allow_prune, progress=tick)
         return report
@@ -124,7 +132,11 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
         f"unchanged {report.unchanged} · removed {len(report.removed)} · "
         f"refused {len(report.refused)} · skipped {len(report.skipped)}"
     )
-    out.print(f"  chunks written {report.chunks} · embedded {report.embedded}")
+    speed = f", {report.embedded / report.seconds:,.0f} chunks/s" if report.seconds else ""
+    out.print(
+        f"  chunks written {report.chunks} · embedded {report.embedded} "
+        f"({escape(report.embedder)}{speed})"
+    )
     for title, items, style in (
         ("refused", report.refused, "red"),
         ("skipped", report.skipped, "yellow"),
@@ -223,6 +235,12 @@ def search(
     embedder: Optional[str] = typer.Option(
         None, "--embedder", help="Embed the query with this embedder (default: the store's)."
     ),
+    entail: bool = typer.Option(
+        False, "--entail", help="Ask the entailment judge whether each ok hit answers."
+    ),
+    judge: Optional[Path] = typer.Option(
+        None, "--judge", help="Judge model directory for --entail. Default: $RECALL_JUDGE."
+    ),
 ) -> None:
     """Answer a question with a judgment: only `ok` hits may be relied on."""
     import recall
@@ -234,8 +252,8 @@ def search(
     now = _instant(as_of, "--as-of")
     known = _instant(known_as_of, "--known-as-of")
     try:
-        with recall.open(db_path, embedder=embedder) as mem:
-            result = mem.search(query, k=k, now=now, known_as_of=known, mode=mode)
+        with recall.open(db_path, embedder=embedder, judge=judge) as mem:
+            result = mem.search(query, k=k, now=now, known_as_of=known, mode=mode, entail=entail)
     except TrustRefusal as err:
         if as_json:
             _emit_json({"refused": True, "code": err.code, "message": err.message})
@@ -544,6 +562,99 @@ def _print_quickstart(ran: Any, db_path: str) -> None:
         f'  (explore this demo: recall search "..." --db {escape(db_path)} --as-of '
         f"{ran.now:%Y-%m-%d})",
         soft_wrap=True,
+    )
+
+
+models_app = typer.Typer(
+    help="Embedding models: list the built-ins, check a model, quantize an export.",
+    no_args_is_help=True,
+)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list(as_json: bool = JsonOption) -> None:
+    """Built-in models: where their files are, their sha256 pins and licences."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from recall import model_tools
+
+    rows = model_tools.listing()
+    if as_json:
+        _emit_json(rows)
+        return
+    out = Console(highlight=False, soft_wrap=True)
+    for row in rows:
+        default = " [green](default for new stores)[/]" if row["default"] else ""
+        out.print(f"[bold]{row['name']}[/]{default}: {escape(row['description'])}")
+        where = row["model"] or f"[red]missing[/]: {escape(row['problem'] or '')}"
+        out.print(f"  model      {where}  (from {row['model_package']})")
+        out.print(f"  tokenizer  {escape(row['tokenizer'])}")
+        out.print(f"  licence    {escape(row['licence'])}")
+    out.print(
+        "Also: onnx:DIR (any sentence-embedding ONNX export with tokenizer.json) and hashing-D "
+        "(no model; hashing-512 for speed and tests)."
+    )
+
+
+@models_app.command("check")
+def models_check(
+    target: str = typer.Argument(..., help="A model directory, onnx:DIR, or a built-in name."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Load a model, embed a probe, and print its dimension and speed."""
+    from recall import model_tools
+    from recall.errors import RecallError
+
+    try:
+        row = model_tools.check(target)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(row)
+        return
+    typer.echo(
+        f"{row['embedder']}: dim {row['dim']}, fingerprint {row['fingerprint']}, loaded in "
+        f"{row['load_seconds']:.2f} s"
+        + (f"\n  output {row['pooling']}" if row["pooling"] else "")
+        + f"\n  {row['passages_per_second']:.1f} passages/s "
+        f"(~180 tokens each) · query p50 {row['query_ms_p50']:.1f} ms, "
+        f"p95 {row['query_ms_p95']:.1f} ms"
+    )
+
+
+@models_app.command("quantize")
+def models_quantize(
+    source: Path = typer.Argument(..., help="An ONNX embedder directory (fp32 export)."),
+    out: Path = typer.Argument(..., help="New directory for the int8 model."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Dynamic int8 quantisation, with its quality and speed change on the evaluation set."""
+    from recall import model_tools
+    from recall.errors import RecallError
+
+    try:
+        report = model_tools.quantize(source, out)
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(report)
+        return
+    b, c = report["baseline"], report["candidate"]
+
+    def auc(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    typer.echo(
+        f"wrote {report['out']} ({report['bytes_before'] / 1e6:.1f} MB -> "
+        f"{report['bytes_after'] / 1e6:.1f} MB)\n"
+        f"on {report['passages']} passages and {report['questions']} labelled questions:\n"
+        f"  cosine to the original: mean {report.get('cosine_mean', 'n/a')}, "
+        f"min {report.get('cosine_min', 'n/a')}\n"
+        f"  same top passage for answerable questions: {report['same_top1_answerable']:.1%}\n"
+        f"  AUC (answerable vs not): {auc(b['auc'])} -> {auc(c['auc'])}\n"
+        f"  passages/s: {b['passages_per_second']:.1f} -> {c['passages_per_second']:.1f}"
     )
 
 

@@ -1,13 +1,16 @@
-"""Embedders: the `Embedder` protocol and the built-in `hashing-D` family (SPEC §4).
+"""Embedders: the `Embedder` protocol, the `hashing-D` family, and turning a name into an
+embedder (SPEC §4): `minilm-l6` (the default for new stores), `onnx:DIR`, `hashing-D`.
 
-Owns: embedder names, dimensions and fingerprints, and turning a name into an embedder. The
-hashing itself runs in the Rust core (`_core.hashing_embed`). Does not own: storing vectors.
+Owns: embedder names, dimensions and fingerprints. The hashing itself runs in the Rust core
+(`_core.hashing_embed`); ONNX models live in `models`. Does not own: storing vectors.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -17,12 +20,19 @@ import numpy.typing as npt
 from recall import _core
 from recall.errors import EmbedderError
 
-__all__ = ["DEFAULT_EMBEDDER", "Embedder", "HashingEmbedder", "get_embedder"]
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "Embedder",
+    "HashingEmbedder",
+    "default_embedder_name",
+    "embed_queries",
+    "get_embedder",
+]
 
-#: The embedded default: needs no model. 512 dimensions was chosen by measurement
-#: (benches/hashing_dim.py, figures in benches/RESULTS.md): within 6 % of hashing-4096's MRR
-#: at an eighth of the bytes; 384 loses another 13 %.
-DEFAULT_EMBEDDER = "hashing-512"
+#: The default for new stores: all-MiniLM-L6-v2, installed with the package (models.BUILTINS).
+DEFAULT_EMBEDDER = "minilm-l6"
+#: Names the default for new stores in place of DEFAULT_EMBEDDER (like --embedder).
+ENV_EMBEDDER = "RECALL_EMBEDDER"
 
 _HASHING = re.compile(r"hashing-(\d+)")
 _HASHING_VERSION = "recall-hashing-v1"
@@ -42,6 +52,13 @@ class Embedder(Protocol):
     def fingerprint(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Embed queries: an embedder may define `embed_query` (a model with a query prefix);
+    otherwise queries and passages are embedded alike."""
+    embed = getattr(embedder, "embed_query", None) or embedder.embed
+    return np.ascontiguousarray(embed(texts), dtype="<f4")
 
 
 class HashingEmbedder:
@@ -76,16 +93,44 @@ class HashingEmbedder:
         return f"HashingEmbedder(dim={self._dim})"
 
 
+def default_embedder_name() -> str:
+    """The embedder a new store gets when none is named: $RECALL_EMBEDDER, else the default."""
+    return (os.environ.get(ENV_EMBEDDER) or "").strip() or DEFAULT_EMBEDDER
+
+
+# Loading a model costs hundreds of milliseconds and tens of MB: once per process and name.
+_LOADED: dict[str, Embedder] = {}
+_LOCK = threading.Lock()
+
+
 def get_embedder(spec: str | Embedder | None) -> Embedder:
-    """Resolve an embedder name (`hashing-D`) or pass an `Embedder` through; None = default."""
+    """Resolve a name (`minilm-l6`, `onnx:DIR`, `hashing-D`) or pass an `Embedder` through;
+    None = the default for new stores."""
     if spec is None:
-        spec = DEFAULT_EMBEDDER
+        spec = default_embedder_name()
     if not isinstance(spec, str):
         return spec
-    match = _HASHING.fullmatch(spec.strip())
+    spec = spec.strip()
+    match = _HASHING.fullmatch(spec)
     if match:
         return HashingEmbedder(int(match.group(1)))
+    from recall import models
+
+    if spec in models.BUILTINS or spec.startswith("onnx:"):
+        key = spec if spec in models.BUILTINS else f"onnx:{os.path.abspath(spec[5:])}"
+        with _LOCK:
+            if key not in _LOADED:
+                if spec in models.BUILTINS:
+                    _LOADED[key] = models.load_builtin(spec)
+                elif not spec[5:].strip():
+                    raise EmbedderError(
+                        "recall embedder: onnx: needs a model directory, e.g. onnx:./my-model"
+                    )
+                else:
+                    _LOADED[key] = models.OnnxEmbedder(spec[5:].strip())
+            return _LOADED[key]
     raise EmbedderError(
-        f"recall embedder: unknown embedder '{spec}'; available: hashing-D "
-        f"(e.g. {DEFAULT_EMBEDDER} or hashing-64)"
+        f"recall embedder: unknown embedder '{spec}'; available: "
+        f"{', '.join(models.BUILTINS)} (the default), onnx:DIR (an ONNX export with "
+        "tokenizer.json), hashing-D (e.g. hashing-512)"
     )

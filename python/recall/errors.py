@@ -13,6 +13,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatchError",
     "FrontmatterError",
+    "JudgeError",
     "PruneRefusedError",
     "RecallError",
     "StoreError",
@@ -32,6 +33,10 @@ class FrontmatterError(RecallError):
 
 class EmbedderError(RecallError):
     """An embedder is unknown, misconfigured or its model is missing."""
+
+
+class JudgeError(RecallError):
+    """The entailment judge is not configured, its model is missing or will not run."""
 
 
 class PruneRefusedError(RecallError):

@@ -67,6 +67,8 @@ class Hit:
     fetched: bool = False
     #: None for a successor the trust layer fetched (SPEC §5.3).
     retrieval: Retrieval | None = None
+    #: P(this passage answers the query) from the judge (SPEC §6); None when not judged.
+    entailment: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,47 @@
+"""Instants: the caller's clock normalised to UTC, and the fixed-width text form the store
+keeps (SPEC §2.4, §5.5).
+
+Owns: turning datetimes into UTC, stored text and microseconds, and back. Does not own: reading
+the clock (callers read it once and pass it in).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+__all__ = ["format_instant", "format_micros", "micros", "parse_stored", "utc"]
+
+
+def utc(now: dt.datetime | None) -> dt.datetime:
+    """SPEC §5.5: the clock is read once by the caller; a naive datetime is UTC."""
+    if now is None:
+        return dt.datetime.now(dt.timezone.utc)
+    if now.tzinfo is None:
+        return now.replace(tzinfo=dt.timezone.utc)
+    return now.astimezone(dt.timezone.utc)
+
+
+def format_instant(instant: dt.datetime) -> str:
+    """Fixed-width UTC ISO 8601 with microseconds, so stored instants sort as text."""
+    return utc(instant).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def micros(instant: dt.datetime) -> int:
+    delta = utc(instant) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def format_micros(us: int | None) -> str | None:
+    return None if us is None else format_instant(_EPOCH + dt.timedelta(microseconds=us))
+
+
+def parse_stored(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    try:
+        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
