@@ -343,7 +343,12 @@ def _print_explanation(e: dict[str, Any]) -> None:
         out.print("  [red]an applying reference names this key among several documents[/]")
 
 
-_VERDICT_STYLE = {"ok": "bold green", "low_confidence": "yellow", "unverified": "yellow"}
+_VERDICT_STYLE = {
+    "ok": "bold green",
+    "low_confidence": "yellow",
+    "unverified": "yellow",
+    "not_entailed": "yellow",
+}
 
 
 def _legs(r: Any) -> str:
@@ -379,6 +384,8 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
             notes.append("promoted: successor of a stale match")
         if hit.fetched:
             notes.append("fetched as successor")
+        if hit.entailment is not None:
+            notes.append(f"answers the question: p = {hit.entailment:.2f}")
         if explain_legs:
             notes.append(_legs(hit.retrieval))
         style = _VERDICT_STYLE.get(hit.verdict, "red")
