@@ -73,8 +73,13 @@ def _runtime(what: str, error: type[RecallError]) -> tuple[Any, Any]:
     return onnxruntime, tokenizers
 
 
-def open_session(model: Path, what: str, error: type[RecallError]) -> Any:
-    """An onnxruntime session on all cores; a file that will not load is refused with its path."""
+def open_session(model: Path, what: str, error: type[RecallError], *, spinning: bool = True) -> Any:
+    """An onnxruntime session on all cores; a file that will not load is refused with its path.
+
+    `spinning=False` lets the session's worker threads sleep as soon as a call returns: for a
+    model called once in a while next to another (the judge beside the embedder), whose
+    spinning threads would otherwise hold a core the other needs (benches/RESULTS.md).
+    """
     ort, _ = _runtime(what, error)
     if not model.is_file():
         raise error(f"recall {what}: {model} is missing; a model directory needs model.onnx")
@@ -83,6 +88,8 @@ def open_session(model: Path, what: str, error: type[RecallError]) -> Any:
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(
             str(model), sess_options=options, providers=["CPUExecutionProvider"]
