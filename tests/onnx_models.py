@@ -31,11 +31,11 @@ def write_tokenizer(path: Path, words: Sequence[str]) -> dict[str, int]:
     return vocab
 
 
-def _ids_inputs() -> list[onnx.ValueInfoProto]:
-    return [
-        helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"])
-        for name in ("input_ids", "attention_mask", "token_type_ids")
-    ]
+def _ids_inputs(
+    names: Sequence[str] = ("input_ids", "attention_mask", "token_type_ids"),
+    dtype: int = TensorProto.INT64,
+) -> list[onnx.ValueInfoProto]:
+    return [helper.make_tensor_value_info(name, dtype, ["batch", "tokens"]) for name in names]
 
 
 def _save(graph: onnx.GraphProto, path: Path) -> None:
@@ -52,6 +52,8 @@ def build_embedder(
     seed: int = 0,
     pooled: bool = False,
     matmul: bool = False,
+    int32: bool = False,
+    extra_input: str | None = None,
 ) -> np.ndarray:
     """model.onnx + tokenizer.json in `directory`; returns the embedding table.
 
@@ -59,7 +61,8 @@ def build_embedder(
     embeddings, so the output depends on the attention mask the caller feeds (padding that
     leaked into it would change the vectors). `pooled` adds the graph's own masked mean as a
     [batch, dim] output named `pooled` (listed first) instead of the token states. `matmul`
-    projects the token states through a [dim, 64] weight (something to quantise).
+    projects the token states through a [dim, 64] weight (something to quantise). `int32`
+    declares the token inputs as int32; `extra_input` declares one more (unused) input.
     """
     directory.mkdir(parents=True, exist_ok=True)
     vocab = write_tokenizer(directory / "tokenizer.json", words)
@@ -85,10 +88,14 @@ def build_embedder(
     if pooled:
         nodes.append(helper.make_node("Squeeze", ["mean", "axis1"], ["pooled"]))
         outputs.insert(0, helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["b", dim]))
+    names = ["input_ids", "attention_mask", "token_type_ids"]
     graph = helper.make_graph(
         nodes,
         "tiny-embedder",
-        _ids_inputs(),
+        _ids_inputs(
+            [*names, extra_input] if extra_input else names,
+            TensorProto.INT32 if int32 else TensorProto.INT64,
+        ),
         outputs,
         initializer=[
             numpy_helper.from_array(table, "table"),

@@ -80,6 +80,18 @@ def test_pooled_output_cls_pooling_and_prefixes(tmp_path: Path) -> None:
     np.testing.assert_allclose(embed_queries(cls, ["alpha"]), cls.embed_query(["alpha"]))
 
 
+def test_int32_inputs_and_inputs_recall_cannot_feed(tmp_path: Path) -> None:
+    table = build_embedder(tmp_path / "i32", WORDS, int32=True)
+    got = OnnxEmbedder(tmp_path / "i32").embed(["rate limit"])[0]
+    np.testing.assert_allclose(
+        got, reference_embedding(table, _ids(WORDS, "rate limit")), atol=1e-5
+    )
+    build_embedder(tmp_path / "pos", WORDS, extra_input="position_ids")
+    with pytest.raises(recall.EmbedderError, match="position_ids") as info:
+        OnnxEmbedder(tmp_path / "pos")
+    assert str(tmp_path / "pos" / "model.onnx") in str(info.value)
+
+
 def test_fingerprint_follows_the_files(tiny: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     directory, _ = tiny
     same = OnnxEmbedder(directory).fingerprint

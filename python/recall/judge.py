@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from recall.errors import JudgeError
-from recall.models import open_session, open_tokenizer, read_config
+from recall.models import input_types, make_feed, open_session, open_tokenizer, read_config
 from recall.results import Hit
 
 __all__ = ["ENTAILED", "EntailmentJudge", "Judge", "apply_judge", "get_judge"]
@@ -71,7 +71,15 @@ class Judge:
         self._tokenizer.enable_truncation(
             max_length=int(config.get("max_tokens", 512)), strategy="only_second"
         )
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._inputs = input_types(self._session)
+        probe = np.zeros((1, 1), dtype=np.int64)
+        make_feed(  # an input recall cannot feed is refused at load, not at the first search
+            self._inputs,
+            {"input_ids": probe, "attention_mask": probe, "token_type_ids": probe},
+            self.directory / "model.onnx",
+            "judge",
+            JudgeError,
+        )
         outputs = {o.name: o for o in self._session.get_outputs()}
         self._output = config.get("output") or next(iter(outputs))
         where = self.directory / JUDGE_CONFIG
@@ -111,11 +119,8 @@ class Judge:
         for row, e in enumerate(encodings):
             n = len(e.ids)
             ids[row, :n], mask[row, :n], types[row, :n] = e.ids, 1, e.type_ids
-        feed = {"input_ids": ids}
-        if "attention_mask" in self._inputs:
-            feed["attention_mask"] = mask
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = types
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        feed = make_feed(self._inputs, given, self.directory / "model.onnx", "judge", JudgeError)
         try:
             (logits,) = self._session.run([self._output], feed)
         except Exception as err:

@@ -119,6 +119,31 @@ def open_tokenizer(path: Path, max_tokens: int, what: str, error: type[RecallErr
     return tok
 
 
+def input_types(session: Any) -> dict[str, type[np.integer[Any]]]:
+    """The graph's inputs and their integer type: int64 in most exports, int32 in some."""
+    return {
+        i.name: np.int32 if i.type == "tensor(int32)" else np.int64 for i in session.get_inputs()
+    }
+
+
+def make_feed(
+    inputs: dict[str, type[np.integer[Any]]],
+    given: dict[str, npt.NDArray[np.int64]],
+    model: Path,
+    what: str,
+    error: type[RecallError],
+) -> dict[str, npt.NDArray[Any]]:
+    """What the graph declares, from what recall computes; an input it cannot feed is refused."""
+    missing = set(inputs) - set(given)
+    if missing:
+        raise error(
+            f"recall {what}: {model} needs inputs recall does not provide "
+            f"({', '.join(sorted(missing))}); export the model with input_ids, attention_mask "
+            "and token_type_ids only"
+        )
+    return {name: given[name].astype(dtype, copy=False) for name, dtype in inputs.items()}
+
+
 def read_config(
     path: Path, known: Mapping[str, Any], what: str, error: type[RecallError]
 ) -> dict[str, Any]:
@@ -232,7 +257,7 @@ class OnnxEmbedder:
         self._tokenizer = open_tokenizer(
             self.tokenizer_path, self.config.max_tokens, "embedder", EmbedderError
         )
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._inputs = input_types(self._session)
         if "input_ids" not in self._inputs:
             raise EmbedderError(
                 f"recall embedder: {self.model_path} has no 'input_ids' input "
@@ -282,11 +307,8 @@ class OnnxEmbedder:
         for row, seq in enumerate(batch):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1
-        feed = {"input_ids": ids}
-        if "attention_mask" in self._inputs:
-            feed["attention_mask"] = mask
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(ids)
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feed = make_feed(self._inputs, given, self.model_path, "embedder", EmbedderError)
         try:
             (out,) = self._session.run([self._output], feed)
         except Exception as err:
