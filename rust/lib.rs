@@ -264,6 +264,7 @@ impl PyStore {
             d.set_item("score", f64::from(h.score))?;
             d.set_item("promoted", h.promoted)?;
             d.set_item("fetched", h.fetched)?;
+            d.set_item("promoted_from", h.promoted_from)?;
             let retrieval = h
                 .retrieval
                 .map(|f| {
@@ -436,7 +437,16 @@ type DocRow = (
     Option<String>,
     Option<i64>,
 );
-type JudgedRow = (usize, &'static str, f64, Option<usize>, bool, bool, f64);
+type JudgedRow = (
+    usize,
+    &'static str,
+    f64,
+    Option<usize>,
+    bool,
+    bool,
+    f64,
+    Option<usize>,
+);
 
 /// The pure trust layer over plain data (SPEC §5): the same code the store's search runs, exposed
 /// so it can be tested against a reference reading of the spec.
@@ -505,6 +515,7 @@ fn judge(
                 h.promoted,
                 h.fetched,
                 f64::from(h.score),
+                h.promoted_from,
             )
         })
         .collect()

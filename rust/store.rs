@@ -236,6 +236,8 @@ pub struct HitRow {
     pub score: f32,
     pub promoted: bool,
     pub fetched: bool,
+    /// The stale document whose place this successor took (SPEC §5.3).
+    pub promoted_from: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -1190,6 +1192,7 @@ impl Store {
         )?;
         for h in judged {
             let superseded_by = h.superseded_by.map(|s| cache.graph.node(s).path.clone());
+            let promoted_from = h.promoted_from.map(|s| cache.graph.node(s).path.clone());
             let row = stmt.query_row([h.chunk], |r| {
                 Ok(HitRow {
                     retrieval: retrieval.get(&h.chunk).cloned(),
@@ -1211,6 +1214,7 @@ impl Store {
                     score: h.score,
                     promoted: h.promoted,
                     fetched: h.fetched,
+                    promoted_from: promoted_from.clone(),
                 })
             });
             match row {

@@ -145,6 +145,8 @@ pub struct Judged {
     pub superseded_by: Option<usize>,
     pub promoted: bool,
     pub fetched: bool,
+    /// SPEC §5.3: the superseded hit whose place (and confidence) this successor took.
+    pub promoted_from: Option<usize>,
 }
 
 /// SPEC §5.2: the verdict of one document at `policy`, first match wins.
@@ -194,6 +196,7 @@ fn judge_one(
         superseded_by,
         promoted: false,
         fetched,
+        promoted_from: None,
     }
 }
 
@@ -216,26 +219,47 @@ pub fn judge(
         }
     }
     // SPEC §5.3: a stale memo that cleared the threshold transfers its relevance to its terminal
-    // successor. Walk by index: fetched successors are inserted after their predecessor and are
-    // themselves examined in turn.
+    // successor: a low-confidence successor is promoted, one that was not retrieved is fetched
+    // and judged, and an `ok` successor takes the place and the confidence of the best-ranked
+    // stale hit that named it. Walk by index; a successor moved up is skipped over.
     let mut i = 0;
     while i < hits.len() {
         let h = &hits[i];
-        if h.verdict == Verdict::Superseded && f64::from(h.score) >= policy.threshold {
-            if let Some(t) = h.superseded_by {
-                let at = if seen[t] {
-                    hits.iter().position(|x| x.doc == t)
-                } else if let Some(c) = fetch(t).filter(|c| c.doc == t) {
-                    seen[t] = true;
-                    hits.insert(i + 1, judge_one(graph, windows, c, policy, true));
-                    Some(i + 1)
-                } else {
-                    None
+        let qualifies = h.verdict == Verdict::Superseded && f64::from(h.score) >= policy.threshold;
+        if let (true, Some(t)) = (qualifies, h.superseded_by) {
+            let (from, confidence) = (h.doc, h.confidence);
+            let at = if seen[t] {
+                hits.iter().position(|x| x.doc == t)
+            } else if let Some(c) = fetch(t).filter(|c| c.doc == t) {
+                seen[t] = true;
+                hits.push(judge_one(graph, windows, c, policy, true));
+                Some(hits.len() - 1)
+            } else {
+                None
+            };
+            if let Some(j) = at {
+                let s = &mut hits[j];
+                if s.verdict == Verdict::LowConfidence {
+                    s.verdict = Verdict::Ok;
+                    s.promoted = true;
+                }
+                let takes_place = s.verdict == Verdict::Ok && (j > i || s.promoted);
+                if takes_place && s.promoted_from.is_none() {
+                    s.promoted_from = Some(from);
+                    s.confidence = s.confidence.max(confidence);
+                }
+                // An ok successor stands in the stale hit's place; a fetched one that is not
+                // ok follows it; a retrieved one that is not ok keeps its own place.
+                let to = match (j > i, s.verdict == Verdict::Ok, s.fetched) {
+                    (true, true, _) => Some(i),
+                    (true, false, true) => Some(i + 1),
+                    _ => None,
                 };
-                if let Some(j) = at {
-                    if hits[j].verdict == Verdict::LowConfidence {
-                        hits[j].verdict = Verdict::Ok;
-                        hits[j].promoted = true;
+                if let Some(to) = to {
+                    let moved = hits.remove(j);
+                    hits.insert(to, moved);
+                    if to == i {
+                        i += 1;
                     }
                 }
             }
@@ -387,6 +411,55 @@ mod tests {
         // Below threshold the stale memo proves nothing: no promotion.
         let out = judge(&g, &w, &[cand(0, 0.4), cand(1, 0.3)], &p, |_| None);
         assert!(out.iter().all(|h| h.verdict != Verdict::Ok));
+    }
+
+    #[test]
+    fn successor_takes_the_stale_hits_place_and_confidence() {
+        let (g, w) = setup(
+            &[
+                ("v1.md", None, None),
+                ("v2.md", None, None),
+                ("other.md", None, None),
+            ],
+            &[(1, "v1")],
+        );
+        let p = policy("2026-01-01", 0.5);
+        // v1 (0.8) outranks an unrelated ok hit (0.6), which outranks v2 (0.3).
+        let out = judge(
+            &g,
+            &w,
+            &[cand(0, 0.8), cand(2, 0.6), cand(1, 0.3)],
+            &p,
+            |_| None,
+        );
+        let got: Vec<_> = out.iter().map(|h| (h.doc, h.verdict)).collect();
+        assert_eq!(
+            got,
+            vec![(1, Verdict::Ok), (2, Verdict::Ok), (0, Verdict::Superseded)]
+        );
+        assert_eq!(
+            out[0].confidence, out[2].confidence,
+            "v2 carries v1's confidence"
+        );
+        assert_eq!((out[0].promoted, out[0].promoted_from), (true, Some(0)));
+        assert_eq!(out[1].promoted_from, None);
+        // Already ok on its own but retrieved later: it still takes v1's place.
+        let out = judge(
+            &g,
+            &w,
+            &[cand(0, 0.9), cand(2, 0.7), cand(1, 0.55)],
+            &p,
+            |_| None,
+        );
+        assert_eq!(out.iter().map(|h| h.doc).collect::<Vec<_>>(), vec![1, 2, 0]);
+        assert_eq!((out[0].promoted, out[0].promoted_from), (false, Some(0)));
+        assert!(out[0].confidence > confidence(0.7, 0.5, p.scale));
+        // Fetched: placed where v1 was, ahead of the unrelated ok hit.
+        let out = judge(&g, &w, &[cand(0, 0.8), cand(2, 0.6)], &p, |d| {
+            Some(cand(d, 0.1))
+        });
+        let got: Vec<_> = out.iter().map(|h| (h.doc, h.fetched)).collect();
+        assert_eq!(got, vec![(1, true), (2, false), (0, false)]);
     }
 
     #[test]

@@ -115,7 +115,8 @@ def judge_oracle(
         return 1.0 / (1.0 + math.exp(-z))
 
     def make(i: int, score: float, fetched: bool) -> list[Any]:
-        return [i, verdict(i, score), confidence(score), terminal(i), False, fetched, score]
+        # doc, verdict, confidence, successor, promoted, fetched, score, promoted_from
+        return [i, verdict(i, score), confidence(score), terminal(i), False, fetched, score, None]
 
     # Hits: one per document, its first (best) candidate, in retrieval order.
     hits: list[list[Any]] = []
@@ -123,25 +124,35 @@ def judge_oracle(
         if all(h[0] != i for h in hits):
             hits.append(make(i, score, False))
 
-    # §5.3: a superseded hit that cleared the threshold promotes (or fetches) its successor.
-    # Fetched hits sit right after the hit that fetched them and are processed in their turn.
+    # §5.3: a superseded hit that cleared the threshold promotes (or fetches) its successor; an
+    # ok successor takes the place and the confidence of the best-ranked stale hit naming it.
     n = 0
     while n < len(hits):
         h = hits[n]
-        n += 1
-        if h[1] != "superseded" or h[6] < threshold:
+        if h[1] != "superseded" or h[6] < threshold or h[3] is None:
+            n += 1
             continue
         t = h[3]
-        found = [g for g in hits if g[0] == t]
-        if found:
-            succ = found[0]
+        at = [j for j, g in enumerate(hits) if g[0] == t]
+        if at:
+            j = at[0]
         elif t in fetchable:
-            succ = make(t, fetchable[t], True)
-            hits.insert(n, succ)
+            hits.append(make(t, fetchable[t], True))
+            j = len(hits) - 1
         else:
+            n += 1
             continue
+        succ = hits[j]
         if succ[1] == "low_confidence":
             succ[1], succ[4] = "ok", True
+        if succ[1] == "ok" and (j > n or succ[4]) and succ[7] is None:
+            succ[7], succ[2] = h[0], max(succ[2], h[2])
+        if j > n and succ[1] == "ok":
+            hits.insert(n, hits.pop(j))
+            n += 1
+        elif j > n and succ[5]:
+            hits.insert(n + 1, hits.pop(j))
+        n += 1
 
     # §5.3: ok first, each group in retrieval order.
     ordered = [h for h in hits if h[1] == "ok"] + [h for h in hits if h[1] != "ok"]

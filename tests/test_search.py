@@ -66,7 +66,10 @@ def test_promotion_when_successor_is_below_threshold(examples: recall.Memory) ->
     res = examples.search(RATE_Q, now=NOW)
     top = res.hits[0]
     assert (top.provenance.file, top.verdict, top.promoted) == ("rate-limits-v2.md", "ok", True)
-    assert top.confidence < 0.5, "promotion leaves the calibrated confidence unchanged"
+    stale = by_file(res)["rate-limits-v1.md"]
+    # SPEC §5.3: the successor takes the stale memo's place and carries its confidence.
+    assert top.promoted_from == "rate-limits-v1.md"
+    assert top.confidence == stale.confidence > 0.5 and top.score < 0.36
 
 
 @pytest.mark.parametrize(
@@ -380,12 +383,12 @@ def test_quantised_dense_leg_equals_sqlite_vec_knn(tmp_path: Path, corpus: Path)
                 assert score == pytest.approx(1.0 - distance, abs=1e-5)
 
 
-def _hit(verdict: str, **validity: Any) -> recall.Hit:
+def _hit(verdict: str, score: float = 0.35, **validity: Any) -> recall.Hit:
     v = {"valid_from": None, "valid_until": None, "superseded_by": None, **validity}
     return recall.Hit(
         verdict=verdict,
         confidence=0.4,
-        score=0.25,
+        score=score,
         title="t",
         text="x",
         provenance=recall.Provenance("notes", "a.md", 0, (1, 1), "", "", ""),
@@ -402,13 +405,27 @@ def _hit(verdict: str, **validity: Any) -> recall.Hit:
         (_hit("invalid_metadata"), "malformed or empty validity metadata"),
         (_hit("ambiguous_supersession"), "disambiguate the corpus"),
         (_hit("not_yet_known"), "after the knowledge instant 2026-01-01"),
-        (_hit("low_confidence"), "threshold 0.300 (best cosine 0.250): probable corpus gap"),
+        (_hit("low_confidence", 0.25), "threshold 0.300 (best cosine 0.250): probable corpus gap"),
         (_hit("unverified"), "no calibration"),
         (_hit("not_entailed"), "near miss"),
+        # A stale or expired note that is not even close proves nothing: the cause is the gap.
+        (_hit("superseded", 0.2, superseded_by="b.md"), "(best cosine 0.200): probable corpus"),
+        (_hit("expired", 0.1, valid_until="2025-12-31"), "probable corpus gap"),
     ],
 )
 def test_every_abstention_reason_is_specific(hit: recall.Hit, needle: str) -> None:
     from recall.results import abstention_reason
 
     assert needle in abstention_reason([hit], threshold=0.3, known_as_of="2026-01-01")
+
+
+def test_abstention_names_the_best_proven_hit_not_the_first() -> None:
+    from recall.results import abstention_reason
+
+    hits = [
+        _hit("superseded", 0.2, superseded_by="b.md"),
+        _hit("expired", 0.5, valid_until="2025-12-31"),
+    ]
+    reason = abstention_reason(hits, threshold=0.3, known_as_of=None)
+    assert reason == "the best match a.md expired: valid until 2025-12-31"
     assert abstention_reason([], threshold=0.3, known_as_of=None) == "no passage matched the query"

@@ -254,9 +254,21 @@ def test_stale_memo_promotes_its_low_confidence_successor(judge: Judge) -> None:
     hits = call(judge, docs, [edge(1, "old.md")], [(0, 0.75), (1, 0.3125)])
     assert [h[0] for h in hits] == [1, 0]  # the successor outranks what it replaced
     new, old = hits
-    assert new[1:2] + new[3:] == ("ok", None, True, False, 0.3125)
-    assert new[2] == pytest.approx(1 / (1 + math.exp(0.1875 / SCALE)), abs=1e-12)  # unchanged
-    assert old[1:2] + old[3:] == ("superseded", 1, False, False, 0.75)
+    assert new[1:2] + new[3:] == ("ok", None, True, False, 0.3125, 0)
+    assert old[1:2] + old[3:] == ("superseded", 1, False, False, 0.75, None)
+    # §5.3: the successor carries the confidence of the stale hit whose place it took.
+    assert new[2] == old[2] == pytest.approx(1 / (1 + math.exp(-0.25 / SCALE)), abs=1e-12)
+
+
+def test_successor_takes_the_place_of_the_stale_hit(judge: Judge) -> None:
+    docs = [doc("old.md"), doc("other.md"), doc("new.md")]
+    hits = call(judge, docs, [edge(2, "old.md")], [(0, 0.875), (1, 0.75), (2, 0.3125)])
+    assert [(h[0], h[1], h[7]) for h in hits] == [
+        (2, "ok", 0),  # ahead of the unrelated ok hit its predecessor outranked
+        (1, "ok", None),
+        (0, "superseded", None),
+    ]
+    assert hits[0][2] == hits[2][2] > hits[1][2]
 
 
 def test_stale_memo_below_threshold_promotes_nothing(judge: Judge) -> None:
@@ -530,6 +542,11 @@ def _window(d: Doc) -> tuple[int | None, int | None]:
     return start, end
 
 
+def _confidence(score: float, threshold: float, scale: float) -> float:
+    z = max(-60.0, min(60.0, (score - threshold) / scale))
+    return 1.0 / (1.0 + math.exp(-z))
+
+
 @given(st.one_of(cases(), cases(cyclic=True)))
 def test_invariants(case: dict[str, Any]) -> None:
     hits = run(_core.judge, case)
@@ -549,13 +566,17 @@ def test_invariants(case: dict[str, Any]) -> None:
     # one hit per document: every retrieved one, plus fetched successors
     assert len({h[0] for h in hits}) == len(hits)
     assert {h[0] for h in hits if not h[5]} == set(retrieved)
-    for i, verdict, conf, succ, promoted, fetched, score in hits:
+    own = {h[0]: _confidence(h[6], threshold, case["scale"]) for h in hits}
+    for i, verdict, conf, succ, promoted, fetched, score, promoted_from in hits:
         assert score == (case["fetchable"][i] if fetched else retrieved[i])
         assert 0.0 < conf <= 1.0
-        if abs(score - threshold) / case["scale"] < 30:
-            assert conf < 1.0
-        if score == threshold:
-            assert conf == 0.5
+        if promoted_from is None:
+            assert conf == pytest.approx(own[i], abs=1e-12)
+        else:  # §5.3: a successor carries the confidence of the stale hit whose place it took
+            assert verdict == "ok" and conf == pytest.approx(max(own[i], own[promoted_from]))
+            assert by_doc(hits)[promoted_from][3] == i
+        if promoted:
+            assert promoted_from is not None
         if promoted:
             assert verdict == "ok" and score < threshold
         if verdict == "ok":
@@ -576,9 +597,22 @@ def test_invariants(case: dict[str, Any]) -> None:
     assert ok == sorted(ok, reverse=True)
     assert any(ok) == (bool(hits) and hits[0][1] == "ok")
 
-    # confidence is monotone in score
-    pairs = sorted((h[6], h[2]) for h in hits)
+    # confidence is monotone in score (a successor's is inherited, SPEC §5.3)
+    pairs = sorted((h[6], h[2]) for h in hits if h[7] is None)
     assert all(a[1] <= b[1] for a, b in zip(pairs, pairs[1:]))
+
+    # §5.3: a successor that took a stale hit's place precedes every ok hit that was retrieved
+    # after that stale hit.
+    order = [i for i, _ in case["candidates"]]
+    first = {i: order.index(i) for i in retrieved}
+    for pos, h in enumerate(hits):
+        if h[7] is not None:
+            later_ok = [
+                g
+                for g in hits
+                if g[1] == "ok" and not g[5] and g[0] != h[0] and first[g[0]] > first[h[7]]
+            ]
+            assert all(hits.index(g) > pos for g in later_ok)
 
 
 @given(

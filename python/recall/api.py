@@ -503,6 +503,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
         ),
         promoted=raw["promoted"],
         fetched=raw["fetched"],
+        promoted_from=raw["promoted_from"],
         retrieval=Retrieval(**raw["retrieval"]) if raw["retrieval"] else None,
     )
 

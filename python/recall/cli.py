@@ -380,9 +380,10 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
             notes.append(
                 f"valid {hit.validity.valid_from or '…'} → {hit.validity.valid_until or '…'}"
             )
-        if hit.promoted:
-            notes.append("promoted: successor of a stale match")
-        if hit.fetched:
+        if hit.promoted_from:
+            how = "promoted" if hit.promoted else "fetched" if hit.fetched else "moved up"
+            notes.append(f"{how}: in place of {hit.promoted_from}, which it supersedes")
+        elif hit.fetched:
             notes.append("fetched as successor")
         if hit.entailment is not None:
             notes.append(f"answers the question: p = {hit.entailment:.2f}")

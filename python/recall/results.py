@@ -65,6 +65,8 @@ class Hit:
     validity: Validity
     promoted: bool = False
     fetched: bool = False
+    #: SPEC §5.3: the superseded file whose place and confidence this successor took.
+    promoted_from: str | None = None
     #: None for a successor the trust layer fetched (SPEC §5.3).
     retrieval: Retrieval | None = None
     #: P(this passage answers the query) from the judge (SPEC §6); None when not judged.
@@ -114,14 +116,23 @@ def abstention_reason(hits: list[Hit], *, threshold: float, known_as_of: str | N
     """SPEC §5.4: why nothing is `ok`, from the best-ranked hit's verdict."""
     if not hits:
         return "no passage matched the query"
-    top = hits[0]
-    name = top.provenance.file
     if any(h.verdict == "unverified" for h in hits):
         # Development mode without calibration: nothing can be certified ok, whatever ranks first.
         return (
             "no calibration for this embedder: hits are unverified; "
             "run 'recall calibrate QUERIES' to fit one"
         )
+    # The cause is the best-ranked hit whose relevance was proven (at or above the threshold, or
+    # judged by the entailment model); when there is none, nothing in the store is close enough.
+    proven = [h for h in hits if h.score >= threshold or h.verdict == "not_entailed"]
+    if not proven:
+        best = max(h.score for h in hits)
+        return (
+            f"no match reaches the calibrated threshold {threshold:.3f} "
+            f"(best cosine {best:.3f}): probable corpus gap"
+        )
+    top = proven[0]
+    name = top.provenance.file
     v = top.validity
     if top.verdict == "superseded":
         return f"the best match {name} is superseded by {v.superseded_by}, which did not qualify"
@@ -145,5 +156,5 @@ def abstention_reason(hits: list[Hit], *, threshold: float, known_as_of: str | N
         return f"the best match {name} does not answer the question (near miss)"
     return (
         f"no match reaches the calibrated threshold {threshold:.3f} "
-        f"(best cosine {top.score:.3f}): probable corpus gap"
+        f"(best cosine {max(h.score for h in hits):.3f}): probable corpus gap"
     )
