@@ -221,6 +221,38 @@ impl LexicalIndex {
         Ok((written, deleted))
     }
 
+    /// The analysed terms of `text` (the index's own English stemming analyser), distinct.
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        let Ok(mut analyzer) = self.index.tokenizers().get("en_stem").ok_or(()) else {
+            return Vec::new();
+        };
+        let mut stream = analyzer.token_stream(text);
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        while stream.advance() {
+            let t = stream.token().text.clone();
+            if seen.insert(t.clone()) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    /// BM25 IDF of each analysed term of `text` over the committed chunks (SPEC §7 evidence).
+    pub fn term_idfs(&self, text: &str) -> Result<Vec<(String, f64)>> {
+        let searcher = self.reader.searcher();
+        let n = searcher.num_docs();
+        self.terms(text)
+            .into_iter()
+            .map(|t| {
+                let df = searcher
+                    .doc_freq(&Term::from_field_text(self.body, &t))
+                    .map_err(tantivy_err)?;
+                Ok((t, crate::evidence::idf(df, n)))
+            })
+            .collect()
+    }
+
     /// BM25 top `k` chunk ids for a free-text query (lenient: never a syntax error).
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<(i64, f32)>> {
         if k == 0 || query.trim().is_empty() {

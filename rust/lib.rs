@@ -3,10 +3,12 @@
 
 pub mod dense;
 pub mod errors;
+pub mod evidence;
 pub mod fusion;
 pub mod graph;
 pub mod hashing;
 pub mod lexical;
+pub mod search;
 pub mod store;
 pub mod trust;
 
@@ -219,7 +221,7 @@ impl PyStore {
 
     /// Dense retrieval and the trust layer; `query` is float32 little-endian bytes.
     #[pyo3(signature = (query, *, text, k, candidates, now_us, known_as_of_us, threshold, scale,
-        unverified))]
+        unverified, lexical_weight=0.0, identifier_weight=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn search<'py>(
         &self,
@@ -233,6 +235,8 @@ impl PyStore {
         threshold: f64,
         scale: f64,
         unverified: bool,
+        lexical_weight: f64,
+        identifier_weight: f64,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = f32s(query, "query")?;
         let policy = trust::Policy {
@@ -241,6 +245,8 @@ impl PyStore {
             threshold,
             scale,
             unverified,
+            lexical_weight,
+            identifier_weight,
         };
         let out = py.detach(|| self.with(|s| s.search(&q, &text, k, candidates, &policy)))?;
         let hits = pyo3::types::PyList::empty(py);
@@ -265,6 +271,9 @@ impl PyStore {
             d.set_item("promoted", h.promoted)?;
             d.set_item("fetched", h.fetched)?;
             d.set_item("promoted_from", h.promoted_from)?;
+            d.set_item("lexical", f64::from(h.lexical))?;
+            d.set_item("identifiers_held", h.identifiers_held)?;
+            d.set_item("identifier_match", h.identifier_match)?;
             let retrieval = h
                 .retrieval
                 .map(|f| {
@@ -301,7 +310,8 @@ impl PyStore {
     }
 
     /// Why one document gets its verdict; None when `file` names no indexed document.
-    #[pyo3(signature = (file, query, *, text, now_us, known_as_of_us, threshold, scale))]
+    #[pyo3(signature = (file, query, *, text, now_us, known_as_of_us, threshold, scale,
+        lexical_weight=0.0, identifier_weight=0.0))]
     #[allow(clippy::too_many_arguments)]
     fn explain<'py>(
         &self,
@@ -313,6 +323,8 @@ impl PyStore {
         known_as_of_us: Option<i64>,
         threshold: f64,
         scale: f64,
+        lexical_weight: f64,
+        identifier_weight: f64,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let q = f32s(query, "query")?;
         let policy = trust::Policy {
@@ -321,11 +333,13 @@ impl PyStore {
             threshold,
             scale,
             unverified: false,
+            lexical_weight,
+            identifier_weight,
         };
         let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &text, &policy)))? else {
             return Ok(None);
         };
-        let claims = |views: Vec<store::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let claims = |views: Vec<search::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
             let list = pyo3::types::PyList::empty(py);
             for c in views {
                 let d = PyDict::new(py);
@@ -366,6 +380,9 @@ impl PyStore {
         d.set_item("verdict", e.verdict)?;
         d.set_item("confidence", e.confidence)?;
         d.set_item("superseded_by", e.superseded_by)?;
+        d.set_item("lexical", f64::from(e.lexical))?;
+        d.set_item("identifiers", e.identifiers)?;
+        d.set_item("identifiers_held", e.identifiers_held)?;
         Ok(Some(d))
     }
 
@@ -417,6 +434,12 @@ fn hashing_embed<'py>(py: Python<'py>, texts: Vec<String>, dim: usize) -> Bound<
 #[pyfunction]
 fn resolution_key(reference: &str) -> String {
     graph::resolution_key(reference)
+}
+
+/// SPEC §7: the identifiers a query asks for (`REF-00042`, `E1102`, `v2.3.1`), lower-cased.
+#[pyfunction]
+fn identifiers(query: &str) -> Vec<String> {
+    evidence::identifiers(query)
 }
 
 /// SPEC §4 reciprocal-rank fusion of two ranked id lists: (id, dense rank, lexical rank, score)
@@ -488,21 +511,17 @@ fn judge(
         threshold,
         scale,
         unverified,
+        lexical_weight: 0.0,
+        identifier_weight: 0.0,
     };
     let cands: Vec<trust::Candidate> = candidates
         .iter()
-        .map(|&(doc, score)| trust::Candidate {
-            doc,
-            chunk: doc as i64,
-            score: score as f32,
-        })
+        .map(|&(doc, score)| trust::Candidate::dense(doc, doc as i64, score as f32))
         .collect();
     let fetch = |d: usize| {
-        fetchable.get(&d).map(|&s| trust::Candidate {
-            doc: d,
-            chunk: d as i64,
-            score: s as f32,
-        })
+        fetchable
+            .get(&d)
+            .map(|&s| trust::Candidate::dense(d, d as i64, s as f32))
     };
     trust::judge(&g, &windows, &cands, &policy, fetch)
         .into_iter()
@@ -535,6 +554,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
+    m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_function(wrap_pyfunction!(rrf, m)?)?;
     Ok(())

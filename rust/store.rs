@@ -12,10 +12,9 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use crate::dense::DenseIndex;
 use crate::errors::{CoreError, Result};
-use crate::fusion;
 use crate::graph::{Graph, Node};
 use crate::lexical::LexicalIndex;
-use crate::trust::{self, Candidate, Policy, Window};
+use crate::trust::{self, Window};
 
 /// Bumped with every migration appended to `MIGRATIONS`.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -163,97 +162,19 @@ pub struct Stats {
 
 /// Everything a search needs in memory, loaded once per store generation (SPEC §1: vectors are
 /// loaded once per open store, not per query, and kept in step with writes).
-struct SearchCache {
-    generation: i64,
-    dense: DenseIndex,
-    row_chunk: Vec<i64>,
-    chunk_row: std::collections::HashMap<i64, usize>,
-    row_doc: Vec<usize>,
-    doc_rows: Vec<Vec<usize>>,
-    doc_ids: Vec<i64>,
-    graph: Graph,
-    windows: Vec<Window>,
+pub(crate) struct SearchCache {
+    pub(crate) generation: i64,
+    pub(crate) dense: DenseIndex,
+    pub(crate) row_chunk: Vec<i64>,
+    pub(crate) chunk_row: std::collections::HashMap<i64, usize>,
+    pub(crate) row_doc: Vec<usize>,
+    pub(crate) doc_rows: Vec<Vec<usize>>,
+    pub(crate) doc_ids: Vec<i64>,
+    pub(crate) graph: Graph,
+    pub(crate) windows: Vec<Window>,
     /// Per document: (source, path); per edge (as given to the graph): the reference as written.
-    locations: Vec<(String, String)>,
-    edge_raw: Vec<String>,
-}
-
-/// One declared reference seen from a document, for `explain`.
-#[derive(Debug, Clone)]
-pub struct ClaimView {
-    pub declarer: String,
-    pub reference: String,
-    pub key: String,
-    /// "resolved", "dangling", "self" or "ambiguous".
-    pub resolution: &'static str,
-    pub targets: Vec<String>,
-    pub recorded_at_us: Option<i64>,
-    pub applies: bool,
-}
-
-/// Why one document gets its verdict for a query (SPEC §8.2 `explain`).
-#[derive(Debug, Clone)]
-pub struct Explanation {
-    pub path: String,
-    pub key: String,
-    pub first_indexed_us: Option<i64>,
-    pub valid_from: Option<String>,
-    pub valid_until: Option<String>,
-    pub window_ok: bool,
-    pub claims_out: Vec<ClaimView>,
-    pub claims_in: Vec<ClaimView>,
-    pub chain: Vec<String>,
-    pub ambiguous: bool,
-    pub best_chunk: Option<(i64, f32)>,
-    /// Rank (1-based) of this document's best chunk in each leg's top `EXPLAIN_DEPTH`.
-    pub dense_rank: Option<usize>,
-    pub lexical_rank: Option<usize>,
-    pub verdict: &'static str,
-    pub confidence: f64,
-    pub superseded_by: Option<String>,
-}
-
-/// One judged hit with what the caller shows about it (SPEC §5.1).
-#[derive(Debug, Clone)]
-pub struct HitRow {
-    /// Per-leg ranks and the fused score; None for a successor fetched by the trust layer.
-    pub retrieval: Option<fusion::Fused>,
-    pub source: String,
-    pub path: String,
-    pub title: String,
-    pub ordinal: i64,
-    pub text: String,
-    pub heading_path: String,
-    pub line_start: i64,
-    pub line_end: i64,
-    pub indexed_at: String,
-    pub first_indexed_at: String,
-    pub valid_from: Option<String>,
-    pub valid_until: Option<String>,
-    pub superseded_by: Option<String>,
-    pub verdict: &'static str,
-    pub confidence: f64,
-    pub score: f32,
-    pub promoted: bool,
-    pub fetched: bool,
-    /// The stale document whose place this successor took (SPEC §5.3).
-    pub promoted_from: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct SearchOutcome {
-    pub hits: Vec<HitRow>,
-    /// (chunk id, cosine) of the dense candidates, best first (drives `gap_warning`, SPEC §4).
-    pub dense: Vec<(i64, f32)>,
-    /// (chunk id, BM25) of the lexical candidates, best first.
-    pub lexical: Vec<(i64, f32)>,
-    pub generation: i64,
-    pub documents: usize,
-    pub load_ms: f64,
-    pub lexical_ms: f64,
-    pub dense_ms: f64,
-    pub fuse_ms: f64,
-    pub trust_ms: f64,
+    pub(crate) locations: Vec<(String, String)>,
+    pub(crate) edge_raw: Vec<String>,
 }
 
 /// Parse the store's fixed-width instant `YYYY-MM-DDTHH:MM:SS.ffffffZ` into µs since the epoch;
@@ -283,8 +204,8 @@ pub fn parse_instant_us(raw: &str) -> Option<i64> {
 }
 
 /// The in-memory lexical index and the files it changed that the store has not saved yet.
-struct Lexical {
-    index: LexicalIndex,
+pub(crate) struct Lexical {
+    pub(crate) index: LexicalIndex,
     /// Generation of the store state the index reflects.
     generation: i64,
     /// name -> bytes (None = deleted), merged across commits until saved.
@@ -294,11 +215,11 @@ struct Lexical {
 }
 
 pub struct Store {
-    conn: Connection,
+    pub(crate) conn: Connection,
     path: String,
     in_write: bool,
-    cache: Option<SearchCache>,
-    lexical: Option<Lexical>,
+    pub(crate) cache: Option<SearchCache>,
+    pub(crate) lexical: Option<Lexical>,
 }
 
 fn is_busy(err: &rusqlite::Error) -> bool {
@@ -718,7 +639,7 @@ impl Store {
 
     /// The lexical index for the committed state, loaded from the store or rebuilt from the
     /// chunks when the saved files are missing or older than the store (SPEC §1).
-    fn lexical_mut(&mut self) -> Result<&mut Lexical> {
+    pub(crate) fn lexical_mut(&mut self) -> Result<&mut Lexical> {
         let generation = self.generation()?;
         if self
             .lexical
@@ -836,7 +757,7 @@ impl Store {
 
     /// (Re)load the search cache when the committed generation moved (another process may have
     /// indexed since). Returns whether a load happened.
-    fn ensure_cache(&mut self) -> Result<bool> {
+    pub(crate) fn ensure_cache(&mut self) -> Result<bool> {
         let generation = self.generation()?;
         if self
             .cache
@@ -1017,230 +938,6 @@ impl Store {
         Ok(())
     }
 
-    /// Explain one document's verdict for `query` (SPEC §8.2): its key, the claims it declares
-    /// and receives (dangling and ambiguous included), the chain walk, its window against now
-    /// and its best chunk's cosine against the threshold. `file` is a stored path or an
-    /// absolute path under an indexed root. Returns None when no document matches.
-    pub fn explain(
-        &mut self,
-        file: &str,
-        query: &[f32],
-        text: &str,
-        policy: &Policy,
-    ) -> Result<Option<Explanation>> {
-        self.ensure_cache()?;
-        self.lexical_mut()?;
-        let lexical = self
-            .lexical
-            .as_ref()
-            .expect("loaded above")
-            .index
-            .search(text, EXPLAIN_DEPTH)?;
-        let cache = self.cache.as_ref().expect("cache loaded above");
-        let found = cache.locations.iter().position(|(source, path)| {
-            path == file || Path::new(source).join(path) == Path::new(file)
-        });
-        let Some(d) = found else { return Ok(None) };
-        let g = &cache.graph;
-        let k = policy.known_as_of_us;
-        let path_of = |i: usize| g.node(i).path.clone();
-        let view = |id: usize| {
-            let c = g.claim(id);
-            let (resolution, targets) = match &c.resolution {
-                crate::graph::Resolution::Dangling => ("dangling", vec![]),
-                crate::graph::Resolution::SelfReference => ("self", vec![path_of(c.declarer)]),
-                crate::graph::Resolution::Resolved(t) => ("resolved", vec![path_of(*t)]),
-                crate::graph::Resolution::Ambiguous(ts) => {
-                    ("ambiguous", ts.iter().map(|&t| path_of(t)).collect())
-                }
-            };
-            ClaimView {
-                declarer: path_of(c.declarer),
-                reference: cache.edge_raw.get(c.edge).cloned().unwrap_or_default(),
-                key: c.key.clone(),
-                resolution,
-                targets,
-                recorded_at_us: g.node(c.declarer).first_indexed_us,
-                applies: g.claim_applies(id, k),
-            }
-        };
-        let best_chunk = if query.len() == cache.dense.dim() {
-            cache.doc_rows[d]
-                .iter()
-                .map(|&row| (cache.row_chunk[row], cache.dense.score(row, query)))
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-        } else {
-            None
-        };
-        let score = best_chunk.map_or(f32::NEG_INFINITY, |(_, s)| s);
-        let (verdict, successor) = trust::verdict(g, &cache.windows, d, score, policy);
-        let w = &cache.windows[d];
-        Ok(Some(Explanation {
-            path: path_of(d),
-            key: g.node(d).key.clone(),
-            first_indexed_us: g.node(d).first_indexed_us,
-            valid_from: w.valid_from_raw.clone(),
-            valid_until: w.valid_until_raw.clone(),
-            window_ok: trust::window_bounds(w).is_some(),
-            claims_out: g.outgoing(d).iter().map(|&id| view(id)).collect(),
-            claims_in: g.incoming(d).map(view).collect(),
-            chain: g.walk(d, k).into_iter().map(path_of).collect(),
-            ambiguous: g.is_ambiguous(d, k),
-            best_chunk,
-            dense_rank: cache
-                .dense
-                .top_k(query, EXPLAIN_DEPTH)
-                .iter()
-                .position(|&(row, _)| cache.row_doc[row] == d)
-                .map(|i| i + 1),
-            lexical_rank: lexical
-                .iter()
-                .position(|(c, _)| {
-                    cache
-                        .chunk_row
-                        .get(c)
-                        .is_some_and(|&r| cache.row_doc[r] == d)
-                })
-                .map(|i| i + 1),
-            verdict: verdict.as_str(),
-            confidence: trust::confidence(f64::from(score), policy.threshold, policy.scale),
-            superseded_by: successor.map(path_of),
-        }))
-    }
-
-    /// Dense retrieval, then the trust layer (SPEC §4–§5): `candidates` dense chunks, one hit
-    /// per document, cut to `k` documents before judging; successors may be fetched beyond `k`.
-    pub fn search(
-        &mut self,
-        query: &[f32],
-        text: &str,
-        k: usize,
-        candidates: usize,
-        policy: &Policy,
-    ) -> Result<SearchOutcome> {
-        let t0 = std::time::Instant::now();
-        self.ensure_cache()?;
-        self.lexical_mut()?;
-        let t_loaded = std::time::Instant::now();
-        let lexical = self
-            .lexical
-            .as_ref()
-            .expect("loaded above")
-            .index
-            .search(text, candidates)?;
-        let t_lexical = std::time::Instant::now();
-        let cache = self.cache.as_ref().expect("cache loaded above");
-        if cache.dense.dim() != query.len() && !cache.dense.is_empty() {
-            return Err(CoreError::Usage(format!(
-                "query vector has {} dimensions, the store's vectors have {}",
-                query.len(),
-                cache.dense.dim()
-            )));
-        }
-        let t1 = std::time::Instant::now();
-        let top = cache.dense.top_k(query, candidates);
-        let t2 = std::time::Instant::now();
-        let dense: Vec<(i64, f32)> = top
-            .iter()
-            .map(|&(row, s)| (cache.row_chunk[row], s))
-            .collect();
-        // SPEC §4: fuse the legs; every candidate keeps its dense cosine (computed here for
-        // lexical-only ones). A lexical id the cache does not know (a concurrent writer) drops.
-        let lexical_ids: Vec<i64> = lexical
-            .iter()
-            .map(|&(c, _)| c)
-            .filter(|c| cache.chunk_row.contains_key(c))
-            .collect();
-        let dense_ids: Vec<i64> = dense.iter().map(|&(c, _)| c).collect();
-        let fused = fusion::rrf(&dense_ids, &lexical_ids);
-        let t_fused = std::time::Instant::now();
-        let mut retrieval = std::collections::HashMap::new();
-        let mut seen_docs = std::collections::HashSet::new();
-        let mut cands: Vec<Candidate> = Vec::with_capacity(k);
-        for f in &fused {
-            let row = cache.chunk_row[&f.chunk];
-            let doc = cache.row_doc[row];
-            if cands.len() < k && seen_docs.insert(doc) {
-                let score = dense
-                    .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
-                    .map_or_else(|| cache.dense.score(row, query), |&(_, s)| s);
-                cands.push(Candidate {
-                    doc,
-                    chunk: f.chunk,
-                    score,
-                });
-                retrieval.insert(f.chunk, f.clone());
-            }
-        }
-        let fetch = |d: usize| {
-            cache.doc_rows[d]
-                .iter()
-                .map(|&row| (row, cache.dense.score(row, query)))
-                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-                .map(|(row, score)| Candidate {
-                    doc: d,
-                    chunk: cache.row_chunk[row],
-                    score,
-                })
-        };
-        let judged = trust::judge(&cache.graph, &cache.windows, &cands, policy, fetch);
-        let mut hits = Vec::with_capacity(judged.len());
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
-                    c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw
-             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
-        )?;
-        for h in judged {
-            let superseded_by = h.superseded_by.map(|s| cache.graph.node(s).path.clone());
-            let promoted_from = h.promoted_from.map(|s| cache.graph.node(s).path.clone());
-            let row = stmt.query_row([h.chunk], |r| {
-                Ok(HitRow {
-                    retrieval: retrieval.get(&h.chunk).cloned(),
-                    source: r.get(0)?,
-                    path: r.get(1)?,
-                    title: r.get(2)?,
-                    ordinal: r.get(3)?,
-                    text: r.get(4)?,
-                    heading_path: r.get(5)?,
-                    line_start: r.get(6)?,
-                    line_end: r.get(7)?,
-                    indexed_at: r.get(8).unwrap_or_default(),
-                    first_indexed_at: r.get(9).unwrap_or_default(),
-                    valid_from: r.get(10).ok().flatten(),
-                    valid_until: r.get(11).ok().flatten(),
-                    superseded_by: superseded_by.clone(),
-                    verdict: h.verdict.as_str(),
-                    confidence: h.confidence,
-                    score: h.score,
-                    promoted: h.promoted,
-                    fetched: h.fetched,
-                    promoted_from: promoted_from.clone(),
-                })
-            });
-            match row {
-                Ok(hit) => hits.push(hit),
-                // A chunk removed by a concurrent writer since the cache loaded: skip it; the
-                // next search reloads.
-                Err(rusqlite::Error::QueryReturnedNoRows) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let t4 = std::time::Instant::now();
-        let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
-        Ok(SearchOutcome {
-            hits,
-            dense,
-            lexical,
-            generation: cache.generation,
-            documents: cache.doc_ids.len(),
-            load_ms: ms(t0, t_loaded),
-            lexical_ms: ms(t_loaded, t_lexical),
-            dense_ms: ms(t1, t2),
-            fuse_ms: ms(t2, t_fused),
-            trust_ms: ms(t_fused, t4),
-        })
-    }
-
     /// What every search needs to know about the store, without the full `stats` scan:
     /// (documents, newest `indexed_at`, last run, chunk churn).
     pub fn freshness(&self) -> Result<(i64, Option<String>, Option<String>, i64)> {
@@ -1323,7 +1020,7 @@ impl Drop for Store {
 }
 
 /// What the lexical leg indexes for a chunk: its text under its title and heading path (SPEC §4).
-fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
+pub(crate) fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
     format!("{title}\n{heading_path}\n{text}")
 }
 

@@ -118,6 +118,10 @@ pub struct Policy {
     pub scale: f64,
     /// Development mode without calibration: ok / low_confidence become `unverified`.
     pub unverified: bool,
+    /// SPEC §7: weight of the lexical share in a hit's relevance (0 for a dense-only fit).
+    pub lexical_weight: f64,
+    /// SPEC §7: weight of holding the identifiers a query asks for (0 for a dense-only fit).
+    pub identifier_weight: f64,
 }
 
 /// SPEC §7: sigmoid(clamp((cos − threshold) / scale, ±60)); exactly 0.5 on the threshold.
@@ -126,12 +130,57 @@ pub fn confidence(score: f64, threshold: f64, scale: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
 
-/// One retrieval candidate: a chunk of a document and its dense cosine.
+/// One retrieval candidate: a chunk of a document, its dense cosine and its lexical evidence.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     pub doc: usize,
     pub chunk: i64,
     pub score: f32,
+    /// Share of the query's IDF mass the chunk matches, in [0, 1] (evidence.rs).
+    pub lexical: f32,
+    /// The chunk holds every identifier the query asks for (true when it asks for none).
+    pub identifiers_held: bool,
+    /// The query asks for identifiers and the chunk holds them all.
+    pub identifier_match: bool,
+}
+
+impl Candidate {
+    /// A candidate with no lexical evidence: dense only, no identifier asked for.
+    pub fn dense(doc: usize, chunk: i64, score: f32) -> Candidate {
+        Candidate {
+            doc,
+            chunk,
+            score,
+            lexical: 0.0,
+            identifiers_held: true,
+            identifier_match: false,
+        }
+    }
+
+    /// SPEC §7: the relevance the calibration's threshold applies to, monotone in each feature:
+    /// the dense cosine plus the weighted lexical share and identifier match.
+    pub fn relevance(&self, policy: &Policy) -> f64 {
+        let id = if self.identifier_match { 1.0 } else { 0.0 };
+        f64::from(self.score)
+            + policy.lexical_weight * f64::from(self.lexical)
+            + policy.identifier_weight * id
+    }
+
+    /// The calibrated confidence, exactly 0.5 at the threshold. A hit that lacks an identifier
+    /// the query asks for is never `ok` (SPEC §7), so its confidence is halved below 0.5.
+    pub fn confidence(&self, policy: &Policy) -> f64 {
+        let c = confidence(self.relevance(policy), policy.threshold, policy.scale);
+        if self.identifiers_held {
+            c
+        } else {
+            c / 2.0
+        }
+    }
+
+    /// Relevance proven: at or above the threshold and holding the asked identifiers.
+    pub fn proven(&self, policy: &Policy) -> bool {
+        self.identifiers_held && self.relevance(policy) >= policy.threshold
+    }
 }
 
 /// A judged hit.
@@ -147,6 +196,11 @@ pub struct Judged {
     pub fetched: bool,
     /// SPEC §5.3: the superseded hit whose place (and confidence) this successor took.
     pub promoted_from: Option<usize>,
+    pub lexical: f32,
+    pub identifiers_held: bool,
+    pub identifier_match: bool,
+    /// Relevance proven (`Candidate::proven`): what a stale hit needs to promote its successor.
+    pub proven: bool,
 }
 
 /// SPEC §5.2: the verdict of one document at `policy`, first match wins.
@@ -154,7 +208,7 @@ pub fn verdict(
     graph: &Graph,
     windows: &[Window],
     doc: usize,
-    score: f32,
+    proven: bool,
     policy: &Policy,
 ) -> (Verdict, Option<usize>) {
     let k = policy.known_as_of_us;
@@ -169,7 +223,7 @@ pub fn verdict(
         Some(_) if successor.is_some() => Verdict::Superseded,
         Some((_, Some(until))) if policy.now_us > until => Verdict::Expired,
         Some((Some(from), _)) if policy.now_us < from => Verdict::NotYetValid,
-        Some(_) if f64::from(score) < policy.threshold => Verdict::LowConfidence,
+        Some(_) if !proven => Verdict::LowConfidence,
         Some(_) => Verdict::Ok,
     };
     let v = match v {
@@ -186,17 +240,22 @@ fn judge_one(
     policy: &Policy,
     fetched: bool,
 ) -> Judged {
-    let (verdict, superseded_by) = verdict(graph, windows, c.doc, c.score, policy);
+    let proven = c.proven(policy);
+    let (verdict, superseded_by) = verdict(graph, windows, c.doc, proven, policy);
     Judged {
         doc: c.doc,
         chunk: c.chunk,
         score: c.score,
         verdict,
-        confidence: confidence(f64::from(c.score), policy.threshold, policy.scale),
+        confidence: c.confidence(policy),
         superseded_by,
         promoted: false,
         fetched,
         promoted_from: None,
+        lexical: c.lexical,
+        identifiers_held: c.identifiers_held,
+        identifier_match: c.identifier_match,
+        proven,
     }
 }
 
@@ -225,7 +284,7 @@ pub fn judge(
     let mut i = 0;
     while i < hits.len() {
         let h = &hits[i];
-        let qualifies = h.verdict == Verdict::Superseded && f64::from(h.score) >= policy.threshold;
+        let qualifies = h.verdict == Verdict::Superseded && h.proven;
         if let (true, Some(t)) = (qualifies, h.superseded_by) {
             let (from, confidence) = (h.doc, h.confidence);
             let at = if seen[t] {
@@ -288,6 +347,8 @@ mod tests {
             threshold,
             scale: 0.05,
             unverified: false,
+            lexical_weight: 0.0,
+            identifier_weight: 0.0,
         }
     }
 
@@ -317,11 +378,7 @@ mod tests {
     }
 
     fn cand(doc: usize, score: f32) -> Candidate {
-        Candidate {
-            doc,
-            chunk: doc as i64,
-            score,
-        }
+        Candidate::dense(doc, doc as i64, score)
     }
 
     #[test]
@@ -347,11 +404,17 @@ mod tests {
         let (g, w) = setup(&[("a.md", Some("2026-03-01"), Some("2026-03-31"))], &[]);
         let mut p = policy("2026-03-31", 0.0);
         p.now_us = day("2026-04-01") - 1;
-        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::Ok);
+        assert_eq!(verdict(&g, &w, 0, 0.9 >= p.threshold, &p).0, Verdict::Ok);
         p.now_us += 1;
-        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::Expired);
+        assert_eq!(
+            verdict(&g, &w, 0, 0.9 >= p.threshold, &p).0,
+            Verdict::Expired
+        );
         p.now_us = day("2026-03-01") - 1;
-        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::NotYetValid);
+        assert_eq!(
+            verdict(&g, &w, 0, 0.9 >= p.threshold, &p).0,
+            Verdict::NotYetValid
+        );
     }
 
     #[test]
@@ -366,12 +429,24 @@ mod tests {
             &[(3, "old")],
         );
         let p = policy("2026-06-01", 0.5);
-        assert_eq!(verdict(&g, &w, 0, 0.9, &p).0, Verdict::InvalidMetadata);
-        assert_eq!(verdict(&g, &w, 1, 0.9, &p).0, Verdict::InvalidMetadata);
+        assert_eq!(
+            verdict(&g, &w, 0, 0.9 >= p.threshold, &p).0,
+            Verdict::InvalidMetadata
+        );
+        assert_eq!(
+            verdict(&g, &w, 1, 0.9 >= p.threshold, &p).0,
+            Verdict::InvalidMetadata
+        );
         // Superseded outranks expired.
-        assert_eq!(verdict(&g, &w, 2, 0.9, &p), (Verdict::Superseded, Some(3)));
-        assert_eq!(verdict(&g, &w, 3, 0.4, &p).0, Verdict::LowConfidence);
-        assert_eq!(verdict(&g, &w, 3, 0.5, &p).0, Verdict::Ok);
+        assert_eq!(
+            verdict(&g, &w, 2, 0.9 >= p.threshold, &p),
+            (Verdict::Superseded, Some(3))
+        );
+        assert_eq!(
+            verdict(&g, &w, 3, 0.4 >= p.threshold, &p).0,
+            Verdict::LowConfidence
+        );
+        assert_eq!(verdict(&g, &w, 3, 0.5 >= p.threshold, &p).0, Verdict::Ok);
     }
 
     #[test]
@@ -460,6 +535,83 @@ mod tests {
         });
         let got: Vec<_> = out.iter().map(|h| (h.doc, h.fetched)).collect();
         assert_eq!(got, vec![(1, true), (2, false), (0, false)]);
+    }
+
+    #[test]
+    fn lexical_evidence_and_the_identifier_rule() {
+        let (g, w) = setup(&[("ref-1.md", None, None), ("ref-2.md", None, None)], &[]);
+        let mut p = policy("2026-01-01", 0.5);
+        p.lexical_weight = 0.4;
+        let with = |doc, score, lexical, held| Candidate {
+            lexical,
+            identifiers_held: held,
+            ..Candidate::dense(doc, doc as i64, score)
+        };
+        // The right note: low cosine, but it holds the rare identifier; the wrong one is close
+        // in cosine and lacks it.
+        let right = with(0, 0.2, 1.0, true);
+        let wrong = with(1, 0.9, 0.6, false);
+        assert!((right.relevance(&p) - 0.6).abs() < 1e-6 && right.proven(&p));
+        assert!(!wrong.proven(&p) && wrong.confidence(&p) < 0.5);
+        let out = judge(&g, &w, &[wrong, right], &p, |_| None);
+        let got: Vec<_> = out.iter().map(|h| (h.doc, h.verdict)).collect();
+        assert_eq!(got, vec![(0, Verdict::Ok), (1, Verdict::LowConfidence)]);
+        // Exactly 0.5 on the boundary, monotone in each feature.
+        p.lexical_weight = 0.5; // exact in binary
+        assert_eq!(with(0, 0.25, 0.5, true).confidence(&p), 0.5);
+        let base = with(0, 0.3, 0.3, true);
+        assert!(with(0, 0.31, 0.3, true).confidence(&p) > base.confidence(&p));
+        assert!(with(0, 0.3, 0.31, true).confidence(&p) > base.confidence(&p));
+        assert!(with(0, 0.3, 0.3, false).confidence(&p) < base.confidence(&p));
+        // A dense-only fit ignores the lexical share.
+        p.lexical_weight = 0.0;
+        assert!(!with(0, 0.2, 1.0, true).proven(&p));
+        // Holding an asked identifier counts with its own weight.
+        p.identifier_weight = 0.25;
+        let id = Candidate {
+            identifier_match: true,
+            ..with(0, 0.25, 0.0, true)
+        };
+        assert_eq!(id.confidence(&p), 0.5);
+        assert!(id.confidence(&p) > with(0, 0.25, 0.0, true).confidence(&p));
+    }
+
+    #[test]
+    fn confidence_is_monotone_in_each_feature() {
+        let grid = [0.0f32, 0.1, 0.25, 0.4, 0.5, 0.75, 1.0];
+        for (lw, iw, t) in [
+            (0.0, 0.0, 0.3),
+            (0.3, 0.0, 0.5),
+            (0.5, 0.25, 0.6),
+            (1.0, 0.5, 0.9),
+        ] {
+            let mut p = policy("2026-01-01", t);
+            (p.lexical_weight, p.identifier_weight) = (lw, iw);
+            let c = |score, lexical, held, id| Candidate {
+                lexical,
+                identifiers_held: held,
+                identifier_match: id,
+                ..Candidate::dense(0, 0, score)
+            };
+            for &s in &grid {
+                for &l in &grid {
+                    for (held, id) in [(false, false), (true, false), (true, true)] {
+                        let base = c(s, l, held, id).confidence(&p);
+                        assert!(c(s + 0.05, l, held, id).confidence(&p) >= base);
+                        assert!(c(s, l + 0.05, held, id).confidence(&p) >= base);
+                        assert!(c(s, l, true, id).confidence(&p) >= base);
+                        assert!(
+                            c(s, l, true, true).confidence(&p)
+                                >= c(s, l, true, false).confidence(&p)
+                        );
+                        assert_eq!(
+                            base >= 0.5,
+                            c(s, l, held, id).proven(&p) || (held && base == 0.5)
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

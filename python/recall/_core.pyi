@@ -10,6 +10,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "hashing_embed",
+    "identifiers",
     "judge",
     "resolution_key",
     "rrf",
@@ -66,6 +67,8 @@ class Store:
         known_as_of_us: int | None,
         threshold: float,
         scale: float,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
     ) -> dict[str, Any] | None: ...
     def search(
         self,
@@ -79,12 +82,15 @@ class Store:
         threshold: float,
         scale: float,
         unverified: bool,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
     ) -> dict[str, Any]: ...
     def freshness(self) -> tuple[int, str | None, str | None, int]: ...
     def stats(self) -> dict[str, Any]: ...
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+def identifiers(query: str) -> list[str]: ...
 def rrf(
     dense: list[int], lexical: list[int]
 ) -> list[tuple[int, int | None, int | None, float]]: ...

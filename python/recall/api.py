@@ -23,9 +23,10 @@ from recall.calibration import (
     DEFAULT_SCALE,
     DEFAULT_THRESHOLD,
     Calibration,
+    Evidence,
     Fit,
-    fit,
-    load_queries,
+    fit_evidence,
+    load_labelled,
     load_record,
     meta_key,
 )
@@ -172,37 +173,57 @@ class Memory:
                 f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
             )
         if isinstance(labelled, (str, os.PathLike)):
-            pairs = load_queries(labelled)
+            items = load_labelled(labelled)
         else:
-            pairs = []
+            items = []
             for i, item in enumerate(labelled):
-                query, answerable = (
-                    (item.get("query"), item.get("answerable"))
-                    if isinstance(item, dict)
-                    else tuple(item)
-                )
+                relevant: Any = ()
+                if isinstance(item, dict):
+                    query, answerable = item.get("query"), item.get("answerable")
+                    relevant = item.get("relevant", ())
+                else:
+                    query, answerable = tuple(item)
                 if not isinstance(query, str) or not isinstance(answerable, bool):
                     raise UsageError(f"recall calibrate: item {i + 1} needs a query and a bool")
-                pairs.append((query, answerable))
-        if not pairs:
+                items.append((query, answerable, tuple(relevant)))
+        if not items:
             raise UsageError("recall calibrate: no labelled queries given")
-        vectors = embed_queries(embedder, [q for q, _ in pairs])
-        samples = []
-        for (query, answerable), vector in zip(pairs, vectors):
-            # SPEC §7: the sample is the top-1 dense cosine (0.0 when nothing is retrieved).
+        vectors = embed_queries(embedder, [q for q, _, _ in items])
+        evidence = []
+        for (query, answerable, relevant), vector in zip(items, vectors):
+            # SPEC §7: both legs' evidence of the hits the query retrieves.
             raw = self._store.search(
                 vector.tobytes(),
-                text="",
-                k=1,
-                candidates=1,
+                text=query,
+                k=CANDIDATES,
+                candidates=CANDIDATES,
                 now_us=0,
                 known_as_of_us=None,
                 threshold=DEFAULT_THRESHOLD,
                 scale=DEFAULT_SCALE,
                 unverified=True,
             )
-            samples.append((query, answerable, raw["dense"][0][1] if raw["dense"] else 0.0))
-        result = fit(samples)
+            plain = not relevant and not _core.identifiers(query)
+            evidence.append(
+                Evidence(
+                    query=query,
+                    answerable=answerable,
+                    hits=tuple(
+                        (
+                            h["score"],
+                            h["lexical"],
+                            h["identifiers_held"],
+                            h["identifier_match"],
+                            not relevant or h["path"] in relevant,
+                        )
+                        for h in raw["hits"]
+                        if not h["fetched"]
+                    ),
+                    top_dense=(raw["dense"][0][1] if raw["dense"] else 0.0) if plain else None,
+                )
+            )
+        result, (lexical_weight, identifier_weight) = fit_evidence(evidence)
+        pairs = [(q, a) for q, a, _ in items]
         stats = self.stats()
         digest = hashlib.blake2b(json.dumps(pairs).encode(), digest_size=4).hexdigest()
         calibration = Calibration(
@@ -221,6 +242,11 @@ class Memory:
             n_answerable=result.n_answerable,
             n_unanswerable=result.n_unanswerable,
             certified_reason=result.certified_reason,
+            features=("dense",)
+            + (("lexical_share",) if lexical_weight > 0 else ())
+            + (("identifier_match",) if identifier_weight > 0 else ()),
+            lexical_weight=lexical_weight,
+            identifier_weight=identifier_weight,
         )
         self._store.set_meta(meta_key(embedder.fingerprint), json.dumps(calibration.to_dict()))
         return calibration, result
@@ -338,6 +364,8 @@ class Memory:
             threshold=threshold,
             scale=scale,
             unverified=calibration is None,
+            lexical_weight=calibration.lexical_weight if calibration else 0.0,
+            identifier_weight=calibration.identifier_weight if calibration else 0.0,
         )
         hits = [_hit(h) for h in raw["hits"]]
         judge_ms = 0.0
@@ -349,7 +377,14 @@ class Memory:
         known_text = format_instant(known) if known is not None else None
         reason = ""
         if abstained:
-            reason = abstention_reason(hits, threshold=threshold, known_as_of=known_text)
+            reason = abstention_reason(
+                hits,
+                threshold=threshold,
+                known_as_of=known_text,
+                lexical_weight=calibration.lexical_weight if calibration else 0.0,
+                identifier_weight=calibration.identifier_weight if calibration else 0.0,
+                identifiers=_core.identifiers(query),
+            )
         dense_scores = [score for _, score in raw["dense"]]
         newest = max(
             filter(None, (parse_stored(newest_indexed_at), parse_stored(last_run_at))),
@@ -382,6 +417,9 @@ class Memory:
                     "scale": calibration.scale,
                     "certified": calibration.certified,
                     "stale": calibration.is_stale(churn),
+                    "features": list(calibration.features),
+                    "lexical_weight": calibration.lexical_weight,
+                    "identifier_weight": calibration.identifier_weight,
                 }
                 if calibration
                 else None
@@ -433,6 +471,8 @@ class Memory:
                 known_as_of_us=micros(known) if known is not None else None,
                 threshold=threshold,
                 scale=scale,
+                lexical_weight=calibration.lexical_weight if calibration else 0.0,
+                identifier_weight=calibration.identifier_weight if calibration else 0.0,
             )
         if raw is None:
             raise UsageError(
@@ -504,6 +544,8 @@ def _hit(raw: dict[str, Any]) -> Hit:
         promoted=raw["promoted"],
         fetched=raw["fetched"],
         promoted_from=raw["promoted_from"],
+        lexical=raw["lexical"],
+        identifiers_held=raw["identifiers_held"],
         retrieval=Retrieval(**raw["retrieval"]) if raw["retrieval"] else None,
     )
 

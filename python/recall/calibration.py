@@ -27,10 +27,13 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "STALE_FRACTION",
     "Calibration",
+    "Evidence",
     "Fit",
     "auc",
     "fit",
+    "fit_evidence",
     "hanley_mcneil",
+    "load_labelled",
     "load_queries",
     "load_record",
     "meta_key",
@@ -48,6 +51,10 @@ CERTIFY_MIN_PER_CLASS = 20
 CERTIFY_MIN_AUC_LOWER = 0.90
 #: SPEC §7: stale once more than this fraction of the fitted chunk count has churned.
 STALE_FRACTION = 0.25
+#: SPEC §7: feature weights tried by the fit (0 = dense only); the largest a record may hold.
+LEXICAL_WEIGHTS = tuple(i / 20 for i in range(21))
+IDENTIFIER_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+MAX_FEATURE_WEIGHT = 4.0
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,22 @@ class Calibration:
     n_answerable: int | None = None
     n_unanswerable: int | None = None
     certified_reason: str | None = None
+    #: SPEC §7: the evidence the relevance is computed from, and the weight of the lexical
+    #: share in it (relevance = dense cosine + lexical_weight × lexical share). Records written
+    #: before both legs counted are dense-only.
+    features: tuple[str, ...] = ("dense",)
+    lexical_weight: float = 0.0
+    identifier_weight: float = 0.0
+
+    @property
+    def relevance_span(self) -> float:
+        """The most the lexical features add to a cosine."""
+        return self.lexical_weight + self.identifier_weight
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["features"] = list(self.features)
+        return data
 
     def is_stale(self, churn_now: int) -> bool:
         """SPEC §7: more than 25 % of the fitted chunk count added, changed or removed since.
@@ -121,10 +141,23 @@ def load_record(
         return None, "calibration scale is not a number"
     if not (math.isfinite(threshold) and math.isfinite(scale)):
         return None, "calibration record holds a non-finite number"
-    if not -1.0 <= threshold <= 1.0:
-        return None, f"calibration threshold {threshold} is outside [-1, 1]"
+    weights = {}
+    for name in ("lexical_weight", "identifier_weight"):
+        w = data.get(name, 0.0)
+        if isinstance(w, bool) or not isinstance(w, (int, float)):
+            return None, f"calibration {name} is not a number"
+        if not (math.isfinite(w) and 0.0 <= w <= MAX_FEATURE_WEIGHT):
+            return None, f"calibration {name} {w} is outside [0, {MAX_FEATURE_WEIGHT}]"
+        weights[name] = float(w)
+    # Relevance is the cosine plus the weighted features: it spans [-1, 1 + their weights].
+    top = 1.0 + sum(weights.values())
+    if not -1.0 <= threshold <= top:
+        return None, f"calibration threshold {threshold} is outside [-1, {top:g}]"
     if scale <= 0:
         return None, f"calibration scale {scale} is not positive"
+    features = data.get("features", ["dense"])
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        return None, "calibration features is not a list of names"
     certified = data.get("certified")
     return (
         Calibration(
@@ -147,6 +180,9 @@ def load_record(
                 if isinstance(data.get("certified_reason"), str)
                 else None
             ),
+            features=tuple(features) or ("dense",),
+            lexical_weight=weights["lexical_weight"],
+            identifier_weight=weights["identifier_weight"],
         ),
         "",
     )
@@ -295,7 +331,54 @@ def fit(samples: Sequence[tuple[str, bool, float]]) -> Fit:
     )
 
 
-def _labelled(item: object, where: str) -> tuple[str, bool]:
+@dataclass(frozen=True)
+class Evidence:
+    """What one labelled query retrieved (SPEC §7): per hit its dense cosine, lexical share,
+    whether it holds the identifiers the query asks for, whether the query asks for any and
+    the hit holds them (identifier match), and whether it counts for the sample (a named
+    relevant file, or any hit when the query names none). `top_dense` is the top-1 dense
+    cosine, used when the query names no relevant file and asks for no identifier."""
+
+    query: str
+    answerable: bool
+    hits: tuple[tuple[float, float, bool, bool, bool], ...]
+    top_dense: float | None = None
+
+    def sample(self, lexical_weight: float, identifier_weight: float = 0.0) -> float:
+        """The query's relevance sample: the best relevance among the hits that count and hold
+        the asked identifiers (0.0 when none), which is the top-1 dense cosine of SPEC §7 for a
+        dense-only fit of a plain query."""
+        values = [
+            score + lexical_weight * lexical + (identifier_weight if match else 0.0)
+            for score, lexical, held, match, counts in self.hits
+            if held and counts
+        ]
+        if self.top_dense is not None:
+            values.append(self.top_dense)
+        return max(values, default=0.0)
+
+
+def fit_evidence(evidence: Sequence[Evidence]) -> tuple[Fit, tuple[float, float]]:
+    """SPEC §7: choose the feature weights whose relevance samples separate answerable from
+    unanswerable queries best: the highest AUC, then the fewest leave-one-out errors (false
+    confidence plus false abstention) at the fitted threshold, then the smaller weights (so a
+    fit that gains nothing from the lexical leg stays dense-only). Threshold, scale and
+    certification are those of the chosen samples. Returns the fit and (lexical weight,
+    identifier weight)."""
+    best: tuple[tuple[float, float, float], Fit, tuple[float, float]] | None = None
+    for lexical in LEXICAL_WEIGHTS:
+        for ident in IDENTIFIER_WEIGHTS:
+            result = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in evidence])
+            errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
+            area = result.auc if result.auc is not None else -1.0
+            key = (area, -errors, -(lexical + ident))
+            if best is None or key > best[0]:
+                best = (key, result, (lexical, ident))
+    assert best is not None, "the weight grids are never empty"
+    return best[1], best[2]
+
+
+def _labelled(item: object, where: str) -> tuple[str, bool, tuple[str, ...]]:
     if not isinstance(item, dict):
         raise UsageError(f"{where}: expected an object with 'query' and 'answerable'")
     query, answerable = item.get("query"), item.get("answerable")
@@ -303,12 +386,21 @@ def _labelled(item: object, where: str) -> tuple[str, bool]:
         raise UsageError(f"{where}: 'query' must be a non-empty string")
     if not isinstance(answerable, bool):
         raise UsageError(f"{where}: 'answerable' must be true or false")
-    return query, answerable
+    relevant = item.get("relevant", [])
+    if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
+        raise UsageError(f"{where}: 'relevant' must be a list of file paths")
+    return query, answerable, tuple(relevant)
 
 
 def load_queries(source: str | os.PathLike[str]) -> list[tuple[str, bool]]:
+    """Labelled queries as (query, answerable) pairs (see `load_labelled`)."""
+    return [(q, a) for q, a, _ in load_labelled(source)]
+
+
+def load_labelled(source: str | os.PathLike[str]) -> list[tuple[str, bool, tuple[str, ...]]]:
     """Read labelled queries from JSONL (one object a line) or JSON (a list, or an object with
-    a 'queries' list). Errors name the file and line."""
+    a 'queries' list): query, answerable and optionally the relevant files. Errors name the
+    file and line."""
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")

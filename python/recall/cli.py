@@ -479,6 +479,13 @@ def _print_fit(calibration: Any, fitted: Any, plot: Optional[Path]) -> None:
         f"[bold]{fitted.threshold:.3f}[/], scale {fitted.scale:.3f}; {state}"
     )
     out.print(f"  {escape(fitted.certified_reason)}")
+    terms = ["dense cosine"]
+    if calibration.lexical_weight > 0:
+        terms.append(f"{calibration.lexical_weight:.2f} × lexical share")
+    if calibration.identifier_weight > 0:
+        terms.append(f"{calibration.identifier_weight:.2f} × identifier match")
+    note = "" if len(terms) > 1 else " (the lexical evidence did not separate better)"
+    out.print(f"  relevance = {' + '.join(terms)}{note}")
     floor = "n/a" if fitted.answerable_floor is None else f"{fitted.answerable_floor:.3f}"
     ceiling = "n/a" if fitted.unanswerable_ceiling is None else f"{fitted.unanswerable_ceiling:.3f}"
     out.print(f"  answerable floor (5th pct) {floor} · unanswerable ceiling (95th pct) {ceiling}")

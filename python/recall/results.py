@@ -8,6 +8,7 @@ layer) or policy (api.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,6 +68,10 @@ class Hit:
     fetched: bool = False
     #: SPEC §5.3: the superseded file whose place and confidence this successor took.
     promoted_from: str | None = None
+    #: SPEC §7 evidence: the share of the query's IDF mass this passage holds, and whether it
+    #: holds every identifier the query asks for (a hit that does not is never `ok`).
+    lexical: float = 0.0
+    identifiers_held: bool = True
     #: None for a successor the trust layer fetched (SPEC §5.3).
     retrieval: Retrieval | None = None
     #: P(this passage answers the query) from the judge (SPEC §6); None when not judged.
@@ -112,8 +117,18 @@ class Result:
         return data
 
 
-def abstention_reason(hits: list[Hit], *, threshold: float, known_as_of: str | None) -> str:
-    """SPEC §5.4: why nothing is `ok`, from the best-ranked hit's verdict."""
+def abstention_reason(
+    hits: list[Hit],
+    *,
+    threshold: float,
+    known_as_of: str | None,
+    lexical_weight: float = 0.0,
+    identifier_weight: float = 0.0,
+    identifiers: Sequence[str] = (),
+) -> str:
+    """SPEC §5.4: why nothing is `ok`, from the verdict of the best-ranked hit whose relevance
+    was proven (SPEC §7: relevance = cosine + lexical_weight × lexical share, holding every
+    identifier the query asks for)."""
     if not hits:
         return "no passage matched the query"
     if any(h.verdict == "unverified" for h in hits):
@@ -124,7 +139,19 @@ def abstention_reason(hits: list[Hit], *, threshold: float, known_as_of: str | N
         )
     # The cause is the best-ranked hit whose relevance was proven (at or above the threshold, or
     # judged by the entailment model); when there is none, nothing in the store is close enough.
-    proven = [h for h in hits if h.score >= threshold or h.verdict == "not_entailed"]
+    proven = [
+        h
+        for h in hits
+        if h.verdict == "not_entailed"
+        or (
+            h.identifiers_held
+            and h.score + lexical_weight * h.lexical + (identifier_weight if identifiers else 0.0)
+            >= threshold
+        )
+    ]
+    if identifiers and not any(h.identifiers_held for h in hits):
+        asked = ", ".join(identifiers)
+        return f"no passage holds {asked}, which the question asks for: probable corpus gap"
     if not proven:
         best = max(h.score for h in hits)
         return (

@@ -1,0 +1,142 @@
+//! Lexical evidence of relevance (SPEC §7): what a hit's text holds of the query, beside the
+//! dense cosine, for the confidence model and the identifier rule.
+//!
+//! Owns: the share of the query's IDF mass a hit's text matches, and identifier-like tokens
+//! (`REF-00042`, `E1102`, `v2.3.1`) with the test of whether a text holds them. Pure: the store
+//! supplies analysed terms and their IDF; no I/O. Does not own: analysis (lexical.rs) or the
+//! verdicts that use the evidence (trust.rs).
+
+use std::collections::HashSet;
+
+/// Characters that join the parts of one identifier (`INC-4471`, `v2.3.1`, `svc_a/b2`).
+const JOINERS: &[char] = &['-', '.', '_', '/'];
+
+/// Tokens of `text` as identifiers are written: runs of letters, digits and joiners, trimmed
+/// of joiners at either end, lower-cased.
+fn raw_tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || JOINERS.contains(&c)))
+        .map(|t| t.trim_matches(JOINERS))
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// An identifier names one thing exactly: it mixes digits with letters (`E1102`, `REF-00042`)
+/// or joins digit groups (`3.14.2`, `2026-03`). A plain number or word is not one.
+fn is_identifier(token: &str) -> bool {
+    let digit = token.chars().any(|c| c.is_ascii_digit());
+    let letter = token.chars().any(char::is_alphabetic);
+    let joined = token.contains(JOINERS);
+    token.chars().count() >= 2 && digit && (letter || joined)
+}
+
+/// The distinct identifiers a query asks for, lower-cased, in order of appearance.
+pub fn identifiers(query: &str) -> Vec<String> {
+    let mut seen = HashSet::new();
+    raw_tokens(query)
+        .filter(|t| is_identifier(t))
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// What a query's text gives the trust layer to weigh each hit with.
+#[derive(Debug, Clone, Default)]
+pub struct QueryEvidence {
+    /// Distinct analysed query terms and their IDF.
+    terms: Vec<(String, f64)>,
+    total_idf: f64,
+    identifiers: Vec<String>,
+}
+
+impl QueryEvidence {
+    pub fn new(terms: Vec<(String, f64)>, query: &str) -> QueryEvidence {
+        let mut seen = HashSet::new();
+        let terms: Vec<(String, f64)> = terms
+            .into_iter()
+            .filter(|(t, idf)| idf.is_finite() && *idf > 0.0 && seen.insert(t.clone()))
+            .collect();
+        QueryEvidence {
+            total_idf: terms.iter().map(|(_, idf)| idf).sum(),
+            terms,
+            identifiers: identifiers(query),
+        }
+    }
+
+    pub fn identifiers(&self) -> &[String] {
+        &self.identifiers
+    }
+
+    /// Share of the query's IDF mass among the hit's analysed terms, in [0, 1]; 0 for a query
+    /// with no terms.
+    pub fn lexical_share(&self, hit_terms: &HashSet<String>) -> f32 {
+        if self.total_idf <= 0.0 {
+            return 0.0;
+        }
+        let matched: f64 = self
+            .terms
+            .iter()
+            .filter(|(t, _)| hit_terms.contains(t))
+            .map(|(_, idf)| idf)
+            .sum();
+        (matched / self.total_idf).clamp(0.0, 1.0) as f32
+    }
+
+    /// SPEC §7: true when the hit's text holds every identifier the query asks for (always true
+    /// for a query that asks for none).
+    pub fn identifiers_held(&self, hit_text: &str) -> bool {
+        if self.identifiers.is_empty() {
+            return true;
+        }
+        let tokens: HashSet<String> = raw_tokens(hit_text).collect();
+        self.identifiers.iter().all(|id| tokens.contains(id))
+    }
+}
+
+/// BM25's IDF of a term found in `df` of `n` documents (never negative).
+pub fn idf(df: u64, n: u64) -> f64 {
+    let (df, n) = (df as f64, n as f64);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_mixed_or_joined_tokens() {
+        assert_eq!(
+            identifiers("What is REF-00042? And E1102, v2.3.1 or 3.14.2 in 2026 (again REF-00042)"),
+            vec!["ref-00042", "e1102", "v2.3.1", "3.14.2"]
+        );
+        assert!(identifiers("how many requests per second in 2026?").is_empty());
+        assert!(identifiers("a-b c.d 7").is_empty());
+    }
+
+    #[test]
+    fn identifiers_held_exactly_not_as_prefixes() {
+        let e = QueryEvidence::new(vec![], "status of INC-4471");
+        assert!(e.identifiers_held("Incident INC-4471: the carrier API timed out."));
+        assert!(e.identifiers_held("see inc-4471."));
+        assert!(!e.identifiers_held("Incident INC-44712 is unrelated"));
+        assert!(!e.identifiers_held("Incident INC-4472"));
+        assert!(QueryEvidence::new(vec![], "no ids here").identifiers_held(""));
+    }
+
+    #[test]
+    fn lexical_share_weighs_rare_terms() {
+        let e = QueryEvidence::new(
+            vec![
+                ("rate".into(), 1.0),
+                ("e1102".into(), 3.0),
+                ("rate".into(), 1.0),
+            ],
+            "rate E1102",
+        );
+        let hit = |ts: &[&str]| ts.iter().map(|t| t.to_string()).collect::<HashSet<_>>();
+        assert_eq!(e.lexical_share(&hit(&["rate", "e1102", "other"])), 1.0);
+        assert_eq!(e.lexical_share(&hit(&["e1102"])), 0.75);
+        assert_eq!(e.lexical_share(&hit(&["rate"])), 0.25);
+        assert_eq!(e.lexical_share(&hit(&[])), 0.0);
+        assert_eq!(QueryEvidence::default().lexical_share(&hit(&["x"])), 0.0);
+        assert!(idf(1, 100) > idf(50, 100) && idf(100, 100) > 0.0);
+    }
+}

@@ -1,0 +1,145 @@
+"""Confidence from both legs (SPEC §7): the lexical share and identifier evidence of each hit,
+the identifier rule, fitting the feature weights, and records that predate them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+import recall
+from recall import _core
+from recall.calibration import Evidence, fit_evidence, load_record
+
+from .conftest import write_corpus
+from .test_search import certified
+
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+SYSTEMS = ["carrier gateway", "label printer pool", "pick scanner fleet", "dock scheduler"]
+
+
+def incident(n: int) -> str:
+    # Near-identical notes: only the ticket id and the system differ.
+    return (
+        f"# Incident INC-{4400 + n}\n\nThe {SYSTEMS[n % 4]} stopped answering during the "
+        "morning wave. Orders queued until the on-call engineer restarted the service and "
+        "drained the backlog. Follow-up: add an alert on queue depth and a runbook link."
+    )
+
+
+@pytest.fixture
+def incidents(tmp_path: Path, corpus: Path) -> recall.Memory:
+    write_corpus(corpus, {f"incidents/inc-{4400 + n}.md": incident(n) for n in range(16)})
+    mem = recall.open(tmp_path / "m.db", embedder="hashing-512")
+    mem.index(corpus, now=NOW)
+    return mem
+
+
+@pytest.mark.parametrize(
+    ("query", "ids"),
+    [
+        ("What happened in INC-4407?", ["inc-4407"]),
+        ("error E1102 after upgrading to v2.3.1", ["e1102", "v2.3.1"]),
+        ("release 3.14.2 notes", ["3.14.2"]),
+        ("how many requests per second in 2026?", []),
+    ],
+)
+def test_identifiers_a_query_asks_for(query: str, ids: list[str]) -> None:
+    assert _core.identifiers(query) == ids
+
+
+def test_a_hit_without_the_asked_identifier_is_never_ok(incidents: recall.Memory) -> None:
+    # A dense-only record with a low threshold: every near-identical note clears it on cosine.
+    certified(incidents, threshold=0.05)
+    with incidents as mem:
+        res = mem.search("What happened in INC-4407?", k=8, now=NOW)
+    assert [h.provenance.file for h in res.ok_hits] == ["incidents/inc-4407.md"]
+    others = [h for h in res.hits if h.provenance.file != "incidents/inc-4407.md"]
+    assert others and all(not h.identifiers_held and h.verdict == "low_confidence" for h in others)
+    assert all(h.confidence < 0.5 for h in others), "a gated hit's confidence is below 0.5"
+    assert res.hits[0].identifiers_held and res.hits[0].lexical > max(h.lexical for h in others)
+
+
+def test_no_passage_holding_the_identifier_abstains_saying_so(incidents: recall.Memory) -> None:
+    certified(incidents, threshold=0.05)
+    with incidents as mem:
+        res = mem.search("What happened in INC-9999?", now=NOW)
+    assert res.abstained and "no passage holds inc-9999" in res.reason
+
+
+def test_feature_weights_apply_and_are_reported(incidents: recall.Memory) -> None:
+    q = "INC-4407"
+    with incidents as mem:
+        certified(mem, threshold=0.6)  # dense only: the bare id is far below on cosine
+        assert mem.search(q, now=NOW).abstained
+        certified(mem, threshold=0.6, lexical_weight=0.3, identifier_weight=0.3)
+        res = mem.search(q, now=NOW)
+        assert res.ok_hits[0].provenance.file == "incidents/inc-4407.md"
+        assert res.calibration is not None
+        assert (res.calibration["lexical_weight"], res.calibration["identifier_weight"]) == (
+            0.3,
+            0.3,
+        )
+        top = res.ok_hits[0]
+        relevance = top.score + 0.3 * top.lexical + 0.3
+        z = (relevance - 0.6) / 0.05
+        assert top.confidence == pytest.approx(1 / (1 + math.exp(-z)), rel=1e-6)
+        explained = mem.explain(q, "incidents/inc-4407.md", now=NOW)
+        assert explained["identifiers"] == ["inc-4407"] and explained["identifiers_held"]
+        assert explained["verdict"] == "ok" and explained["lexical"] == pytest.approx(top.lexical)
+
+
+def test_calibration_fits_weights_that_make_identifier_lookups_right(
+    tmp_path: Path, corpus: Path
+) -> None:
+    rng = random.Random(5)
+    notes = {f"incidents/inc-{4400 + n}.md": incident(n) for n in range(16)}
+    topics = ["pallet", "forklift", "invoice", "carrier", "printer", "badge", "dock", "wave"]
+    for i, t in enumerate(topics):
+        notes[f"notes/{t}.md"] = f"# {t.title()} notes\n\nHow the {t} process works at site {i}."
+    write_corpus(corpus, notes)
+    labelled = [{"query": f"INC-{4400 + n}", "answerable": True} for n in range(16)]
+    labelled += [{"query": f"how does the {t} process work", "answerable": True} for t in topics]
+    labelled += [{"query": f"INC-{5000 + n}", "answerable": False} for n in range(10)]
+    labelled += [
+        {"query": " ".join(rng.sample(["salary", "parking", "holiday", "lunch", "gym",
+                                       "visa", "laptop", "pension"], 3)), "answerable": False}
+        for _ in range(14)
+    ]  # fmt: skip
+    with recall.open(tmp_path / "m.db", embedder="hashing-512") as mem:
+        mem.index(corpus, now=NOW)
+        calibration, fitted = mem.calibrate(labelled, now=NOW)
+        assert fitted.certified and calibration.certified
+        assert fitted.auc is not None and fitted.auc > 0.95
+        for n in range(16):
+            res = mem.search(f"INC-{4400 + n}", now=NOW, mode="development")
+            assert [h.provenance.file for h in res.ok_hits] == [f"incidents/inc-{4400 + n}.md"]
+
+
+def test_fit_prefers_dense_only_when_the_lexical_leg_adds_nothing() -> None:
+    def ev(answerable: bool, score: float, lexical: float) -> Evidence:
+        return Evidence("q", answerable, ((score, lexical, True, False, True),))
+
+    separated = [ev(True, 0.8, 0.1), ev(True, 0.7, 0.0), ev(False, 0.2, 0.9), ev(False, 0.1, 0.5)]
+    fitted, weights = fit_evidence(separated)
+    assert weights == (0.0, 0.0) and fitted.auc == 1.0
+    # Dense alone cannot tell these apart; the lexical share can.
+    tangled = [ev(True, 0.3, 0.9), ev(True, 0.2, 0.8), ev(False, 0.3, 0.1), ev(False, 0.25, 0.2)]
+    fitted, weights = fit_evidence(tangled)
+    assert weights[0] > 0 and fitted.auc == 1.0
+
+
+def test_records_without_features_load_as_dense_only() -> None:
+    base = {"fingerprint": "f", "threshold": 0.4, "scale": 0.05, "certified": True}
+    cal, why = load_record(base, "f")
+    assert cal is not None and why == ""
+    assert (cal.features, cal.lexical_weight, cal.identifier_weight) == (("dense",), 0.0, 0.0)
+    cal, _ = load_record({**base, "threshold": 1.3, "lexical_weight": 0.5}, "f")
+    assert cal is not None and cal.threshold == 1.3, "relevance spans past 1 with weights"
+    for bad in ({"lexical_weight": -0.1}, {"identifier_weight": float("nan")},
+                {"lexical_weight": True}, {"threshold": 1.3}, {"features": "dense"}):  # fmt: skip
+        cal, why = load_record({**base, **bad}, "f")
+        assert cal is None and why
