@@ -311,6 +311,10 @@ def _print_explanation(e: dict[str, Any]) -> None:
         "calibrated" if e["calibrated"] else f"uncalibrated default ({e['calibration_note']})"
     )
     out.print(f"  cosine {cosine} vs threshold {e['threshold']:.3f} ({escape(calibration)})")
+    asked = escape(", ".join(e["identifiers"]))
+    held = "held" if e["identifiers_held"] else "[red]missing, so never ok[/]"
+    ids = f"; asks for {asked}: {held}" if asked else ""
+    out.print(f"  lexical share {e['lexical']:.3f} of the query's IDF mass{ids}")
     legs = e["retrieval"]
     dense = f"#{legs['dense_rank']}" if legs["dense_rank"] else f"not in top {legs['depth']}"
     lexical = f"#{legs['lexical_rank']}" if legs["lexical_rank"] else f"not in top {legs['depth']}"
