@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recall import _core
 from recall.calibration import (
@@ -44,6 +44,9 @@ from recall.results import (
     Validity,
     abstention_reason,
 )
+
+if TYPE_CHECKING:
+    from recall.evaluation import EvalReport, Question
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
@@ -494,6 +497,25 @@ class Memory:
             calibration_note=why,
         )
         return raw
+
+    def evaluate(
+        self,
+        questions: str | os.PathLike[str] | Sequence[Question],
+        *,
+        now: dt.datetime | None = None,
+        k: int = 5,
+        entail: bool = False,
+    ) -> EvalReport:
+        """Run a labelled question set (JSONL, evalset/README.md) against this store at `now`
+        and measure retrieval, abstention and trust (SPEC §9); see `recall.evaluation`."""
+        from recall import evaluation
+
+        loaded = (
+            evaluation.load_questions(questions)
+            if isinstance(questions, (str, os.PathLike))
+            else list(questions)
+        )
+        return evaluation.evaluate_store(self, loaded, now=utc(now), k=k, entail=entail)
 
     def index(
         self,

@@ -584,6 +584,56 @@ def _print_quickstart(ran: Any, db_path: str) -> None:
     )
 
 
+@app.command("eval")
+def evaluate(
+    questions: Optional[Path] = typer.Argument(
+        None,
+        help="Labelled questions (JSONL, see recall/evalset/README.md) to run against --db. "
+        "Default: the shipped evaluation set, indexed and cross-fitted per embedder.",
+    ),
+    db: Optional[Path] = DbOption,
+    embedder: Optional[list[str]] = typer.Option(
+        None, "--embedder", help="Shipped set: an embedder to evaluate (repeat for several)."
+    ),
+    as_of: Optional[str] = typer.Option(
+        None, "--as-of", help="Judge at this date/time (default now; the shipped set: its date)."
+    ),
+    k: int = typer.Option(5, "--k", min=1, max=100, help="Documents judged per question."),
+    entail: bool = typer.Option(False, "--entail", help="Also judge near misses with the judge."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Write a markdown report."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Measure retrieval, abstention and trust on a labelled question set."""
+    import recall
+    from recall import evaluation
+    from recall.errors import RecallError
+
+    try:
+        if questions is None:
+            names = embedder or ["hashing-512", "minilm-l6"]
+            reports = evaluation.evaluate_shipped(names, k=k, entail=entail)
+        else:
+            if embedder and len(embedder) > 1:
+                _fail("recall eval: a store has one embedder; pass at most one --embedder")
+            db_path = _db_path(db)
+            if not Path(db_path).exists():
+                _fail(f"recall eval: {db_path} does not exist; run 'recall index PATH' first")
+            with recall.open(db_path, embedder=embedder[0] if embedder else None) as mem:
+                reports = [
+                    mem.evaluate(questions, now=_instant(as_of, "--as-of"), k=k, entail=entail)
+                ]
+    except RecallError as err:
+        _fail(str(err))
+    if report is not None:
+        report.write_text(evaluation.format_markdown(reports), encoding="utf-8")
+    if as_json:
+        _emit_json([r.to_dict() for r in reports])
+        return
+    typer.echo(evaluation.format_table(reports))
+    if report is not None:
+        typer.echo(f"report written to {report}")
+
+
 models_app = typer.Typer(
     help="Embedding models: list the built-ins, check a model, quantize an export.",
     no_args_is_help=True,

@@ -1,0 +1,460 @@
+"""The evaluation harness (SPEC §9): every measurement worked out by hand on a small corpus
+whose searches are known, the Wilson interval against an independent computation, question
+files that are refused with their file and line, the strict-to-development fallback, the
+judge arm, two-fold cross-fitting, and the shipped evaluation set end to end."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import pytest
+
+import recall
+from recall import evaluation
+from recall.evaluation import EvalReport, Question, load_questions
+
+from .conftest import write_corpus
+from .onnx_models import build_judge
+
+INDEXED = dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+THRESHOLD = 0.3
+
+# Seven notes, with little vocabulary in common, so the hashing embedder's cosines follow the
+# shared words: a superseded rate limit and its successor, two notes with windows that exclude
+# NOW, an error code, and two plain notes.
+NOTES = {
+    "rate-v1.md": (
+        "# Rate limit\n\nThe public API allows 100 requests per second for each tenant.\n"
+    ),
+    "rate-v2.md": (
+        "---\nsupersedes: rate-v1.md\n---\n# Gateway throttling\n\n"
+        "The public API gateway now throttles every tenant at 250 calls a second.\n"
+    ),
+    "broker.md": (
+        "# Message queue\n\nNightly exports travel over RabbitMQ, one queue per worker pool.\n"
+    ),
+    "e4410.md": "# E4410\n\nE4410: scanner session token lost; sign in again.\n",
+    "freeze.md": (
+        "---\nvalid_until: 2026-01-15\n---\n# Holiday freeze\n\n"
+        "No deployments to production during the holiday freeze.\n"
+    ),
+    "pilot.md": (
+        "---\nvalid_from: 2027-01-01\n---\n# Drone pilot\n\n"
+        "Drones count pallets in aisle nine from next year.\n"
+    ),
+    "parking.md": "# Parking\n\nStaff park in the north car park behind the warehouse.\n",
+}
+
+QUESTIONS: list[dict[str, Any]] = [
+    # q1: broker.md is first in both legs at cosine 0.46: ok.
+    {
+        "query": "which message queue carries the nightly exports?",
+        "answerable": True,
+        "category": "paraphrase",
+        "relevant": ["broker.md"],
+    },
+    # q2: rate-v1.md (0.53, superseded) is first in both legs, rate-v2.md (0.34) second in
+    # both; rate-v2.md clears the threshold itself and takes the stale note's place.
+    {
+        "query": "how many requests per second does the public API allow?",
+        "answerable": True,
+        "category": "supersession",
+        "relevant": ["rate-v2.md"],
+        "successor": "rate-v2.md",
+        "stale": "rate-v1.md",
+    },
+    # q3: rate-v1.md is first but at 0.28, below the threshold: it proves nothing, so its
+    # successor is not promoted and the result abstains. rate-v2.md is 5th dense, 4th lexical,
+    # 5th fused.
+    {
+        "query": "how are tenant requests counted by the warehouse team?",
+        "answerable": True,
+        "category": "supersession",
+        "relevant": ["rate-v2.md"],
+        "successor": "rate-v2.md",
+        "stale": "rate-v1.md",
+    },
+    # q4: one token; e4410.md holds it among 8 distinct tokens: cosine 1/sqrt(8) = 0.35, ok.
+    {"query": "E4410", "answerable": True, "category": "identifier", "relevant": ["e4410.md"]},
+    # q5: nothing on the topic; the best cosine is 0.14: abstains.
+    {"query": "what is the parental leave policy?", "answerable": False, "category": "far_gap"},
+    # q6: parking.md shares six words (0.67): ok, a false confidence.
+    {
+        "query": "do staff park in the north car park at night?",
+        "answerable": False,
+        "category": "far_gap",
+    },
+    # q7: parking.md at 0.24: abstains.
+    {
+        "query": "how much does staff parking cost per month?",
+        "answerable": False,
+        "category": "near_miss",
+        "relevant": ["parking.md"],
+    },
+    # q8: parking.md at 0.60: ok, a near miss passed by the threshold.
+    {
+        "query": "how many spaces does the north car park have for staff?",
+        "answerable": False,
+        "category": "near_miss",
+        "relevant": ["parking.md"],
+    },
+    # q9: freeze.md (0.83) expired; nothing else clears the threshold: abstains.
+    {
+        "query": "are deployments to production allowed during the holiday freeze?",
+        "answerable": False,
+        "category": "expired",
+        "relevant": ["freeze.md"],
+    },
+    # q10: pilot.md (0.68) not valid before 2027; nothing else clears: abstains.
+    {
+        "query": "do drones count pallets in aisle nine?",
+        "answerable": False,
+        "category": "not_yet_valid",
+        "relevant": ["pilot.md"],
+    },
+]
+#: SPEC §9 recency steelman: the stale note was touched after its successor.
+TOUCHED = {"rate-v1.md": "2026-05-20T08:00:00Z", "rate-v2.md": "2026-03-01"}
+
+
+def write_questions(path: Path, questions: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    return path
+
+
+def certify(mem: recall.Memory, threshold: float = THRESHOLD) -> None:
+    mem.import_calibration(
+        {
+            "id": "hand",
+            "embedder": mem.embedder.name,
+            "fingerprint": mem.embedder.fingerprint,
+            "threshold": threshold,
+            "scale": 0.05,
+            "certified": True,
+        }
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[recall.Memory]:
+    write_corpus(tmp_path / "notes", NOTES)
+    with recall.open(tmp_path / "m.db", embedder="hashing-512") as mem:
+        mem.index(tmp_path / "notes", now=INDEXED)
+        yield mem
+
+
+@pytest.fixture
+def questions(tmp_path: Path) -> list[Question]:
+    return load_questions(write_questions(tmp_path / "q.jsonl", QUESTIONS))
+
+
+@pytest.fixture
+def report(store: recall.Memory, questions: list[Question]) -> EvalReport:
+    certify(store)
+    return evaluation.evaluate_store(store, questions, now=NOW, touched=TOUCHED)
+
+
+def wilson_by_quadratic(successes: int, n: int) -> tuple[float, float]:
+    """The Wilson bounds as the roots in p of (p̂ − p)² = z² p (1 − p) / n."""
+    z = NormalDist().inv_cdf(0.975)
+    p_hat = successes / n
+    a = 1 + z * z / n
+    b = -(2 * p_hat + z * z / n)
+    c = p_hat * p_hat
+    root = math.sqrt(b * b - 4 * a * c)
+    return (-b - root) / (2 * a), (-b + root) / (2 * a)
+
+
+def test_wilson_interval_matches_an_independent_computation() -> None:
+    low, high = wilson_by_quadratic(1, 2)
+    assert (round(low, 4), round(high, 4)) == (0.0945, 0.9055)
+    assert evaluation.wilson(1, 2) == pytest.approx((low, high), abs=1e-12)
+    for successes, n in [(0, 10), (3, 15), (15, 15), (27, 59)]:
+        assert evaluation.wilson(successes, n) == pytest.approx(
+            wilson_by_quadratic(successes, n), abs=1e-12
+        )
+    # The textbook value: 0 successes in 10 trials, upper bound 0.2775.
+    assert round(evaluation.wilson(0, 10)[1], 4) == 0.2775
+    empty = evaluation.rate(0, 0)
+    assert (empty.value, empty.n, empty.low, empty.high) == (None, 0, None, None)
+    with pytest.raises(ValueError):
+        evaluation.wilson(3, 2)
+
+
+def test_per_question_rows_follow_the_searches(report: EvalReport) -> None:
+    rows = {r.query: r for r in report.rows}
+    assert [r.query for r in report.rows] == [q["query"] for q in QUESTIONS]
+    got = [
+        (r.first_ok, r.abstained, r.dense_rank, r.lexical_rank, r.hybrid_rank) for r in report.rows
+    ]
+    assert got == [
+        ("broker.md", False, 1, 1, 1),
+        ("rate-v2.md", False, 2, 2, 2),
+        (None, True, 5, 4, 5),
+        ("e4410.md", False, 1, 1, 1),
+        (None, True, None, None, None),  # far gap: no relevant note to rank
+        ("parking.md", False, None, None, None),
+        (None, True, 1, 1, 1),
+        ("parking.md", False, 1, 1, 1),
+        (None, True, 1, 1, 1),
+        (None, True, 1, 1, 1),
+    ]
+    q2, q3 = (rows[QUESTIONS[i]["query"]] for i in (1, 2))
+    assert (q2.plain_top, q2.recency_pick) == ("rate-v1.md", "rate-v1.md")
+    assert (q3.plain_top, q3.recency_pick) == ("rate-v1.md", None), "nothing confident in q3"
+    assert "rate-v1.md" in q2.superseded_seen and "rate-v2.md" not in q2.superseded_seen
+    assert "0.300" in q3.reason and "freeze.md expired" in rows[QUESTIONS[8]["query"]].reason
+    assert all(r.mode == "strict" and r.threshold == THRESHOLD for r in report.rows)
+    assert report.modes == {"strict": 10} and report.notes == []
+
+
+def test_every_measurement_by_hand(report: EvalReport) -> None:
+    def value(e: evaluation.Estimate) -> tuple[float | None, int]:
+        return e.value, e.n
+
+    # Answerable questions with a relevant note: q1–q4. Reciprocal ranks from the rows above.
+    assert value(report.retrieval["dense"]["mrr"]) == (pytest.approx(0.675), 4)  # 1, 1/2, 1/5, 1
+    assert value(report.retrieval["lexical"]["mrr"]) == (pytest.approx(0.6875), 4)  # 1/4 for q3
+    assert value(report.retrieval["hybrid"]["mrr"]) == (pytest.approx(0.675), 4)
+    for leg in evaluation.LEGS:
+        assert value(report.retrieval[leg]["recall@5"]) == (1.0, 4)
+
+    m = report.metrics
+    assert value(m["far_gap_false_confidence"]) == (0.5, 2)  # q6 of q5, q6
+    assert value(m["false_abstain"]) == (0.25, 4)  # q3 of q1–q4
+    assert value(m["superseded_trust_plain"]) == (1.0, 2)  # rate-v1.md ranks first in q2, q3
+    assert value(m["superseded_trust_recency"]) == (0.5, 2)  # q2 picks rate-v1.md; q3 none
+    assert value(m["superseded_trust_declared"]) == (0.0, 2)  # never an ok stale note
+    assert value(m["successor_accuracy"]) == (0.5, 2)  # q2 yes, q3 abstained
+    assert value(m["identifier_accuracy"]) == (1.0, 1)
+    assert value(m["near_miss_false_confidence"]) == (0.5, 2)  # q8 of q7, q8
+    assert value(m["near_miss_false_confidence_entailed"]) == (None, 0)  # not asked for
+    assert value(m["expired_false_confidence"]) == (0.0, 1)
+    assert value(m["not_yet_valid_false_confidence"]) == (0.0, 1)
+
+    # Every rate of 1/2 carries the Wilson interval of 1/2.
+    halves = [e for e in m.values() if e.count == 1 and e.n == 2]
+    assert len(halves) == 4
+    for e in halves:
+        assert (e.low, e.high) == pytest.approx(wilson_by_quadratic(1, 2), abs=1e-12)
+    assert (m["false_abstain"].low, m["false_abstain"].high) == pytest.approx(
+        wilson_by_quadratic(1, 4), abs=1e-12
+    )
+
+    # Top-1 cosines: every answerable question (0.28–0.53) beats the two quiet unanswerable
+    # ones (q5 0.14, q7 0.24) and loses to the four with an on-topic note (0.60–0.83): 8 / 24.
+    assert report.separation["top1_auc"].value == pytest.approx(8 / 24)
+    gaps: dict[bool, list[float]] = {True: [], False: []}
+    for r in report.rows:
+        assert r.top_score is not None and r.second_score is not None
+        gaps[r.answerable].append(r.top_score - r.second_score)
+    wins = sum((a > u) + 0.5 * (a == u) for a in gaps[True] for u in gaps[False])
+    assert report.separation["relative_gap_auc"].value == pytest.approx(wins / 24)
+
+
+def test_report_serialises_and_formats(report: EvalReport) -> None:
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["embedder"] == "hashing-512" and data["questions"] == 10
+    assert data["metrics"]["successor_accuracy"]["count"] == 1
+    assert data["rows"][1]["ok_files"] == ["rate-v2.md"]
+    assert data["calibrations"][0]["threshold"] == THRESHOLD
+
+    table = evaluation.format_table([report, report])
+    assert table.count("hashing-512") == 2
+    line = next(x for x in table.splitlines() if x.startswith("successor accuracy"))
+    assert line.split()[2:] == ["1/2", "=", "0.50", "[0.09,", "0.91]"] * 2
+
+    md = evaluation.format_markdown([report])
+    assert "| measurement | hashing-512 |" in md
+    assert "| successor accuracy | 1/2 = 0.50 [0.09–0.91] |" in md
+    assert "| dense MRR | 0.675 [" in md
+
+
+def test_strict_refusal_falls_back_to_development_and_says_so(
+    store: recall.Memory, questions: list[Question]
+) -> None:
+    # No calibration: strict refuses; development answers with every hit unverified.
+    report = evaluation.evaluate_store(store, questions, now=NOW)
+    assert report.modes == {"development": 10}
+    assert any("CALIBRATION_MISSING" in note for note in report.notes)
+    assert all(r.abstained for r in report.rows)
+    assert report.metrics["false_abstain"].value == 1.0
+    assert report.calibrations[0]["threshold"] is None
+
+
+def test_judged_near_misses(
+    tmp_path: Path, questions: list[Question], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_corpus(tmp_path / "notes", NOTES)
+    # A judge that entails nothing demotes q8's ok hit: no near miss passes it.
+    build_judge(tmp_path / "judge", ["staff", "park", "north"], entailing=[])
+    with recall.open(tmp_path / "j.db", embedder="hashing-512", judge=tmp_path / "judge") as mem:
+        mem.index(tmp_path / "notes", now=INDEXED)
+        certify(mem)
+        report = evaluation.evaluate_store(mem, questions, now=NOW, entail=True)
+    assert report.metrics["near_miss_false_confidence"].value == 0.5
+    judged = report.metrics["near_miss_false_confidence_entailed"]
+    assert (judged.value, judged.n) == (0.0, 2)
+
+    monkeypatch.delenv("RECALL_JUDGE", raising=False)
+    with recall.open(tmp_path / "j.db") as mem:
+        report = evaluation.evaluate_store(mem, questions, now=NOW, entail=True)
+    assert report.metrics["near_miss_false_confidence_entailed"].n == 0
+    assert any(n.startswith("near misses were not judged") for n in report.notes)
+
+
+def test_unknown_categories_are_counted_not_measured(store: recall.Memory, tmp_path: Path) -> None:
+    certify(store)
+    path = write_questions(
+        tmp_path / "own.jsonl",
+        [
+            {"query": "which message queue carries the nightly exports?", "answerable": True},
+            {"query": "E4410", "answerable": True, "category": "codes", "relevant": ["e4410.md"]},
+        ],
+    )
+    report = evaluation.evaluate_store(store, load_questions(path), now=NOW)
+    assert report.categories == {"other": 1, "codes": 1}
+    assert report.metrics["identifier_accuracy"].n == 0
+    assert report.metrics["false_abstain"].value == 0.0
+    assert report.retrieval["hybrid"]["mrr"].value == 1.0
+    assert report.notes == ["categories without their own measurement: codes, other"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        ('["a list"]', "expected a JSON object"),
+        ('{"answerable": true}', "'query' must be a non-empty string"),
+        ('{"query": "  ", "answerable": true}', "'query' must be a non-empty string"),
+        ('{"query": "q", "answerable": "yes"}', "'answerable' must be true or false"),
+        ('{"query": "q", "answerable": true, "category": 3}', "'category' must be"),
+        ('{"query": "q", "answerable": true, "relevant": "a.md"}', "'relevant' must be a list"),
+        ('{"query": "q", "answerable": true, "relevant": [""]}', "'relevant' must be a list"),
+        ('{"query": "q", "answerable": true, "successor": 1}', "'successor' must be"),
+        ('{"query": "q", "answerable": true, "expect": ""}', "'expect' must be"),
+    ],
+)
+def test_malformed_question_lines_name_the_file_and_line(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"query": "fine", "answerable": false}\n\n# a comment\n' + line + "\n", encoding="utf-8"
+    )
+    with pytest.raises(recall.UsageError) as info:
+        load_questions(path)
+    assert f"{path} line 4" in str(info.value) and message in str(info.value)
+
+
+def test_question_files_that_cannot_be_used(tmp_path: Path) -> None:
+    with pytest.raises(recall.UsageError, match="cannot read"):
+        load_questions(tmp_path / "missing.jsonl")
+    (tmp_path / "empty.jsonl").write_text("\n# only a comment\n", encoding="utf-8")
+    with pytest.raises(recall.UsageError, match="holds no questions"):
+        load_questions(tmp_path / "empty.jsonl")
+    (tmp_path / "ok.jsonl").write_text(
+        '{"query": "q", "answerable": true, "relevant": ["./a/b.md", "c\\\\d.md"], "note": 1}\n',
+        encoding="utf-8",
+    )
+    (q,) = load_questions(tmp_path / "ok.jsonl")
+    assert (q.category, q.relevant, q.line) == ("other", ("a/b.md", "c/d.md"), 1)
+
+
+def test_cross_fitting_scores_each_question_with_the_other_half(tmp_path: Path) -> None:
+    root = tmp_path / "set"
+    write_corpus(root / "notes", NOTES)
+    write_questions(root / "questions.jsonl", QUESTIONS)
+    (root / "meta.json").write_text(
+        json.dumps({"now": "2026-06-01", "touched": TOUCHED}), encoding="utf-8"
+    )
+    (report,) = evaluation.evaluate_shipped(
+        ["hashing-512"], tmp_path / "work", evalset=root, fit_categories=None
+    )
+    assert report.cross_fitted and report.questions == 10
+    assert [r.fold for r in report.rows] == [2, 1] * 5, "even positions are scored by fold 2"
+    assert [c["fold"] for c in report.calibrations] == [1, 2]
+    assert all(c["n_answerable"] + c["n_unanswerable"] == 5 for c in report.calibrations)
+    assert report.now.startswith("2026-06-01T00:00:00")
+    assert (tmp_path / "work" / "recall-eval-hashing-512.db").exists()
+    # Uncertified folds (5 questions each): strict refuses, development answers, and says so.
+    assert report.modes == {"development": 10}
+    assert sum("CALIBRATION_UNCERTIFIED" in n for n in report.notes) == 2
+
+    (limited,) = evaluation.evaluate_shipped(
+        ["hashing-512"], evalset=root, fit_categories={"paraphrase", "supersession", "far_gap"}
+    )
+    assert [c["n_answerable"] + c["n_unanswerable"] for c in limited.calibrations] == [3, 2]
+    assert "calibrated on the categories far_gap, paraphrase, supersession" in limited.notes
+
+    write_questions(
+        root / "questions.jsonl", [*QUESTIONS[:3], {**QUESTIONS[3], "relevant": ["ghost.md"]}]
+    )
+    (ghostly,) = evaluation.evaluate_shipped(["hashing-512"], evalset=root)
+    assert "questions name notes that were not indexed: ghost.md" in ghostly.notes
+
+    (root / "meta.json").unlink()
+    with pytest.raises(recall.UsageError, match="meta.json is missing"):
+        evaluation.evaluate_shipped(["hashing-512"], evalset=root)
+
+
+@pytest.mark.skipif(
+    not (evaluation.EVALSET_DIR / "meta.json").exists(), reason="the shipped set is not there"
+)
+@pytest.mark.parametrize("embedder", ["hashing-512", "minilm-l6"])
+def test_shipped_set(embedder: str) -> None:
+    (report,) = evaluation.evaluate_shipped([embedder])
+    assert report.embedder == embedder
+    assert report.questions >= 50 and report.cross_fitted
+    estimates = [
+        *(e for leg in report.retrieval.values() for e in leg.values()),
+        *(e for key, e in report.metrics.items() if key != "near_miss_false_confidence_entailed"),
+        *report.separation.values(),
+    ]
+    for e in estimates:
+        assert e.n > 0 and e.value is not None and math.isfinite(e.value)
+        assert e.low is not None and e.high is not None and 0.0 <= e.low <= e.value <= e.high
+    # SPEC §9: declared supersession never hands a stale note back as a trusted answer.
+    assert report.metrics["superseded_trust_declared"].value == 0.0
+    assert "superseded trust: declared" in evaluation.format_table([report])
+
+
+def test_cli_eval_on_a_users_store_and_on_the_shipped_set(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from recall.cli import app
+
+    write_corpus(tmp_path / "notes", NOTES)
+    questions = write_questions(tmp_path / "questions.jsonl", QUESTIONS)
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-512") as mem:
+        mem.index(tmp_path / "notes", now=dt.datetime(2026, 5, 1))
+        mem.calibrate(
+            [{"query": q["query"], "answerable": q["answerable"]} for q in QUESTIONS], now=None
+        )
+        direct = mem.evaluate(questions, now=dt.datetime(2026, 6, 1))
+    runner = CliRunner()
+    report = tmp_path / "eval.md"
+    res = runner.invoke(
+        app,
+        ["eval", str(questions), "--db", str(db), "--as-of", "2026-06-01", "--json",
+         "--report", str(report)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (data,) = json.loads(res.stdout)
+    assert data["questions"] == len(QUESTIONS) and not data["cross_fitted"]
+    assert data["metrics"] == direct.to_dict()["metrics"], "the CLI runs Memory.evaluate"
+    assert report.read_text(encoding="utf-8").startswith("# recall eval")
+
+    res = runner.invoke(app, ["eval", "--embedder", "hashing-512"])
+    assert res.exit_code == 0, res.output
+    assert "superseded trust: declared" in res.stdout and "hashing-512" in res.stdout
+    missing = runner.invoke(app, ["eval", str(questions), "--db", str(tmp_path / "none.db")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
