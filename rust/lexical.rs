@@ -15,13 +15,16 @@ use std::sync::{Arc, Mutex};
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
 use tantivy::directory::{FileHandle, RamDirectory, WatchCallback, WatchHandle, WritePtr};
-use tantivy::query::QueryParser;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
 };
 use tantivy::{doc, Directory, Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 
 use crate::errors::{CoreError, Result};
+
+/// Distinct words of a query that are searched; the rest of a very long query is ignored.
+const MAX_QUERY_TERMS: usize = 64;
 
 /// Memory budget of the single indexing thread (Tantivy's minimum is 15 MB per thread).
 const WRITER_BUDGET: usize = 50_000_000;
@@ -253,16 +256,31 @@ impl LexicalIndex {
             .collect()
     }
 
-    /// BM25 top `k` chunk ids for a free-text query (lenient: never a syntax error).
+    /// BM25 top `k` chunk ids for a free-text query. The user's text is never query syntax
+    /// (SPEC §11): it is analysed into words, and the query is the OR of those words over the
+    /// text field, so `chunk:3`, quotes, `AND`, `*` or `-x` are searched as words or not at all
+    /// and never reach another field or raise.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<(i64, f32)>> {
-        if k == 0 || query.trim().is_empty() {
+        let mut terms = self.terms(query);
+        terms.truncate(MAX_QUERY_TERMS);
+        if k == 0 || terms.is_empty() {
             return Ok(Vec::new());
         }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.body, t);
+                let q: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                (Occur::Should, q)
+            })
+            .collect();
         let searcher = self.reader.searcher();
-        let parser = QueryParser::for_index(&self.index, vec![self.body]);
-        let (parsed, _errors) = parser.parse_query_lenient(query);
         let top = searcher
-            .search(&parsed, &TopDocs::with_limit(k).order_by_score())
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(k).order_by_score(),
+            )
             .map_err(tantivy_err)?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
@@ -330,5 +348,11 @@ mod tests {
             let _ = idx.search(q, 3).unwrap();
         }
         assert_eq!(idx.search("PROJ-4312", 3).unwrap()[0].0, 7);
+        // Syntax is words: a field name finds nothing by itself, `chunk:7` does not address
+        // the internal chunk field, and operators are ignored words.
+        assert!(idx.search("chunk:7", 3).unwrap().is_empty());
+        assert_eq!(idx.search("quotas:* AND -ticket", 3).unwrap()[0].0, 7);
+        assert_eq!(idx.search(&"quotas ".repeat(3000), 3).unwrap()[0].0, 7);
+        assert!(idx.search("!!! ?? 🙂", 3).unwrap().is_empty());
     }
 }

@@ -371,6 +371,17 @@ impl Store {
             .map_err(|e| self.busy(e))?;
         self.in_write = true;
         let bound = (|| -> Result<()> {
+            // SPEC §11: a write starts from the committed lexical state of the generation it
+            // writes on top of. Another handle or process may have committed since this one
+            // loaded its index; under the write lock the generation can no longer move.
+            let committed = self.generation()?;
+            if self
+                .lexical
+                .as_ref()
+                .is_some_and(|l| l.generation != committed)
+            {
+                self.lexical = None;
+            }
             match self.embedder()? {
                 Some(stored)
                     if stored.name != embedder.name
@@ -592,6 +603,10 @@ impl Store {
         let generation = previous + 1;
         self.set_meta("generation", &generation.to_string())?;
         self.set_meta("last_run_at", now)?;
+        // SPEC §5.4 freshness, kept here so that a search reads two meta rows, not the table.
+        let (documents, newest) = self.document_summary()?;
+        self.set_meta("documents", &documents.to_string())?;
+        self.set_meta("newest_indexed_at", newest.as_deref().unwrap_or(""))?;
         // SPEC §1: the lexical index moves with the chunks, in this transaction.
         let lexical_current = self
             .meta("lexical_generation")?
@@ -767,6 +782,23 @@ impl Store {
             return Ok(false);
         }
         self.cache = None;
+        // SPEC §1: one read transaction, so documents, edges and vectors are one generation's
+        // snapshot even while another process commits.
+        let own = !self.in_write;
+        if own {
+            self.conn.execute_batch("BEGIN")?;
+        }
+        let loaded = self.load_cache();
+        if own {
+            // Read-only: ending it cannot lose anything.
+            let _ = self.conn.execute_batch("COMMIT");
+        }
+        self.cache = Some(loaded?);
+        Ok(true)
+    }
+
+    fn load_cache(&self) -> Result<SearchCache> {
+        let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
         let mut doc_ids = Vec::new();
         let mut nodes = Vec::new();
@@ -840,7 +872,7 @@ impl Store {
                 row_doc.push(d);
             })?;
         }
-        self.cache = Some(SearchCache {
+        Ok(SearchCache {
             generation,
             dense,
             chunk_row: row_chunk
@@ -856,8 +888,7 @@ impl Store {
             windows,
             locations,
             edge_raw,
-        });
-        Ok(true)
+        })
     }
 
     /// Visit every stored vector as (chunk id, document id, `dim` float32 bytes) in chunk-id
@@ -941,16 +972,26 @@ impl Store {
     /// What every search needs to know about the store, without the full `stats` scan:
     /// (documents, newest `indexed_at`, last run, chunk churn).
     pub fn freshness(&self) -> Result<(i64, Option<String>, Option<String>, i64)> {
-        let (documents, newest) =
-            self.conn
-                .query_row("SELECT count(*), max(indexed_at) FROM documents", [], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?;
+        // Kept in `meta` by every commit; a store last written before that counts once.
+        let documents = self.meta("documents")?.and_then(|d| d.parse::<i64>().ok());
+        let (documents, newest) = match documents {
+            Some(n) => (n, self.meta("newest_indexed_at")?.filter(|t| !t.is_empty())),
+            None => self.document_summary()?,
+        };
         let churn = self
             .meta("chunk_churn")?
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
         Ok((documents, newest, self.meta("last_run_at")?, churn))
+    }
+
+    /// (documents, newest indexed_at): a scan of the documents table.
+    fn document_summary(&self) -> Result<(i64, Option<String>)> {
+        Ok(self
+            .conn
+            .query_row("SELECT count(*), max(indexed_at) FROM documents", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?)
     }
 
     pub fn stats(&self) -> Result<Stats> {

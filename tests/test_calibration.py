@@ -251,6 +251,10 @@ def test_cli_calibrate_plot_export_import_and_refusal_codes(tmp_path: Path) -> N
     export = tmp_path / "cal.json"
     assert runner.invoke(app, ["calibrate", "--export", str(export), "--db", db]).exit_code == 0
     record = json.loads(export.read_text())
+    nowhere = tmp_path / "missing" / "cal.json"
+    res = runner.invoke(app, ["calibrate", "--export", str(nowhere), "--db", db])
+    assert res.exit_code == 2 and "cannot write" in res.output
+    assert "Traceback" not in res.output and not nowhere.exists()
     # CALIBRATION_UNCERTIFIED: the same record marked uncertified.
     record["certified"] = False
     uncertified = tmp_path / "uncertified.json"

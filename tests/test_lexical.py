@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -166,3 +167,37 @@ def test_missing_lexical_files_are_rebuilt_from_the_chunks(tmp_path: Path) -> No
     con.close()
     assert files > 0
     assert _results(db, QUERIES) == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "chunk:3",
+        'title:foo AND (bar OR "baz',
+        "*",
+        "-x",
+        "NOT",
+        "quota " * 2000,
+        "?!.,;:()[]{}",
+        "🙂🚀",
+        "E-4429 OR chunk:1 AND NOT title:*",
+    ],
+)
+def test_the_users_text_is_never_query_syntax(tmp_path: Path, corpus: Path, query: str) -> None:
+    _off_topic(corpus, n=20)
+    with recall.open(tmp_path / "m.db", embedder=OpaqueEmbedder()) as mem:
+        mem.index(corpus)
+        res = mem.search(query, now=NOW, mode="development")
+    lexical = [h for h in res.hits if h.retrieval and h.retrieval.lexical_rank]
+    # Searched as words: every lexical hit holds one of the query's words (`chunk:3` finds
+    # the note that says "3", never chunk 3 through the internal field); syntax alone finds
+    # nothing, and the dense leg still answers.
+    words = {w for w in re.findall(r"[a-z0-9]+", query.lower())} - {"and", "or", "not"}
+    for h in lexical:
+        held = set(re.findall(r"[a-z0-9]+", f"{h.title} {h.text}".lower()))
+        assert words & {w.rstrip("s") for w in held} | words & held, (query, h.provenance.file)
+    if not words:
+        assert lexical == []
+    if "quota" in words:
+        assert lexical[0].provenance.file == "quota.md"
+    assert res.hits

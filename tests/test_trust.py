@@ -271,6 +271,15 @@ def test_successor_takes_the_place_of_the_stale_hit(judge: Judge) -> None:
     assert hits[0][2] == hits[2][2] > hits[1][2]
 
 
+def test_promotion_happens_exactly_at_the_threshold(judge: Judge) -> None:
+    # SPEC §5.3: "a promotion happens at score >= threshold" (T = 0.5 is exact in binary32).
+    docs = [doc("old.md"), doc("new.md")]
+    at = call(judge, docs, [edge(1, "old.md")], [(0, T), (1, 0.3125)])
+    assert [(h[0], h[1], h[4]) for h in at] == [(1, "ok", True), (0, "superseded", False)]
+    below = call(judge, docs, [edge(1, "old.md")], [(0, 0.4999999), (1, 0.3125)])
+    assert not any(h[4] for h in below)
+
+
 def test_stale_memo_below_threshold_promotes_nothing(judge: Judge) -> None:
     docs = [doc("old.md"), doc("new.md")]
     hits = call(judge, docs, [edge(1, "old.md")], [(0, 0.4375), (1, 0.3125)], {1: 0.3125})

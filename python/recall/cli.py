@@ -456,7 +456,14 @@ def calibrate(
                     typer.echo(f"imported calibration {record.id} (threshold {record.threshold})")
                 return
             if export_file is not None:
-                export_file.write_text(json.dumps(mem.export_calibration(), indent=2) + "\n")
+                exported = json.dumps(mem.export_calibration(), indent=2) + "\n"
+                try:
+                    export_file.write_text(exported, encoding="utf-8")
+                except OSError as err:
+                    _fail(
+                        f"recall calibrate: cannot write {export_file}: {err.strerror or err}; "
+                        "check that its folder exists and is writable"
+                    )
                 typer.echo(f"wrote {export_file}", err=as_json)
                 return
             assert queries is not None
