@@ -32,7 +32,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,9 @@ from typing import Any
 import numpy as np
 import onnxruntime
 import tokenizers
+
+# benches/ is on sys.path when a script runs.
+from machine import cpu_model  # noqa: E402
 
 import recall
 from recall.chunking import chunk
@@ -94,17 +96,9 @@ def log(*parts: Any) -> None:
 
 
 def machine() -> str:
-    model = ""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return (
-        f"{platform.machine()}, {model or 'unknown CPU'}, {os.cpu_count()} cores "
+        f"{platform.machine()}, {model}, {os.cpu_count()} cores "
         f"(onnxruntime intra-op threads {cores()}), Python {platform.python_version()}, "
         f"numpy {np.__version__}, onnxruntime {onnxruntime.__version__}, "
         f"tokenizers {tokenizers.__version__}"

@@ -28,7 +28,6 @@ import platform  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -52,6 +51,7 @@ KNN_SQL = f"SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AN
 
 # The same vocabulary as the indexing benchmark (benches/ is on sys.path when run as a script).
 from index_throughput import WORDS  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 
 class RandomEmbedder:
@@ -70,17 +70,9 @@ class RandomEmbedder:
 
 
 def machine() -> str:
-    model = ""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = cpu_model()
     return (
-        f"{platform.machine()}, {model or 'unknown CPU'}, {os.cpu_count()} cores, "
+        f"{platform.machine()}, {model}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, numpy {np.__version__}, "
         f"sqlite-vec {getattr(sqlite_vec, '__version__', '?')}, SQLite {apsw.sqlite_lib_version()}"
     )

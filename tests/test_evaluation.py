@@ -21,6 +21,7 @@ from recall.evaluation import EvalReport, Question, load_questions
 
 from .conftest import write_corpus
 from .onnx_models import build_judge
+from .test_search import certified
 
 INDEXED = dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc)
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
@@ -130,16 +131,7 @@ def write_questions(path: Path, questions: list[dict[str, Any]]) -> Path:
 
 
 def certify(mem: recall.Memory, threshold: float = THRESHOLD) -> None:
-    mem.import_calibration(
-        {
-            "id": "hand",
-            "embedder": mem.embedder.name,
-            "fingerprint": mem.embedder.fingerprint,
-            "threshold": threshold,
-            "scale": 0.05,
-            "certified": True,
-        }
-    )
+    certified(mem, threshold)
 
 
 @pytest.fixture
