@@ -377,6 +377,18 @@ mod tests {
         (Graph::build(nodes, &edges), windows)
     }
 
+    /// v2 supersedes v1; `other` is unrelated.
+    fn versions() -> (Graph, Vec<Window>) {
+        setup(
+            &[
+                ("v1.md", None, None),
+                ("v2.md", None, None),
+                ("other.md", None, None),
+            ],
+            &[(1, "v1")],
+        )
+    }
+
     fn cand(doc: usize, score: f32) -> Candidate {
         Candidate::dense(doc, doc as i64, score)
     }
@@ -451,14 +463,7 @@ mod tests {
 
     #[test]
     fn promotion_fetch_and_order() {
-        let (g, w) = setup(
-            &[
-                ("v1.md", None, None),
-                ("v2.md", None, None),
-                ("other.md", None, None),
-            ],
-            &[(1, "v1")],
-        );
+        let (g, w) = versions();
         let p = policy("2026-01-01", 0.5);
         // v2 retrieved but below threshold: promoted, and listed first.
         let out = judge(
@@ -490,14 +495,7 @@ mod tests {
 
     #[test]
     fn successor_takes_the_stale_hits_place_and_confidence() {
-        let (g, w) = setup(
-            &[
-                ("v1.md", None, None),
-                ("v2.md", None, None),
-                ("other.md", None, None),
-            ],
-            &[(1, "v1")],
-        );
+        let (g, w) = versions();
         let p = policy("2026-01-01", 0.5);
         // v1 (0.8) outranks an unrelated ok hit (0.6), which outranks v2 (0.3).
         let out = judge(

@@ -33,6 +33,7 @@ __all__ = [
     "fit",
     "fit_evidence",
     "hanley_mcneil",
+    "labelled_item",
     "load_labelled",
     "load_queries",
     "load_record",
@@ -378,16 +379,19 @@ def fit_evidence(evidence: Sequence[Evidence]) -> tuple[Fit, tuple[float, float]
     return best[1], best[2]
 
 
-def _labelled(item: object, where: str) -> tuple[str, bool, tuple[str, ...]]:
+def labelled_item(item: object, where: str) -> tuple[str, bool, tuple[str, ...]]:
+    """One labelled question (SPEC §7): query, answerable, relevant files; errors say `where`."""
     if not isinstance(item, dict):
-        raise UsageError(f"{where}: expected an object with 'query' and 'answerable'")
+        raise UsageError(f"{where}: expected a JSON object with 'query' and 'answerable'")
     query, answerable = item.get("query"), item.get("answerable")
     if not isinstance(query, str) or not query.strip():
         raise UsageError(f"{where}: 'query' must be a non-empty string")
     if not isinstance(answerable, bool):
         raise UsageError(f"{where}: 'answerable' must be true or false")
     relevant = item.get("relevant", [])
-    if not isinstance(relevant, list) or not all(isinstance(r, str) for r in relevant):
+    if not isinstance(relevant, list) or not all(
+        isinstance(r, str) and r.strip() for r in relevant
+    ):
         raise UsageError(f"{where}: 'relevant' must be a list of file paths")
     return query, answerable, tuple(relevant)
 
@@ -414,7 +418,7 @@ def load_labelled(source: str | os.PathLike[str]) -> list[tuple[str, bool, tuple
         items = whole.get("queries") if isinstance(whole, dict) else whole
         if not isinstance(items, list):
             raise UsageError(f"recall calibrate: {path}: 'queries' must be a list")
-        return [_labelled(item, f"{path} item {i + 1}") for i, item in enumerate(items)]
+        return [labelled_item(item, f"{path} item {i + 1}") for i, item in enumerate(items)]
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -423,7 +427,7 @@ def load_labelled(source: str | os.PathLike[str]) -> list[tuple[str, bool, tuple
             item = json.loads(line)
         except ValueError as err:
             raise UsageError(f"recall calibrate: {path} line {n} is not valid JSON: {err}") from err
-        out.append(_labelled(item, f"{path} line {n}"))
+        out.append(labelled_item(item, f"{path} line {n}"))
     return out
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from recall.api import Memory
-from recall.calibration import DEFAULT_THRESHOLD, auc, hanley_mcneil
+from recall.calibration import DEFAULT_THRESHOLD, auc, hanley_mcneil, labelled_item
 from recall.errors import JudgeError, TrustRefusal, UsageError
 from recall.instants import format_instant, parse_stored, utc
 from recall.results import Hit, Result
@@ -129,21 +129,11 @@ def _note_path(value: str) -> str:
 
 
 def _question(item: object, where: str, line: int) -> Question:
-    if not isinstance(item, dict):
-        raise UsageError(f"{where}: expected a JSON object with 'query' and 'answerable'")
-    query, answerable = item.get("query"), item.get("answerable")
-    if not isinstance(query, str) or not query.strip():
-        raise UsageError(f"{where}: 'query' must be a non-empty string")
-    if not isinstance(answerable, bool):
-        raise UsageError(f"{where}: 'answerable' must be true or false")
+    query, answerable, relevant = labelled_item(item, where)
+    assert isinstance(item, dict)  # checked by labelled_item
     category = item.get("category", "other")
     if not isinstance(category, str) or not category.strip():
         raise UsageError(f"{where}: 'category' must be a non-empty string")
-    relevant = item.get("relevant", [])
-    if not isinstance(relevant, list) or not all(
-        isinstance(p, str) and p.strip() for p in relevant
-    ):
-        raise UsageError(f"{where}: 'relevant' must be a list of note paths")
     optional: dict[str, str | None] = {}
     for key in ("expect", "successor", "stale"):
         value = item.get(key)
