@@ -1,101 +1,188 @@
 //! The dense leg (SPEC §4): cosine over every chunk vector, held in one contiguous buffer.
 //!
 //! Owns: the in-memory matrix and top-k selection. Vectors are L2-normalised, so the dot product
-//! is the cosine. Large indexes scan int8 codes first (a quarter of the memory traffic) and
-//! rescore an oversampled shortlist exactly in f32, so every returned score is exact (SPEC §4
-//! allows this while recall@10 against the exact scan stays ≥ 0.99; benches/search_latency.py
-//! measures it). Does not own: loading the vectors (store.rs) or what a score means (trust.rs).
+//! is the cosine. Large indexes are scanned through short codes first: per row a sign mask and
+//! two magnitude bit planes (levels 0–3 of the row's own quantum), 3 bits per dimension, about
+//! a tenth of the f32 bytes. A hashed row (equal magnitudes, their collisions at twice or three
+//! times that, the rest zero) is coded exactly. The query is cut into four magnitude bit
+//! planes (one for a hashed query), so the estimate is a few AND + popcount per 64 dimensions.
+//! An oversampled shortlist is then rescored exactly in f32: every returned score is exact
+//! (SPEC §4 allows the first pass while recall@10 against the exact scan stays ≥ 0.99;
+//! benches/search_latency.py measures it). Does not own: loading the vectors (store/) or what a
+//! score means (trust.rs).
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
-/// Below this many rows the exact scan is already cheap: no quantised pass.
+/// Below this many rows the exact scan is already cheap: no first pass.
 const QUANTISE_FROM: usize = 4096;
-/// Shortlist of the int8 pass: this many times the requested k, at least `SHORTLIST_MIN`.
-const OVERSAMPLE: usize = 8;
-const SHORTLIST_MIN: usize = 128;
+/// Shortlist of the code pass: this many times the requested k, at least `SHORTLIST_MIN`, and
+/// for a query of several planes (a model's query: its estimate is noisier than a hashed one's)
+/// at least one row in `NOISY_SHARE`.
+const OVERSAMPLE: usize = 16;
+const SHORTLIST_MIN: usize = 256;
+const NOISY_SHARE: usize = 100;
+/// A component is coded as zero when its magnitude is below this share of the row's mean
+/// magnitude; the others set the row's quantum.
+const ZERO_BAND: f32 = 0.6;
+/// Bit planes of the query's magnitudes (levels 0..=15).
+const PLANES: usize = 4;
+/// How far ahead of the row being scored the code pass asks for memory.
+const PREFETCH_ROWS: usize = 16;
+/// Masks per row: sign, magnitude bit 0, magnitude bit 1.
+const MASKS: usize = 3;
 
-/// Row-major `len × dim` float32 matrix, with per-row int8 codes for the first pass.
+/// Row-major `len × dim` float32 matrix, with per-row codes for the first pass.
 #[derive(Debug, Clone, Default)]
 pub struct DenseIndex {
     dim: usize,
     data: Vec<f32>,
-    codes: Vec<i8>,
-    scales: Vec<f32>,
+    /// Per row: `words` sign masks (set = negative), then `words` of magnitude bit 0, then
+    /// `words` of magnitude bit 1.
+    codes: Vec<u64>,
+    /// Per row: its quantum (`x ≈ unit × ±level`).
+    units: Vec<f32>,
 }
 
-/// Symmetric per-vector int8 quantisation: `x ≈ code * scale`, `scale = max|x| / 127`.
-fn quantise(row: &[f32], out: &mut Vec<i8>) -> f32 {
-    let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
-    out.extend(
-        row.iter()
-            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-    );
-    scale
+fn words_for(dim: usize) -> usize {
+    dim.div_ceil(64)
 }
 
+/// Append the code of `row` to `out`; returns the row's unit.
+fn encode(row: &[f32], out: &mut Vec<u64>) -> f32 {
+    let start = out.len();
+    out.resize(start + MASKS * words_for(row.len()), 0);
+    encode_into(row, &mut out[start..])
+}
+
+/// Write the code of `row` into `masks` (zeroed, `MASKS × words`); returns the row's unit.
+/// Components above the zero band set a first quantum (their mean magnitude), each gets the
+/// nearest level 0–3 of it, and the unit is then the least-squares scale of those levels,
+/// exact for a hashed row.
+fn encode_into(row: &[f32], masks: &mut [u64]) -> f32 {
+    // Branch-free passes with eight accumulators each: this runs for every row when a store is
+    // opened, and a single float accumulator would serialise on the add latency.
+    let words = words_for(row.len());
+    let mean = lane_sum(row, f32::abs) / row.len().max(1) as f32;
+    let band = (mean * ZERO_BAND).max(f32::MIN_POSITIVE);
+    let above = |x: f32| if x.abs() > band { x.abs() } else { 0.0 };
+    let count = row.iter().filter(|x| x.abs() > band).count();
+    if count == 0 {
+        return 0.0;
+    }
+    let inverse = count as f32 / lane_sum(row, above);
+    // Round half up by truncation (a ≥ 0); components in the band are level 0.
+    let level = |x: f32| ((above(x) * inverse + 0.5) as u32).min(3);
+    let (mut xl, mut ll) = ([0.0f32; 8], 0u32);
+    for (w, part) in row.chunks(64).enumerate() {
+        let (mut sign, mut low, mut high) = (0u64, 0u64, 0u64);
+        for (j, &x) in part.iter().enumerate() {
+            let l = level(x);
+            // A sign bit without a magnitude bit is never read.
+            sign |= u64::from(x < 0.0) << j;
+            low |= u64::from(l & 1) << j;
+            high |= u64::from(l >> 1) << j;
+            xl[j % 8] += x.abs() * l as f32;
+            ll += l * l;
+        }
+        masks[w] = sign;
+        masks[words + w] = low;
+        masks[2 * words + w] = high;
+    }
+    if ll > 0 {
+        xl.iter().sum::<f32>() / ll as f32
+    } else {
+        0.0
+    }
+}
+
+/// Σ f(x) over `row` in eight lanes.
 #[inline(always)]
-fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
-    // i16 products summed in i32 lanes: the shape LLVM turns into pmaddwd.
-    let mut acc = [0i32; 16];
-    let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
-    let tail: i32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..16 {
-            acc[i] += i32::from(i16::from(x[i]) * i16::from(y[i]));
+fn lane_sum(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = row.chunks_exact(8);
+    let tail: f32 = chunks.remainder().iter().map(|&x| f(x)).sum();
+    for c in chunks {
+        for i in 0..8 {
+            acc[i] += f(c[i]);
         }
     }
-    acc.iter().sum::<i32>() + tail
+    acc.iter().sum::<f32>() + tail
 }
 
-/// AVX2 int8 dot product. Codes lie in [-127, 127], so `maddubs(|a|, sign(b, a))` never
-/// saturates (2 × 127 × 127 < 2^15): the classic sign trick for a signed × signed product.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
-    use std::arch::x86_64::*;
-    let n = a.len().min(b.len());
-    let blocks = n / 32;
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = _mm256_setzero_si256();
-    for i in 0..blocks {
-        // SAFETY: i * 32 + 32 <= n, within both slices; unaligned loads.
-        let va = _mm256_loadu_si256(a.as_ptr().add(i * 32) as *const __m256i);
-        let vb = _mm256_loadu_si256(b.as_ptr().add(i * 32) as *const __m256i);
-        let pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(va, va), _mm256_sign_epi8(vb, va));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
-    }
-    let lo = _mm256_castsi256_si128(acc);
-    let hi = _mm256_extracti128_si256(acc, 1);
-    let sum4 = _mm_add_epi32(lo, hi);
-    let sum2 = _mm_add_epi32(sum4, _mm_shuffle_epi32(sum4, 0b01_00_11_10));
-    let sum1 = _mm_add_epi32(sum2, _mm_shuffle_epi32(sum2, 0b10_11_00_01));
-    let tail: i32 = a[blocks * 32..n]
-        .iter()
-        .zip(&b[blocks * 32..n])
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    _mm_cvtsi128_si32(sum1) + tail
+/// The query as bit planes: `levels[j]` holds the components whose magnitude level has bit j
+/// set, `sign` the negative components. Each mask is padded to a multiple of 8 words for
+/// whole-register loads.
+struct QueryPlanes {
+    words: usize,
+    padded: usize,
+    planes: usize,
+    /// `planes × padded` words.
+    levels: Vec<u64>,
+    sign: Vec<u64>,
 }
 
-/// Integer dot product of two int8 codes, with AVX2 code generation when the CPU has it.
-#[inline]
-pub fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the feature was detected at runtime just above.
-            return unsafe { dot_i8_avx2(a, b) };
+impl QueryPlanes {
+    fn new(query: &[f32]) -> QueryPlanes {
+        let words = words_for(query.len());
+        let padded = words.div_ceil(8) * 8;
+        let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+        let top = ((1 << PLANES) - 1) as f32;
+        let step = if max > 0.0 { max / top } else { 1.0 };
+        let level: Vec<u32> = query
+            .iter()
+            .map(|x| (x.abs() / step).round().min(top) as u32)
+            .collect();
+        // A query whose non-zero magnitudes are all one level (a hashed query) needs one plane.
+        let planes = if level.iter().all(|&l| l == 0 || l == top as u32) {
+            1
+        } else {
+            PLANES
+        };
+        let mut levels = vec![0u64; planes * padded];
+        let mut sign = vec![0u64; padded];
+        for (i, (&x, &l)) in query.iter().zip(&level).enumerate() {
+            let (w, bit) = (i / 64, 1u64 << (i % 64));
+            let l = if planes == 1 { u32::from(l > 0) } else { l };
+            for j in 0..planes {
+                if l >> j & 1 == 1 {
+                    levels[j * padded + w] |= bit;
+                }
+            }
+            if x < 0.0 {
+                sign[w] |= bit;
+            }
+        }
+        QueryPlanes {
+            words,
+            padded,
+            planes,
+            levels,
+            sign,
         }
     }
-    dot_i8_portable(a, b)
+
+    /// Σ_i qlevel_i · level_i · (±1) of one row's code (`MASKS × words` masks).
+    #[inline(always)]
+    fn dot_portable(&self, code: &[u64]) -> i64 {
+        let w = self.words;
+        let (sign, m0, m1) = (&code[..w], &code[w..2 * w], &code[2 * w..3 * w]);
+        let mut total = 0i64;
+        for j in 0..self.planes {
+            let plane = &self.levels[j * self.padded..j * self.padded + w];
+            for (b, mags) in [(0, m0), (1, m1)] {
+                let mut agree = 0u32;
+                let mut differ = 0u32;
+                for i in 0..w {
+                    let both = plane[i] & mags[i];
+                    let flip = self.sign[i] ^ sign[i];
+                    agree += (both & !flip).count_ones();
+                    differ += (both & flip).count_ones();
+                }
+                total += (i64::from(agree) - i64::from(differ)) << (j + b);
+            }
+        }
+        total
+    }
 }
 
 #[inline]
@@ -136,25 +223,6 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     dot_portable(a, b)
 }
 
-/// A (score, row) pair ordered so that the heap's top is the weakest kept candidate: lower
-/// score first, and for equal scores the later row (earlier rows win ties).
-#[derive(PartialEq)]
-struct Weakest(f32, usize);
-
-impl Eq for Weakest {}
-
-impl PartialOrd for Weakest {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Weakest {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other.0.total_cmp(&self.0).then(self.1.cmp(&other.1))
-    }
-}
-
 impl DenseIndex {
     pub fn new(dim: usize) -> DenseIndex {
         DenseIndex {
@@ -175,6 +243,43 @@ impl DenseIndex {
         self.data.is_empty()
     }
 
+    /// An index over `data` (row-major, a whole number of `dim`-float rows), its rows coded on
+    /// all cores: this runs once per store generation, for every row.
+    pub fn from_data(dim: usize, data: Vec<f32>) -> DenseIndex {
+        assert!(
+            dim > 0 && data.len().is_multiple_of(dim),
+            "data must hold whole rows"
+        );
+        let rows = data.len() / dim;
+        let stride = MASKS * words_for(dim);
+        let mut codes = vec![0u64; rows * stride];
+        let mut units = vec![0.0f32; rows];
+        let per = rows.div_ceil(cores()).max(4096);
+        std::thread::scope(|scope| {
+            for ((data, codes), units) in data
+                .chunks(per * dim)
+                .zip(codes.chunks_mut(per * stride))
+                .zip(units.chunks_mut(per))
+            {
+                scope.spawn(move || {
+                    for ((row, masks), unit) in data
+                        .chunks_exact(dim)
+                        .zip(codes.chunks_exact_mut(stride))
+                        .zip(units.iter_mut())
+                    {
+                        *unit = encode_into(row, masks);
+                    }
+                });
+            }
+        });
+        DenseIndex {
+            dim,
+            data,
+            codes,
+            units,
+        }
+    }
+
     /// Append one row; its length must be `dim`.
     pub fn push(&mut self, row: &[f32]) {
         assert_eq!(
@@ -183,8 +288,8 @@ impl DenseIndex {
             "row length must equal the index dimension"
         );
         self.data.extend_from_slice(row);
-        let scale = quantise(row, &mut self.codes);
-        self.scales.push(scale);
+        let unit = encode(row, &mut self.codes);
+        self.units.push(unit);
     }
 
     pub fn row(&self, i: usize) -> &[f32] {
@@ -195,20 +300,27 @@ impl DenseIndex {
         dot(self.row(i), query)
     }
 
+    /// Bytes held per row: the f32 vector and its code.
+    pub fn bytes_per_row(&self) -> usize {
+        self.dim * 4 + MASKS * words_for(self.dim) * 8 + 4
+    }
+
     /// The `k` best rows for `query` with exact cosines, best first; equal scores keep row
-    /// order. Large indexes go through the int8 first pass (see the module docs).
+    /// order. Large indexes go through the code pass (see the module docs).
     pub fn top_k(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
         if k == 0 || self.dim == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        let shortlist = (k * OVERSAMPLE).max(SHORTLIST_MIN);
-        if self.len() < QUANTISE_FROM || shortlist >= self.len() {
+        let planes = QueryPlanes::new(query);
+        let mut shortlist = (k * OVERSAMPLE).max(SHORTLIST_MIN);
+        if planes.planes > 1 {
+            shortlist = shortlist.max(self.len() / NOISY_SHARE);
+        }
+        if self.len() < QUANTISE_FROM || shortlist >= self.len() / 2 {
             return self.top_k_exact(query, k);
         }
-        let mut q8 = Vec::with_capacity(self.dim);
-        let q_scale = quantise(query, &mut q8);
-        let approx = self.scan_i8(&q8, q_scale, shortlist);
-        let mut exact: Vec<(usize, f32)> = approx
+        let mut exact: Vec<(usize, f32)> = self
+            .scan_codes(&planes, shortlist)
             .into_iter()
             .map(|(i, _)| (i, self.score(i, query)))
             .collect();
@@ -230,86 +342,161 @@ impl DenseIndex {
 }
 
 /// Rows per thread below which a second thread costs more than it saves.
-const ROWS_PER_THREAD: usize = 32_768;
+const ROWS_PER_THREAD: usize = 262_144;
 
-/// First pass over a block of int8 codes: approximate cosines, the `k` best, positions offset
-/// by `base`.
+/// The cores this process may use, read once (the standard library reads cgroup files on
+/// every call, ~25 µs).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Which code kernel this CPU runs.
+#[derive(Clone, Copy)]
+enum Kernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Popcnt,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+fn kernel(q: &QueryPlanes) -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if q.words <= 8
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            return Kernel::Avx512;
+        }
+        if std::is_x86_feature_detected!("popcnt") {
+            return Kernel::Popcnt;
+        }
+    }
+    Kernel::Portable
+}
+
+/// The code pass over one block of rows with the portable (or POPCNT-compiled) count:
+/// estimated cosines, the `k` best, positions offset by `base`.
 #[inline(always)]
-fn scan_i8_block(
-    codes: &[i8],
-    scales: &[f32],
-    q8: &[i8],
-    q_scale: f32,
+fn scan_rows(
+    q: &QueryPlanes,
+    codes: &[u64],
+    units: &[f32],
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
-    let dim = q8.len();
-    let scores = codes
-        .chunks_exact(dim)
-        .zip(scales)
-        .map(|(row, scale)| dot_i8_portable(row, q8) as f32 * scale * q_scale);
-    let mut out = select(scores, k);
-    out.iter_mut().for_each(|p| p.0 += base);
-    out
+    let mut top = TopK::new(k);
+    for (i, (c, u)) in codes.chunks_exact(MASKS * q.words).zip(units).enumerate() {
+        top.push(i, q.dot_portable(c) as f32 * u);
+    }
+    top.finish(base)
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn scan_i8_block_avx2(
-    codes: &[i8],
-    scales: &[f32],
-    q8: &[i8],
-    q_scale: f32,
+#[target_feature(enable = "popcnt")]
+unsafe fn scan_popcnt(
+    q: &QueryPlanes,
+    codes: &[u64],
+    units: &[f32],
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
-    let dim = q8.len();
-    let scores = codes
-        .chunks_exact(dim)
-        .zip(scales)
-        // SAFETY: this function only runs where AVX2 was detected (scan_i8_dispatch).
-        .map(|(row, scale)| unsafe { dot_i8_avx2(row, q8) } as f32 * scale * q_scale);
-    let mut out = select(scores, k);
-    out.iter_mut().for_each(|p| p.0 += base);
-    out
+    scan_rows(q, codes, units, base, k)
 }
 
-fn scan_i8_dispatch(
-    codes: &[i8],
-    scales: &[f32],
-    q8: &[i8],
-    q_scale: f32,
+/// AVX-512 code pass for rows of at most 512 dimensions: each mask is one register, the
+/// query's `P` planes stay in registers, planes are summed by Horner's rule.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+unsafe fn scan_avx512<const P: usize>(
+    q: &QueryPlanes,
+    codes: &[u64],
+    units: &[f32],
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the feature was detected at runtime just above; the whole loop is
-            // compiled for it so the dot product inlines into vector code.
-            return unsafe { scan_i8_block_avx2(codes, scales, q8, q_scale, base, k) };
-        }
+    use std::arch::x86_64::*;
+    let w = q.words;
+    debug_assert!(w <= 8 && q.planes == P);
+    let mask: __mmask8 = if w >= 8 { 0xff } else { (1u8 << w) - 1 };
+    let mut planes = [_mm512_setzero_si512(); P];
+    for (j, plane) in planes.iter_mut().enumerate() {
+        // SAFETY: each plane is padded to 8 words.
+        *plane = _mm512_loadu_si512(q.levels.as_ptr().add(j * q.padded) as *const _);
     }
-    scan_i8_block(codes, scales, q8, q_scale, base, k)
+    let qsign = _mm512_loadu_si512(q.sign.as_ptr() as *const _);
+    let mut top = TopK::new(k);
+    for (i, (c, u)) in codes.chunks_exact(MASKS * w).zip(units).enumerate() {
+        // SAFETY: the masked loads touch only this row's `MASKS × w` words; a prefetch never
+        // faults, wherever it points.
+        let p = c.as_ptr();
+        let ahead = p.wrapping_add(PREFETCH_ROWS * MASKS * w) as *const i8;
+        _mm_prefetch::<_MM_HINT_T0>(ahead);
+        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64));
+        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(128));
+        let flip = _mm512_xor_si512(qsign, _mm512_maskz_loadu_epi64(mask, p as *const _));
+        let m0 = _mm512_maskz_loadu_epi64(mask, p.add(w) as *const _);
+        let m1 = _mm512_maskz_loadu_epi64(mask, p.add(2 * w) as *const _);
+        let (mut acc0, mut acc1) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for plane in planes.iter().rev() {
+            let b0 = _mm512_and_si512(*plane, m0);
+            let b1 = _mm512_and_si512(*plane, m1);
+            let d0 = _mm512_sub_epi64(
+                _mm512_popcnt_epi64(_mm512_andnot_si512(flip, b0)),
+                _mm512_popcnt_epi64(_mm512_and_si512(flip, b0)),
+            );
+            let d1 = _mm512_sub_epi64(
+                _mm512_popcnt_epi64(_mm512_andnot_si512(flip, b1)),
+                _mm512_popcnt_epi64(_mm512_and_si512(flip, b1)),
+            );
+            acc0 = _mm512_add_epi64(_mm512_add_epi64(acc0, acc0), d0);
+            acc1 = _mm512_add_epi64(_mm512_add_epi64(acc1, acc1), d1);
+        }
+        let acc = _mm512_add_epi64(acc0, _mm512_add_epi64(acc1, acc1));
+        top.push(i, _mm512_reduce_add_epi64(acc) as f32 * u);
+    }
+    top.finish(base)
+}
+
+fn scan_block(
+    q: &QueryPlanes,
+    codes: &[u64],
+    units: &[f32],
+    base: usize,
+    k: usize,
+) -> Vec<(usize, f32)> {
+    match kernel(q) {
+        // SAFETY (all three arms): the kernel's CPU features were detected in kernel().
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 if q.planes == 1 => unsafe { scan_avx512::<1>(q, codes, units, base, k) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx512 => unsafe { scan_avx512::<PLANES>(q, codes, units, base, k) },
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Popcnt => unsafe { scan_popcnt(q, codes, units, base, k) },
+        Kernel::Portable => scan_rows(q, codes, units, base, k),
+    }
 }
 
 impl DenseIndex {
-    /// The int8 first pass over all rows, split across the available cores for large indexes.
-    fn scan_i8(&self, q8: &[i8], q_scale: f32, k: usize) -> Vec<(usize, f32)> {
+    /// The code pass over all rows, split across the available cores for large indexes.
+    /// Scores are estimates up to the query's step (only their order matters).
+    fn scan_codes(&self, q: &QueryPlanes, k: usize) -> Vec<(usize, f32)> {
         let rows = self.len();
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = cores.min(rows / ROWS_PER_THREAD).max(1);
+        let stride = MASKS * q.words;
+        let threads = cores().min(rows / ROWS_PER_THREAD).max(1);
         if threads == 1 {
-            return scan_i8_dispatch(&self.codes, &self.scales, q8, q_scale, 0, k);
+            return scan_block(q, &self.codes, &self.units, 0, k);
         }
         let per = rows.div_ceil(threads);
         let mut merged: Vec<(usize, f32)> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
                     let (lo, hi) = (t * per, ((t + 1) * per).min(rows));
-                    let codes = &self.codes[lo * self.dim..hi * self.dim];
-                    let scales = &self.scales[lo..hi];
-                    scope.spawn(move || scan_i8_dispatch(codes, scales, q8, q_scale, lo, k))
+                    let codes = &self.codes[lo * stride..hi * stride];
+                    let units = &self.units[lo..hi];
+                    scope.spawn(move || scan_block(q, codes, units, lo, k))
                 })
                 .collect();
             handles
@@ -323,27 +510,82 @@ impl DenseIndex {
     }
 }
 
-/// The `k` largest scores with their positions, best first, earlier positions winning ties.
-fn select(scores: impl Iterator<Item = f32>, k: usize) -> Vec<(usize, f32)> {
-    let mut heap: BinaryHeap<Weakest> = BinaryHeap::with_capacity(k + 1);
-    for (i, s) in scores.enumerate() {
-        if heap.len() < k {
-            heap.push(Weakest(s, i));
-        } else if let Some(top) = heap.peek() {
-            // Strictly better only: an equal score never displaces an earlier row.
-            if s > top.0 {
-                heap.pop();
-                heap.push(Weakest(s, i));
+/// The `k` largest scores seen, with their positions; earlier positions win ties. Scores
+/// above the running k-th best are buffered and the buffer is cut back to `k` when full, so a
+/// pass over N rows costs N comparisons plus a few linear selections, whatever k is.
+struct TopK {
+    k: usize,
+    cap: usize,
+    kept: Vec<(usize, f32)>,
+    /// The k-th best score once `k` rows have been cut to; a later row must beat it.
+    floor: f32,
+}
+
+/// Best score first; equal scores keep the earlier row first.
+fn better(a: &(usize, f32), b: &(usize, f32)) -> Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        let cap = (2 * k).max(1024);
+        TopK {
+            k,
+            cap,
+            kept: Vec::with_capacity(cap),
+            floor: f32::NEG_INFINITY,
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, i: usize, s: f32) {
+        // Strictly better only: an equal score never displaces an earlier row.
+        if self.k > 0 && (s > self.floor || self.floor == f32::NEG_INFINITY) {
+            self.kept.push((i, s));
+            if self.kept.len() == self.cap {
+                self.cut();
             }
         }
     }
-    let mut out: Vec<(usize, f32)> = heap.into_iter().map(|Weakest(s, i)| (i, s)).collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
+
+    fn cut(&mut self) {
+        if self.kept.len() > self.k {
+            self.kept.select_nth_unstable_by(self.k - 1, better);
+            self.kept.truncate(self.k);
+        }
+        if self.kept.len() == self.k {
+            self.floor = self
+                .kept
+                .iter()
+                .map(|p| p.1)
+                .min_by(|a, b| a.total_cmp(b))
+                .unwrap_or(f32::NEG_INFINITY);
+        }
+    }
+
+    /// Best first, positions offset by `base`.
+    fn finish(mut self, base: usize) -> Vec<(usize, f32)> {
+        if self.k == 0 {
+            return Vec::new();
+        }
+        self.cut();
+        self.kept.sort_by(better);
+        self.kept.iter_mut().for_each(|p| p.0 += base);
+        self.kept
+    }
+}
+
+/// The `k` largest scores with their positions, best first, earlier positions winning ties.
+fn select(scores: impl Iterator<Item = f32>, k: usize) -> Vec<(usize, f32)> {
+    let mut top = TopK::new(k);
+    for (i, s) in scores.enumerate() {
+        top.push(i, s);
+    }
+    top.finish(0)
 }
 
 impl DenseIndex {
-    /// Recall@k of the quantised path against the exact scan for `query` (benches and tests).
+    /// Recall@k of the first-pass path against the exact scan for `query` (benches and tests).
     pub fn recall_at(&self, query: &[f32], k: usize) -> f64 {
         let exact: std::collections::HashSet<usize> = self
             .top_k_exact(query, k)
@@ -357,7 +599,6 @@ impl DenseIndex {
         got.iter().filter(|p| exact.contains(&p.0)).count() as f64 / exact.len() as f64
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,7 +633,7 @@ mod tests {
     }
 
     #[test]
-    fn quantised_path_keeps_recall_and_exact_scores() {
+    fn code_pass_keeps_recall_and_exact_scores() {
         let dim = 64;
         let mut index = DenseIndex::new(dim);
         let mut x = 99u64;
@@ -419,9 +660,96 @@ mod tests {
             }
         }
         assert!(total / 20.0 >= 0.99, "recall@10 {}", total / 20.0);
-        let a: Vec<i8> = (0..37).map(|i| (i * 7 % 255 - 127) as i8).collect();
-        let want: i32 = a.iter().map(|v| i32::from(*v) * i32::from(*v)).sum();
-        assert_eq!(dot_i8(&a, &a), want);
+    }
+
+    #[test]
+    fn code_kernels_agree_and_hashed_rows_are_coded_exactly() {
+        // Sparse rows of equal magnitudes, as the hashing embedder makes: the code pass is
+        // exact up to the unit, whatever the dimension (one register, several, a ragged tail).
+        for dim in [37, 384, 512, 700] {
+            let mut x = dim as u64 + 7;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let sparse = |next: &mut dyn FnMut() -> u64, n: usize| {
+                let mut v = vec![0.0f32; dim];
+                for _ in 0..n {
+                    let i = (next() % dim as u64) as usize;
+                    // Collisions add up, as in the hashing embedder.
+                    v[i] += if next().is_multiple_of(2) { 1.0 } else { -1.0 };
+                }
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+                v.into_iter().map(|a| a / norm).collect::<Vec<f32>>()
+            };
+            let row = sparse(&mut next, dim / 8 + 2);
+            let query = sparse(&mut next, 6);
+            let mut code = Vec::new();
+            let unit = encode(&row, &mut code);
+            let q = QueryPlanes::new(&query);
+            let step = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            let estimate = q.dot_portable(&code) as f32 * unit * step;
+            assert!((estimate - dot(&row, &query)).abs() < 1e-5, "dim {dim}");
+            // Every kernel this CPU has ranks a block of rows exactly as the portable count,
+            // for a hashed query (one plane) and a dense one (four).
+            let mut rows = Vec::new();
+            let mut units = Vec::new();
+            for _ in 0..300 {
+                let dense: Vec<f32> = (0..dim)
+                    .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+                    .collect();
+                units.push(encode(&dense, &mut rows));
+            }
+            let dense_query: Vec<f32> = (0..dim)
+                .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            for query in [&query, &dense_query] {
+                let q = QueryPlanes::new(query);
+                let want = scan_rows(&q, &rows, &units, 5, 40);
+                assert_eq!(scan_block(&q, &rows, &units, 5, 40), want, "dim {dim}");
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if std::is_x86_feature_detected!("popcnt") {
+                        let got = unsafe { scan_popcnt(&q, &rows, &units, 5, 40) };
+                        assert_eq!(got, want);
+                    }
+                }
+            }
+            assert_eq!(QueryPlanes::new(&dense_query).planes, PLANES);
+        }
+    }
+
+    #[test]
+    fn rows_coded_in_bulk_equal_rows_pushed() {
+        let rows: Vec<Vec<f32>> = (0..9000)
+            .map(|r| {
+                (0..70)
+                    .map(|i| ((r * 31 + i * 7) % 13) as f32 - 6.0)
+                    .collect()
+            })
+            .collect();
+        let mut pushed = DenseIndex::new(70);
+        rows.iter().for_each(|r| pushed.push(r));
+        let set = DenseIndex::from_data(70, rows.concat());
+        assert_eq!(
+            (&set.data, &set.codes, &set.units),
+            (&pushed.data, &pushed.codes, &pushed.units)
+        );
+    }
+
+    #[test]
+    fn top_k_selection_equals_a_sort_across_many_cuts() {
+        // Few distinct scores, so ties straddle every cut of the buffer.
+        let scores: Vec<f32> = (0..20_000u32).map(|i| ((i * 7919) % 37) as f32).collect();
+        for k in [1, 3, 100, 700, 5000] {
+            let mut want: Vec<(usize, f32)> = scores.iter().copied().enumerate().collect();
+            want.sort_by(better);
+            want.truncate(k);
+            assert_eq!(select(scores.iter().copied(), k), want, "k = {k}");
+        }
+        assert!(select(scores.iter().copied(), 0).is_empty());
     }
 
     #[test]

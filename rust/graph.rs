@@ -3,7 +3,7 @@
 //!
 //! Owns: turning (document key, declared references) into "who supersedes whom" at a given
 //! knowledge instant, and walking chains to the terminal successor. Pure: no I/O, no clock.
-//! Does not own: verdicts (trust.rs) or storing edges (store.rs).
+//! Does not own: verdicts (trust.rs) or storing edges (store/write.rs).
 
 use std::collections::HashMap;
 

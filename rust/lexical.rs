@@ -3,9 +3,9 @@
 //!
 //! Owns: the Tantivy schema, an in-memory directory that records which files changed since the
 //! last flush, adds/deletes by chunk id, and BM25 search. The index lives in memory while the
-//! store is open; its files are written into the store's `lexical_files` table by store.rs in
-//! the same SQLite transaction as the chunk rows, so the two legs commit together. Does not own:
-//! SQL, fusion (fusion.rs) or scores' meaning.
+//! store is open; its files are written into the store's `lexical_files` table by
+//! store/lexical_files.rs in the same SQLite transaction as the chunk rows, so the two legs
+//! commit together. Does not own: SQL, fusion (fusion.rs) or scores' meaning.
 
 use std::collections::BTreeSet;
 use std::io;

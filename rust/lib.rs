@@ -8,7 +8,6 @@ pub mod fusion;
 pub mod graph;
 pub mod hashing;
 pub mod lexical;
-pub mod search;
 pub mod store;
 pub mod trust;
 
@@ -61,7 +60,7 @@ fn to_py(err: CoreError) -> PyErr {
 
 /// Little-endian float32 bytes from Python (`ndarray.tobytes()`) as floats.
 fn f32s(bytes: &[u8], what: &str) -> PyResult<Vec<f32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(StoreError::new_err(format!(
             "recall store: {what} must be float32 bytes, got {} bytes",
             bytes.len()
@@ -339,7 +338,7 @@ impl PyStore {
         let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &text, &policy)))? else {
             return Ok(None);
         };
-        let claims = |views: Vec<search::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        let claims = |views: Vec<store::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
             let list = pyo3::types::PyList::empty(py);
             for c in views {
                 let d = PyDict::new(py);

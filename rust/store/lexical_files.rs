@@ -1,0 +1,119 @@
+//! The lexical leg's persistence: its Tantivy files kept in the store (SPEC §1).
+//!
+//! Owns: loading the index of the committed generation from `lexical_files`, rebuilding it from
+//! the chunks when those files are missing or stale, and writing the changed files into the
+//! open transaction. Does not own: the index itself (lexical.rs) or when a write commits
+//! (write.rs).
+
+use rusqlite::params;
+
+use crate::errors::Result;
+use crate::lexical::LexicalIndex;
+
+use super::{lexical_body, Store};
+
+/// The in-memory lexical index and the files it changed that the store has not saved yet.
+pub(crate) struct Lexical {
+    pub(crate) index: LexicalIndex,
+    /// Generation of the store state the index reflects.
+    pub(super) generation: i64,
+    /// name -> bytes (None = deleted), merged across commits until saved.
+    unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    /// Rebuilt from the chunks: the saved files are replaced wholesale.
+    rebuilt: bool,
+}
+
+impl Store {
+    /// The lexical index for the committed state, loaded from the store or rebuilt from the
+    /// chunks when the saved files are missing or older than the store (SPEC §1).
+    pub(crate) fn lexical_mut(&mut self) -> Result<&mut Lexical> {
+        let generation = self.generation()?;
+        if self
+            .lexical
+            .as_ref()
+            .is_some_and(|l| l.generation != generation)
+            && !self.in_write
+        {
+            self.lexical = None; // another process committed since
+        }
+        if self.lexical.is_none() {
+            let saved = self
+                .meta("lexical_generation")?
+                .and_then(|g| g.parse::<i64>().ok());
+            let lexical = if saved == Some(generation) {
+                let mut stmt = self.conn.prepare("SELECT name, data FROM lexical_files")?;
+                let files = stmt
+                    .query_map([], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+                    })?
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                Lexical {
+                    index: LexicalIndex::open(files)?,
+                    generation,
+                    unsaved: Default::default(),
+                    rebuilt: false,
+                }
+            } else {
+                self.rebuild_lexical(generation)?
+            };
+            self.lexical = Some(lexical);
+        }
+        Ok(self.lexical.as_mut().expect("set above"))
+    }
+
+    fn rebuild_lexical(&self, generation: i64) -> Result<Lexical> {
+        let mut index = LexicalIndex::open(Vec::new())?;
+        let mut stmt = self.conn.prepare(
+            "SELECT c.id, d.title, c.heading_path, c.text FROM chunks c
+             JOIN documents d ON d.id = c.doc_id ORDER BY c.id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let title: String = r.get(1).unwrap_or_default();
+            let headings: String = r.get(2).unwrap_or_default();
+            let text: String = r.get(3).unwrap_or_default();
+            index.add(r.get(0)?, &lexical_body(&title, &headings, &text))?;
+        }
+        let (written, deleted) = index.commit()?;
+        let mut unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>> =
+            written.into_iter().map(|(n, b)| (n, Some(b))).collect();
+        unsaved.extend(deleted.into_iter().map(|n| (n, None)));
+        Ok(Lexical {
+            index,
+            generation,
+            unsaved,
+            rebuilt: true,
+        })
+    }
+
+    /// Commit the lexical index in memory and write its changed files into the open
+    /// transaction.
+    pub(super) fn save_lexical(&mut self) -> Result<()> {
+        let lexical = self.lexical.as_mut().expect("caller checked");
+        let (written, deleted) = lexical.index.commit()?;
+        lexical
+            .unsaved
+            .extend(written.into_iter().map(|(n, b)| (n, Some(b))));
+        lexical
+            .unsaved
+            .extend(deleted.into_iter().map(|n| (n, None)));
+        let rebuilt = std::mem::take(&mut lexical.rebuilt);
+        let unsaved = std::mem::take(&mut lexical.unsaved);
+        if rebuilt {
+            self.conn.execute("DELETE FROM lexical_files", [])?;
+        }
+        let mut put = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO lexical_files(name, data) VALUES (?1, ?2)")?;
+        let mut del = self
+            .conn
+            .prepare_cached("DELETE FROM lexical_files WHERE name = ?1")?;
+        for (name, data) in unsaved {
+            match data {
+                Some(bytes) => put.execute(params![name, bytes])?,
+                None => del.execute([name])?,
+            };
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,130 @@
+//! The store's schema: its tables and their forward migrations.
+//!
+//! Owns: `SCHEMA_VERSION`, the migration list and applying it under the write lock on open.
+//! Does not own: the sqlite-vec table, created by the first write once the embedder's dimension
+//! is known (write.rs), or opening the file (mod.rs).
+
+use crate::errors::{CoreError, Result};
+
+use super::Store;
+
+/// Bumped with every migration appended to `MIGRATIONS`.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    r#"
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE documents (
+    id               INTEGER PRIMARY KEY,
+    source           TEXT NOT NULL,     -- absolute corpus root the path is relative to
+    path             TEXT NOT NULL,     -- relative to source, '/' separated
+    key              TEXT NOT NULL,     -- SPEC §2.3 resolution key of path
+    title            TEXT NOT NULL,
+    content_hash     TEXT NOT NULL,
+    size_bytes       INTEGER NOT NULL,
+    first_indexed_at TEXT NOT NULL,     -- SPEC §2.4 transaction time; never overwritten
+    indexed_at       TEXT NOT NULL,
+    valid_from_raw   TEXT,
+    valid_until_raw  TEXT,
+    valid_from       TEXT,              -- parsed YYYY-MM-DD, NULL when absent
+    valid_until      TEXT,
+    metadata_error   TEXT,              -- e.g. empty window; NULL when the window is sound
+    frontmatter      TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (source, path)
+);
+CREATE INDEX documents_key ON documents(key);
+CREATE TABLE chunks (
+    id           INTEGER PRIMARY KEY,
+    doc_id       INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal      INTEGER NOT NULL,
+    text         TEXT NOT NULL,
+    byte_start   INTEGER NOT NULL,
+    byte_end     INTEGER NOT NULL,
+    line_start   INTEGER NOT NULL,
+    line_end     INTEGER NOT NULL,
+    heading_path TEXT NOT NULL,         -- headings joined with ' > '
+    UNIQUE (doc_id, ordinal)
+);
+CREATE TABLE edges (
+    id      INTEGER PRIMARY KEY,
+    doc_id  INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    raw_ref TEXT NOT NULL,
+    key     TEXT NOT NULL
+);
+CREATE INDEX edges_doc ON edges(doc_id);
+CREATE INDEX edges_key ON edges(key);
+"#,
+    r#"
+-- The lexical leg's Tantivy files, written in the same transaction as the chunks they index.
+CREATE TABLE lexical_files (
+    name TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+"#,
+];
+
+impl Store {
+    pub(super) fn migrate(&mut self) -> Result<()> {
+        let found: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if found > SCHEMA_VERSION {
+            return Err(CoreError::SchemaTooNew {
+                path: self.path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == SCHEMA_VERSION {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        let result = (|| -> Result<()> {
+            // Re-read under the write lock: another process may have migrated meanwhile.
+            let now: i64 = self
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            for (version, sql) in MIGRATIONS.iter().enumerate().skip(now as usize) {
+                self.conn.execute_batch(sql)?;
+                self.conn
+                    .pragma_update(None, "user_version", (version + 1) as i64)?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.busy(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::Connection;
+
+    use super::*;
+    use crate::store::fixtures::temp_db;
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let path = temp_db("schema");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(conn);
+        assert!(matches!(
+            Store::open(&path),
+            Err(CoreError::SchemaTooNew { .. })
+        ));
+    }
+}

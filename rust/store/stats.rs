@@ -1,0 +1,113 @@
+//! Read-only summaries of the store: freshness for every search and the full `stats` report.
+//!
+//! Owns: counting documents, chunks, vectors and edge resolutions, and the freshness values
+//! kept in `meta`. Does not own: writing those meta values (write.rs).
+
+use crate::errors::Result;
+
+use super::{EmbedderInfo, Store, VEC_TABLE};
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    pub schema_version: i64,
+    pub generation: i64,
+    pub documents: i64,
+    pub chunks: i64,
+    pub vectors: i64,
+    pub embedder: Option<EmbedderInfo>,
+    pub newest_indexed_at: Option<String>,
+    pub last_run_at: Option<String>,
+    pub file_size_bytes: i64,
+    pub edges_resolved: i64,
+    pub edges_dangling: i64,
+    pub edges_ambiguous: i64,
+    pub edges_self: i64,
+    pub metadata_errors: i64,
+    pub chunk_churn: i64,
+}
+
+impl Store {
+    /// What every search needs to know about the store, without the full `stats` scan:
+    /// (documents, newest `indexed_at`, last run, chunk churn).
+    pub fn freshness(&self) -> Result<(i64, Option<String>, Option<String>, i64)> {
+        // Kept in `meta` by every commit; a store last written before that counts once.
+        let documents = self.meta("documents")?.and_then(|d| d.parse::<i64>().ok());
+        let (documents, newest) = match documents {
+            Some(n) => (n, self.meta("newest_indexed_at")?.filter(|t| !t.is_empty())),
+            None => self.document_summary()?,
+        };
+        let churn = self
+            .meta("chunk_churn")?
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        Ok((documents, newest, self.meta("last_run_at")?, churn))
+    }
+
+    /// (documents, newest indexed_at): a scan of the documents table.
+    pub(super) fn document_summary(&self) -> Result<(i64, Option<String>)> {
+        Ok(self
+            .conn
+            .query_row("SELECT count(*), max(indexed_at) FROM documents", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?)
+    }
+
+    pub fn stats(&self) -> Result<Stats> {
+        let count = |sql: &str| -> Result<i64> { Ok(self.conn.query_row(sql, [], |r| r.get(0))?) };
+        let embedder = self.embedder()?;
+        let vectors = if embedder.is_some() {
+            count(&format!("SELECT count(*) FROM {VEC_TABLE}"))?
+        } else {
+            0
+        };
+        // Each edge resolves against every document's key (SPEC §2.3): none = dangling, only the
+        // declaring document = self-reference, exactly one other = resolved, two or more =
+        // ambiguous.
+        let (resolved, dangling, ambiguous, selfref) = self.conn.query_row(
+            "SELECT
+                 coalesce(sum(n = 1 AND own = 0), 0),
+                 coalesce(sum(n = 0), 0),
+                 coalesce(sum(n >= 2), 0),
+                 coalesce(sum(n = 1 AND own = 1), 0)
+             FROM (SELECT (SELECT count(*) FROM documents d WHERE d.key = e.key) AS n,
+                          (SELECT count(*) FROM documents d WHERE d.key = e.key AND d.id = e.doc_id) AS own
+                   FROM edges e)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let page_size = count("PRAGMA page_size")?;
+        let page_count = count("PRAGMA page_count")?;
+        let wal_size = std::fs::metadata(format!("{}-wal", self.path))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        Ok(Stats {
+            schema_version: self.schema_version()?,
+            generation: self
+                .meta("generation")?
+                .and_then(|g| g.parse().ok())
+                .unwrap_or(0),
+            documents: count("SELECT count(*) FROM documents")?,
+            chunks: count("SELECT count(*) FROM chunks")?,
+            vectors,
+            embedder,
+            newest_indexed_at: self.conn.query_row(
+                "SELECT max(indexed_at) FROM documents",
+                [],
+                |r| r.get(0),
+            )?,
+            last_run_at: self.meta("last_run_at")?,
+            file_size_bytes: page_size * page_count + wal_size as i64,
+            edges_resolved: resolved,
+            edges_dangling: dangling,
+            edges_ambiguous: ambiguous,
+            edges_self: selfref,
+            chunk_churn: self
+                .meta("chunk_churn")?
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0),
+            metadata_errors: count(
+                "SELECT count(*) FROM documents WHERE metadata_error IS NOT NULL",
+            )?,
+        })
+    }
+}

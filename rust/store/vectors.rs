@@ -1,0 +1,615 @@
+//! Reading the stored vectors out of sqlite-vec.
+//!
+//! Owns: visiting every vector with its chunk and document, from sqlite-vec's own storage when
+//! every check on it passes and through the virtual table otherwise, and refusing storage whose
+//! positions contradict each other. Does not own: writing vectors (write.rs) or what the cache
+//! does with them (cache.rs).
+
+use std::collections::HashMap;
+
+use rusqlite::OptionalExtension;
+
+use crate::dense::DenseIndex;
+use crate::errors::{CoreError, Result};
+
+use super::{is_busy, Store, VEC_TABLE};
+
+/// Why the fast path did not serve the vectors.
+#[derive(Debug)]
+enum Declined {
+    /// Storage this reader does not know, or a check failed that the virtual table does not
+    /// depend on: the virtual table, the source of truth, decides.
+    Layout(String),
+    /// `_rowids` puts a row in a slot that `_chunks` gives to another row or to none. The
+    /// virtual table reads through the same positions without checking them and would return
+    /// a wrong vector, so neither path can be trusted.
+    Misplaced(String),
+}
+
+impl From<rusqlite::Error> for Declined {
+    fn from(e: rusqlite::Error) -> Self {
+        Declined::Layout(e.to_string())
+    }
+}
+
+/// One sqlite-vec block of `size` slots. Slot `i` is live when bit `i` of `validity` is set;
+/// the native-endian i64 at `rowids[8 i..]` names its row and its vector is the `i`-th run of
+/// `dim` float32 in its `_vector_chunks00` row (`vectors`: that row exists with the right
+/// length).
+struct Block {
+    size: usize,
+    validity: Vec<u8>,
+    rowids: Vec<u8>,
+    vectors: bool,
+}
+
+/// Whether `sql`, from `sqlite_master`, declares `VEC_TABLE` as `Store::begin` creates it (one
+/// float32 column of `dim` components keyed by chunk id): only that table has the storage read
+/// here. Whitespace is not significant.
+fn declared_as_written(sql: &str, dim: usize) -> bool {
+    let squeeze = |s: &str| s.split_whitespace().collect::<String>();
+    squeeze(sql)
+        == squeeze(&format!(
+            "CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(chunk_id INTEGER PRIMARY KEY,
+             embedding float[{dim}] distance_metric=cosine)"
+        ))
+}
+
+/// The dense index's rows: (chunk id, document id) of each, in chunk-id order, and their
+/// vectors.
+pub(super) type Loaded = (Vec<(i64, i64)>, DenseIndex);
+
+/// Little-endian float32 bytes into `out`.
+fn floats_into(blob: &[u8], out: &mut [f32]) {
+    for (x, b) in out.iter_mut().zip(blob.chunks_exact(4)) {
+        *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+}
+
+impl Store {
+    /// Every stored vector whose document `known` accepts, in chunk-id order. Vectors that are
+    /// not float32 blobs of the store's dimension (hand-edited) are left out rather than
+    /// failing the search. The fast path checks everything before it reads the first vector,
+    /// then reads one block at a time into rows allocated once.
+    pub(super) fn load_vectors(&self, dim: usize, known: impl Fn(i64) -> bool) -> Result<Loaded> {
+        match self.load_vectors_shadow(dim, &known) {
+            Ok(loaded) => Ok(loaded),
+            Err(Declined::Misplaced(why)) => Err(CoreError::Usage(format!(
+                "{}: the vectors of {VEC_TABLE} are damaged ({why}); re-index into a new --db",
+                self.path
+            ))),
+            Err(Declined::Layout(why)) => {
+                self.load_vectors_table(dim, &known).map_err(|e| match e {
+                    e if is_busy(&e) => self.busy(e),
+                    e => CoreError::Usage(format!(
+                        "{}: cannot read the vectors of {VEC_TABLE} ({e}; its storage: \
+                             {why}); re-index into a new --db",
+                        self.path
+                    )),
+                })
+            }
+        }
+    }
+
+    /// The virtual table, row by row: the source of truth, and the slow path.
+    fn load_vectors_table(
+        &self,
+        dim: usize,
+        known: &impl Fn(i64) -> bool,
+    ) -> rusqlite::Result<Loaded> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT v.chunk_id, v.embedding, c.doc_id FROM {VEC_TABLE} v
+             JOIN chunks c ON c.id = v.chunk_id ORDER BY v.chunk_id"
+        ))?;
+        let mut rows = stmt.query([])?;
+        let (mut ids, mut data) = (Vec::new(), Vec::new());
+        while let Some(r) = rows.next()? {
+            let Ok(blob) = r.get_ref(1)?.as_blob() else {
+                continue;
+            };
+            let doc: i64 = r.get(2)?;
+            if blob.len() == dim * 4 && known(doc) {
+                let start = data.len();
+                data.resize(start + dim, 0.0);
+                floats_into(blob, &mut data[start..]);
+                ids.push((r.get(0)?, doc));
+            }
+        }
+        Ok((ids, DenseIndex::from_data(dim, data)))
+    }
+
+    /// The fast path of `load_vectors`: read sqlite-vec's own storage (blocks in `_chunks`,
+    /// their vectors in `_vector_chunks00`, row positions in `_rowids`) instead of the virtual
+    /// table row by row, ~10x faster at 100k rows. It serves only storage that checks out
+    /// completely, before the first vector is read: the table is declared as this store writes
+    /// it; every block's bitmap, row list and vectors have the lengths its size implies; every
+    /// row's slot lies in its block, is live and names that row; and there are as many live
+    /// slots as rows. A failed check declines (see `Declined`), never a wrong vector.
+    fn load_vectors_shadow(
+        &self,
+        dim: usize,
+        known: &impl Fn(i64) -> bool,
+    ) -> std::result::Result<Loaded, Declined> {
+        let layout = |why: String| Err(Declined::Layout(why));
+        let declared: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [VEC_TABLE],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if !declared.is_some_and(|sql| declared_as_written(&sql, dim)) {
+            return layout(format!(
+                "{VEC_TABLE} is not declared as this store writes it"
+            ));
+        }
+        let width = dim * 4;
+        let mut blocks: HashMap<i64, Block> = HashMap::new();
+        {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT chunk_id, size, validity, rowids FROM \"{VEC_TABLE}_chunks\""
+            ))?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let id: i64 = r.get(0)?;
+                let size: i64 = r.get(1)?;
+                let (Ok(validity), Ok(rowids)) = (r.get_ref(2)?.as_blob(), r.get_ref(3)?.as_blob())
+                else {
+                    return layout(format!("block {id}: validity or rowids is not a blob"));
+                };
+                // sqlite-vec sizes both at creation: one bit and one i64 per slot.
+                let size = match usize::try_from(size) {
+                    Ok(s) if s > 0 && s % 8 == 0 && validity.len() == s / 8 => s,
+                    _ => return layout(format!("block {id}: size {size} does not fit its bitmap")),
+                };
+                if rowids.len() != size * 8 {
+                    return layout(format!("block {id}: {} bytes of rowids", rowids.len()));
+                }
+                let block = Block {
+                    size,
+                    validity: validity.to_vec(),
+                    rowids: rowids.to_vec(),
+                    vectors: false,
+                };
+                blocks.insert(id, block);
+            }
+        }
+        {
+            // sqlite-vec declares this table's `rowid` column without INTEGER, so it is not the
+            // SQLite rowid it opens the blob by (`_rowid_`); stores where they drifted apart
+            // are left to the virtual table. Only the blobs' types and lengths are read here.
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT _rowid_, rowid, typeof(vectors), length(vectors)
+                 FROM \"{VEC_TABLE}_vector_chunks00\""
+            ))?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let id: i64 = r.get(0)?;
+                if r.get::<_, i64>(1).ok() != Some(id) {
+                    return layout(format!("vectors of block {id}: rowid column differs"));
+                }
+                if r.get::<_, String>(2)? != "blob" {
+                    return layout(format!("vectors of block {id}: not a blob"));
+                }
+                let Some(block) = blocks.get_mut(&id) else {
+                    return layout(format!("vectors of block {id}: no such block"));
+                };
+                let length: i64 = r.get(3)?;
+                if usize::try_from(length).ok() != Some(block.size * width) {
+                    return layout(format!(
+                        "vectors of block {id}: {length} bytes for {} slots of {width}",
+                        block.size
+                    ));
+                }
+                block.vectors = true;
+            }
+        }
+        // (chunk id, document id, block, slot), in chunk-id order.
+        let mut slots: Vec<(i64, i64, i64, usize)> = Vec::new();
+        // The virtual table's own count: its full scan walks `_rowids` (sqlite-vec
+        // `vec0Filter_fullscan`), orphans of `chunks` included.
+        let mut rows_total = 0usize;
+        {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT r.rowid, r.chunk_id, r.chunk_offset, c.doc_id FROM \"{VEC_TABLE}_rowids\" r
+                 LEFT JOIN chunks c ON c.id = r.rowid ORDER BY r.rowid"
+            ))?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                rows_total += 1;
+                let (row, block_id, offset): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                let Some(block) = blocks.get(&block_id) else {
+                    return layout(format!("row {row}: block {block_id} is not in _chunks"));
+                };
+                if !block.vectors {
+                    return layout(format!("row {row}: block {block_id} has no vectors"));
+                }
+                let slot = match usize::try_from(offset) {
+                    Ok(s) if s < block.size => s,
+                    _ => {
+                        return Err(Declined::Misplaced(format!(
+                            "row {row} is at offset {offset} of block {block_id}, which has {} \
+                             slots",
+                            block.size
+                        )))
+                    }
+                };
+                let owner = i64::from_ne_bytes(
+                    block.rowids[slot * 8..slot * 8 + 8]
+                        .try_into()
+                        .expect("eight bytes"),
+                );
+                if owner != row {
+                    return Err(Declined::Misplaced(format!(
+                        "row {row} is at slot {slot} of block {block_id}, which belongs to row \
+                         {owner}"
+                    )));
+                }
+                if block.validity[slot / 8] >> (slot % 8) & 1 == 0 {
+                    return layout(format!(
+                        "row {row}: slot {slot} of block {block_id} is free"
+                    ));
+                }
+                if let Some(doc_id) = r.get::<_, Option<i64>>(3)? {
+                    if known(doc_id) {
+                        slots.push((row, doc_id, block_id, slot));
+                    }
+                }
+            }
+        }
+        // Each row's slot names that row and rows are unique (`_rowids` primary key), so no two
+        // rows share a slot; equal counts then mean no live slot is left without a row.
+        let live: usize = blocks
+            .values()
+            .flat_map(|b| &b.validity)
+            .map(|byte| byte.count_ones() as usize)
+            .sum();
+        if live != rows_total {
+            return layout(format!("{live} live slots for {rows_total} rows"));
+        }
+        // Everything checked: one block's vectors at a time into rows allocated once.
+        let mut data = vec![0f32; slots.len() * dim];
+        let mut by_block: std::collections::BTreeMap<i64, Vec<(usize, usize)>> = Default::default();
+        for (position, &(_, _, block, slot)) in slots.iter().enumerate() {
+            by_block.entry(block).or_default().push((slot, position));
+        }
+        let mut read = self.conn.prepare(&format!(
+            "SELECT vectors FROM \"{VEC_TABLE}_vector_chunks00\" WHERE _rowid_ = ?1"
+        ))?;
+        for (block, placed) in by_block {
+            read.query_row([block], |r| {
+                let vectors = r.get_ref(0)?.as_blob()?;
+                for &(slot, position) in &placed {
+                    floats_into(
+                        &vectors[slot * width..(slot + 1) * width],
+                        &mut data[position * dim..(position + 1) * dim],
+                    );
+                }
+                Ok(())
+            })?;
+        }
+        let ids = slots.iter().map(|&(c, d, _, _)| (c, d)).collect();
+        Ok((ids, DenseIndex::from_data(dim, data)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fixtures::{doc, embedder, temp_db};
+    use crate::store::{f32_blob, NewDocument};
+
+    const DIM: usize = 4;
+
+    type Vectors = Vec<(i64, i64, Vec<f32>)>;
+
+    /// The vector written for chunk `ordinal` of `path`: no two chunks of a test store share one.
+    fn vector_of(path: &str, ordinal: i64) -> Vec<f32> {
+        let base = f32::from(path.as_bytes()[0]) * 100.0 + ordinal as f32 * 10.0;
+        (0..DIM).map(|j| base + j as f32).collect()
+    }
+
+    fn document(path: &str, chunks: usize) -> NewDocument {
+        let mut d = doc(path, chunks, DIM);
+        d.vectors = (0..chunks as i64)
+            .flat_map(|o| vector_of(path, o))
+            .collect();
+        d
+    }
+
+    /// Chunks 1-3 (a.md) and 4-5 (b.md) fill slots 0-4 of one block; the second run removes
+    /// a.md and puts c.md's chunks 6-7 into the freed slots 0-1, so slot 2 is free with its
+    /// row cleared, and slot order is not chunk-id order.
+    fn store(name: &str) -> Store {
+        let mut store = Store::open(&temp_db(name)).unwrap();
+        store.begin(&embedder(DIM)).unwrap();
+        store.put_document(&document("a.md", 3), "t0").unwrap();
+        store.put_document(&document("b.md", 2), "t0").unwrap();
+        store.commit("t0").unwrap();
+        store.begin(&embedder(DIM)).unwrap();
+        store.remove_documents("/corpus", &["a.md".into()]).unwrap();
+        store.put_document(&document("c.md", 2), "t1").unwrap();
+        store.commit("t1").unwrap();
+        store
+    }
+
+    /// (chunk id, document id, vector) of every chunk as it was written, in chunk-id order.
+    fn written(store: &Store) -> Vectors {
+        let mut stmt = store
+            .conn
+            .prepare(
+                "SELECT c.id, c.doc_id, d.path, c.ordinal FROM chunks c
+                 JOIN documents d ON d.id = c.doc_id ORDER BY c.id",
+            )
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| {
+                let path: String = r.get(2)?;
+                Ok((r.get(0)?, r.get(1)?, vector_of(&path, r.get(3)?)))
+            })
+            .unwrap();
+        rows.collect::<std::result::Result<_, _>>().unwrap()
+    }
+
+    fn listed((ids, dense): Loaded) -> Vectors {
+        ids.iter()
+            .enumerate()
+            .map(|(row, &(c, d))| (c, d, dense.row(row).to_vec()))
+            .collect()
+    }
+
+    /// What the cache loads.
+    fn read(store: &Store) -> Result<Vectors> {
+        Ok(listed(store.load_vectors(DIM, |_| true)?))
+    }
+
+    fn read_shadow(store: &Store) -> std::result::Result<Vectors, Declined> {
+        Ok(listed(store.load_vectors_shadow(DIM, &|_| true)?))
+    }
+
+    fn read_table(store: &Store) -> Vectors {
+        listed(store.load_vectors_table(DIM, &|_| true).unwrap())
+    }
+
+    fn vector_read_for(vectors: &Vectors, chunk: i64) -> Vec<f32> {
+        vectors.iter().find(|v| v.0 == chunk).unwrap().2.clone()
+    }
+
+    fn run(store: &Store, sql: &str) {
+        store.conn.execute_batch(sql).unwrap();
+    }
+
+    /// Rewrite block 1's validity bitmap.
+    fn edit_validity(store: &Store, edit: impl FnOnce(&mut Vec<u8>)) {
+        let mut bits: Vec<u8> = store
+            .conn
+            .query_row(
+                "SELECT validity FROM vec_chunks_chunks WHERE chunk_id = 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        edit(&mut bits);
+        store
+            .conn
+            .execute(
+                "UPDATE vec_chunks_chunks SET validity = ?1 WHERE chunk_id = 1",
+                [bits],
+            )
+            .unwrap();
+    }
+
+    /// The fast path declined without calling the storage misplaced, and the virtual table
+    /// served exactly the vectors written.
+    fn assert_falls_back(store: &Store, because: &str) {
+        assert_declined_layout(store, because);
+        assert_eq!(read(store).unwrap(), written(store));
+    }
+
+    fn assert_declined_layout(store: &Store, because: &str) {
+        match read_shadow(store) {
+            Err(Declined::Layout(why)) => assert!(why.contains(because), "{why}"),
+            other => panic!("expected the layout to be declined: {other:?}"),
+        }
+    }
+
+    fn assert_misplaced(store: &Store, because: &str) {
+        match read_shadow(store) {
+            Err(Declined::Misplaced(why)) => assert!(why.contains(because), "{why}"),
+            other => panic!("expected a misplaced row: {other:?}"),
+        }
+    }
+
+    /// The read fails, saying which table and what to do, rather than return any vector.
+    fn assert_refused(store: &Store, says: &str) {
+        let err = read(store).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
+        assert!(
+            err.contains("vec_chunks") && err.contains("re-index"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn vec0_knn_sees_stored_vectors() {
+        let path = temp_db("knn");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 3, 4), "t").unwrap();
+        store.commit("t").unwrap();
+        let query = f32_blob(&[1.0, 2.0, 3.0, 4.0]);
+        let ids: Vec<i64> = store
+            .conn
+            .prepare("SELECT chunk_id FROM vec_chunks WHERE embedding MATCH ?1 AND k = 2")
+            .unwrap()
+            .query_map([query], |r| r.get(0))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(ids.len(), 2);
+    }
+
+    #[test]
+    fn declaration_is_checked_up_to_whitespace() {
+        let as_begin_writes = "CREATE VIRTUAL TABLE vec_chunks USING vec0(
+                             chunk_id INTEGER PRIMARY KEY,
+                             embedding float[4] distance_metric=cosine)";
+        let cases = [
+            (as_begin_writes, 4, true),
+            (as_begin_writes, 8, false),
+            (&as_begin_writes.replace("float[4]", "int8[4]"), 4, false),
+            (&as_begin_writes.replace("cosine", "l2"), 4, false),
+            (
+                &as_begin_writes.replace("cosine)", "cosine, doc integer)"),
+                4,
+                false,
+            ),
+        ];
+        for (sql, dim, expected) in cases {
+            assert_eq!(
+                declared_as_written(sql, dim),
+                expected,
+                "{sql} with dim {dim}"
+            );
+        }
+    }
+
+    #[test]
+    fn fast_path_serves_a_sound_store() {
+        let store = store("vectors-sound");
+        let written = written(&store);
+        assert_eq!(written.len(), 4);
+        assert_eq!(read_shadow(&store).unwrap(), written);
+        assert_eq!(read_table(&store), written);
+        assert_eq!(read(&store).unwrap(), written);
+    }
+
+    #[test]
+    fn short_vectors_blob_falls_back() {
+        // Still holds the live slots 0-4, but is not the block's length nor a whole number of
+        // vectors.
+        let store = store("vectors-short");
+        run(
+            &store,
+            "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 5 * 16 + 3)",
+        );
+        assert_falls_back(&store, "83 bytes for 1024 slots");
+    }
+
+    #[test]
+    fn vectors_blob_cut_through_a_live_vector_is_refused() {
+        let store = store("vectors-cut");
+        run(
+            &store,
+            "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 4 * 16 + 8)",
+        );
+        assert_declined_layout(&store, "72 bytes for 1024 slots");
+        assert_refused(&store, "cannot read the vectors");
+    }
+
+    #[test]
+    fn row_moved_into_another_rows_slot_is_refused() {
+        let store = store("vectors-moved");
+        run(
+            &store,
+            "UPDATE vec_chunks_rowids SET chunk_offset =
+                 (SELECT chunk_offset FROM vec_chunks_rowids WHERE rowid = 5)
+             WHERE rowid = 4",
+        );
+        // Why falling back would not do: the virtual table hands chunk 4 chunk 5's vector.
+        let table = read_table(&store);
+        assert_eq!(vector_read_for(&table, 4), vector_of("b.md", 1));
+        assert_misplaced(
+            &store,
+            "row 4 is at slot 4 of block 1, which belongs to row 5",
+        );
+        assert_refused(&store, "damaged");
+    }
+
+    #[test]
+    fn row_moved_to_a_free_or_missing_slot_is_refused() {
+        // Slot 2 is free (vector zeroed, row cleared); 1024 and -1 are outside the block.
+        let cases = [
+            (2, "row 4 is at slot 2 of block 1, which belongs to row 0"),
+            (
+                1024,
+                "row 4 is at offset 1024 of block 1, which has 1024 slots",
+            ),
+            (-1, "row 4 is at offset -1 of block 1"),
+        ];
+        for (offset, because) in cases {
+            let store = store(&format!("vectors-offset{offset}"));
+            run(
+                &store,
+                &format!("UPDATE vec_chunks_rowids SET chunk_offset = {offset} WHERE rowid = 4"),
+            );
+            if offset == 2 {
+                // The virtual table would hand chunk 4 the zeroed vector.
+                assert_eq!(vector_read_for(&read_table(&store), 4), vec![0.0; DIM]);
+            }
+            assert_misplaced(&store, because);
+            assert_refused(&store, "damaged");
+        }
+    }
+
+    #[test]
+    fn cleared_validity_bit_falls_back() {
+        let store = store("vectors-cleared");
+        // Chunk 4 sits in slot 3.
+        edit_validity(&store, |bits| bits[0] &= !(1 << 3));
+        assert_falls_back(&store, "row 4: slot 3 of block 1 is free");
+    }
+
+    #[test]
+    fn live_slot_without_a_row_falls_back() {
+        let store = store("vectors-stray");
+        edit_validity(&store, |bits| bits[0] |= 1 << 2);
+        assert_falls_back(&store, "5 live slots for 4 rows");
+    }
+
+    #[test]
+    fn missing_block_row_falls_back() {
+        // The virtual table's scan reads positions and vectors only, not `_chunks`.
+        let store = store("vectors-noblock");
+        run(&store, "DELETE FROM vec_chunks_chunks");
+        assert_falls_back(&store, "vectors of block 1: no such block");
+    }
+
+    #[test]
+    fn missing_vectors_block_is_refused() {
+        let store = store("vectors-novectors");
+        run(&store, "DELETE FROM vec_chunks_vector_chunks00");
+        assert_declined_layout(&store, "block 1 has no vectors");
+        assert_refused(&store, "cannot read the vectors");
+    }
+
+    #[test]
+    fn vectors_stored_as_text_fall_back() {
+        let store = store("vectors-text");
+        run(
+            &store,
+            "UPDATE vec_chunks_vector_chunks00 SET vectors = CAST(vectors AS TEXT)",
+        );
+        assert_eq!(
+            store
+                .conn
+                .query_row(
+                    "SELECT typeof(vectors) FROM vec_chunks_vector_chunks00",
+                    [],
+                    |r| r.get::<_, String>(0)
+                )
+                .unwrap(),
+            "text"
+        );
+        assert_falls_back(&store, "vectors of block 1: not a blob");
+    }
+
+    #[test]
+    fn block_rowid_column_drifted_from_its_rowid_falls_back() {
+        // The sqlite-vec quirk: `rowid` is a plain column of `_vector_chunks00`.
+        let store = store("vectors-quirk");
+        run(&store, "UPDATE vec_chunks_vector_chunks00 SET rowid = 99");
+        assert_falls_back(&store, "rowid column differs");
+    }
+}

@@ -1,0 +1,459 @@
+//! The write path of an index run (SPEC §1: one transaction per run).
+//!
+//! Owns: binding the store to its embedder, putting and removing documents with their chunks,
+//! vectors and edges, chunk churn, the run's meta writes, commit and rollback. Does not own:
+//! the lexical index's files (lexical_files.rs), the schema (schema.rs) or any read path.
+
+use rusqlite::{params, OptionalExtension};
+
+use crate::errors::{CoreError, Result};
+
+use super::{f32_blob, lexical_body, EmbedderInfo, Store, VEC_TABLE};
+
+/// One chunk as written by an index run.
+#[derive(Debug, Clone)]
+pub struct NewChunk {
+    pub ordinal: i64,
+    pub text: String,
+    pub byte_start: i64,
+    pub byte_end: i64,
+    pub line_start: i64,
+    pub line_end: i64,
+    pub heading_path: String,
+}
+
+/// One parsed document as written by an index run. `vectors` holds `chunks.len() * dim` floats.
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    pub source: String,
+    pub path: String,
+    pub key: String,
+    pub title: String,
+    pub content_hash: String,
+    pub size_bytes: i64,
+    pub valid_from_raw: Option<String>,
+    pub valid_until_raw: Option<String>,
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub metadata_error: Option<String>,
+    pub frontmatter: String,
+    pub chunks: Vec<NewChunk>,
+    pub vectors: Vec<f32>,
+    /// (raw reference as written, its resolution key)
+    pub edges: Vec<(String, String)>,
+}
+
+impl Store {
+    /// Start the write transaction of an index run, binding the store to `embedder` on first use.
+    /// A store bound to another embedder refuses (SPEC §3 lineage).
+    pub fn begin(&mut self, embedder: &EmbedderInfo) -> Result<()> {
+        if self.in_write {
+            return Err(CoreError::Usage(
+                "a write is already open on this store".into(),
+            ));
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        self.in_write = true;
+        let bound = (|| -> Result<()> {
+            // SPEC §11: a write starts from the committed lexical state of the generation it
+            // writes on top of. Another handle or process may have committed since this one
+            // loaded its index; under the write lock the generation can no longer move.
+            let committed = self.generation()?;
+            if self
+                .lexical
+                .as_ref()
+                .is_some_and(|l| l.generation != committed)
+            {
+                self.lexical = None;
+            }
+            match self.embedder()? {
+                Some(stored)
+                    if stored.name != embedder.name
+                        || stored.dim != embedder.dim
+                        || stored.fingerprint != embedder.fingerprint =>
+                {
+                    Err(CoreError::EmbedderMismatch {
+                        path: self.path.clone(),
+                        stored: stored.name,
+                        requested: embedder.name.clone(),
+                    })
+                }
+                Some(_) => Ok(()),
+                None => {
+                    self.set_meta("embedder_name", &embedder.name)?;
+                    self.set_meta("embedder_dim", &embedder.dim.to_string())?;
+                    self.set_meta("embedder_fingerprint", &embedder.fingerprint)?;
+                    // vectors.rs reads this table's storage directly only while it is declared
+                    // exactly so (`declared_as_written`).
+                    self.conn.execute_batch(&format!(
+                        "CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0(
+                             chunk_id INTEGER PRIMARY KEY,
+                             embedding float[{}] distance_metric=cosine)",
+                        embedder.dim
+                    ))?;
+                    Ok(())
+                }
+            }
+        })();
+        if bound.is_err() {
+            self.rollback();
+        }
+        bound
+    }
+
+    fn require_write(&self) -> Result<()> {
+        if self.in_write {
+            Ok(())
+        } else {
+            Err(CoreError::Usage(
+                "no write is open: call begin() first".into(),
+            ))
+        }
+    }
+
+    /// (path, content_hash) of every document indexed under `source`.
+    pub fn known_documents(&self, source: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path, content_hash FROM documents WHERE source = ?1")?;
+        let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Ids of a document's chunks.
+    fn chunk_ids_of(&self, doc_id: i64) -> Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM chunks WHERE doc_id = ?1")?;
+        let ids = stmt.query_map([doc_id], |r| r.get(0))?;
+        Ok(ids.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Delete a document's chunks, vectors, lexical entries and edges; returns the chunk count.
+    fn delete_chunks_of(&mut self, doc_id: i64) -> Result<usize> {
+        let ids = self.chunk_ids_of(doc_id)?;
+        let lexical = self.lexical_mut()?;
+        for &id in &ids {
+            lexical.index.delete(id)?;
+        }
+        self.conn.execute(
+            &format!(
+                "DELETE FROM {VEC_TABLE} WHERE chunk_id IN (SELECT id FROM chunks WHERE doc_id = ?1)"
+            ),
+            [doc_id],
+        )?;
+        self.conn
+            .execute("DELETE FROM chunks WHERE doc_id = ?1", [doc_id])?;
+        self.conn
+            .execute("DELETE FROM edges WHERE doc_id = ?1", [doc_id])?;
+        Ok(ids.len())
+    }
+
+    /// SPEC §7 calibration staleness: a running count of chunks added, changed or removed.
+    fn add_churn(&self, chunks: usize) -> Result<()> {
+        let churn = self
+            .meta("chunk_churn")?
+            .and_then(|c| c.parse::<i64>().ok())
+            .unwrap_or(0);
+        self.set_meta("chunk_churn", &(churn + chunks as i64).to_string())
+    }
+
+    /// Insert or replace one document with its chunks, vectors and edges. A replaced document
+    /// keeps its `first_indexed_at` (SPEC §2.4).
+    pub fn put_document(&mut self, doc: &NewDocument, now: &str) -> Result<()> {
+        self.require_write()?;
+        self.lexical_mut()?;
+        let dim = self
+            .embedder()?
+            .ok_or_else(|| CoreError::Usage("store has no embedder bound".into()))?
+            .dim;
+        if doc.vectors.len() != doc.chunks.len() * dim {
+            return Err(CoreError::Usage(format!(
+                "{}: {} chunks need {} vector components, got {}",
+                doc.path,
+                doc.chunks.len(),
+                doc.chunks.len() * dim,
+                doc.vectors.len()
+            )));
+        }
+        let existing: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
+                params![doc.source, doc.path],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let replaced = match existing {
+            Some(id) => self.delete_chunks_of(id)?,
+            None => 0,
+        };
+        // An edited chunk counts once: max(old, new), not old + new.
+        self.add_churn(replaced.max(doc.chunks.len()))?;
+        // SPEC §2.4: an upsert that never touches first_indexed_at of an existing row.
+        let doc_id: i64 = self.conn.query_row(
+            "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
+                 first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
+                 valid_from, valid_until, metadata_error, frontmatter)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+             ON CONFLICT(source, path) DO UPDATE SET
+                 key = excluded.key, title = excluded.title,
+                 content_hash = excluded.content_hash, size_bytes = excluded.size_bytes,
+                 indexed_at = excluded.indexed_at, valid_from_raw = excluded.valid_from_raw,
+                 valid_until_raw = excluded.valid_until_raw, valid_from = excluded.valid_from,
+                 valid_until = excluded.valid_until, metadata_error = excluded.metadata_error,
+                 frontmatter = excluded.frontmatter
+             RETURNING id",
+            params![
+                doc.source,
+                doc.path,
+                doc.key,
+                doc.title,
+                doc.content_hash,
+                doc.size_bytes,
+                now,
+                doc.valid_from_raw,
+                doc.valid_until_raw,
+                doc.valid_from,
+                doc.valid_until,
+                doc.metadata_error,
+                doc.frontmatter
+            ],
+            |r| r.get(0),
+        )?;
+        let mut chunk_stmt = self.conn.prepare_cached(
+            "INSERT INTO chunks(doc_id, ordinal, text, byte_start, byte_end, line_start, line_end,
+                 heading_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        let mut vec_stmt = self.conn.prepare_cached(&format!(
+            "INSERT INTO {VEC_TABLE}(chunk_id, embedding) VALUES (?1, ?2)"
+        ))?;
+        for (chunk, vector) in doc.chunks.iter().zip(doc.vectors.chunks_exact(dim.max(1))) {
+            chunk_stmt.execute(params![
+                doc_id,
+                chunk.ordinal,
+                chunk.text,
+                chunk.byte_start,
+                chunk.byte_end,
+                chunk.line_start,
+                chunk.line_end,
+                chunk.heading_path
+            ])?;
+            let chunk_id = self.conn.last_insert_rowid();
+            vec_stmt.execute(params![chunk_id, f32_blob(vector)])?;
+            let body = lexical_body(&doc.title, &chunk.heading_path, &chunk.text);
+            self.lexical
+                .as_mut()
+                .expect("loaded before the chunks are written")
+                .index
+                .add(chunk_id, &body)?;
+        }
+        let mut edge_stmt = self
+            .conn
+            .prepare_cached("INSERT INTO edges(doc_id, raw_ref, key) VALUES (?1, ?2, ?3)")?;
+        for (raw, key) in &doc.edges {
+            edge_stmt.execute(params![doc_id, raw, key])?;
+        }
+        Ok(())
+    }
+
+    /// Remove documents (with their chunks, vectors and edges) by path under `source`.
+    pub fn remove_documents(&mut self, source: &str, paths: &[String]) -> Result<usize> {
+        self.require_write()?;
+        let mut removed = 0;
+        for path in paths {
+            let id: Option<i64> = self
+                .conn
+                .query_row(
+                    "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
+                    params![source, path],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if let Some(id) = id {
+                let chunks = self.delete_chunks_of(id)?;
+                self.add_churn(chunks)?;
+                removed += self
+                    .conn
+                    .execute("DELETE FROM documents WHERE id = ?1", [id])?;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Commit the index run: bump the generation and record the run clock. Returns the new
+    /// generation.
+    pub fn commit(&mut self, now: &str) -> Result<i64> {
+        self.require_write()?;
+        let previous = self.generation()?;
+        let generation = previous + 1;
+        self.set_meta("generation", &generation.to_string())?;
+        self.set_meta("last_run_at", now)?;
+        // SPEC §5.4 freshness, kept here so that a search reads two meta rows, not the table.
+        let (documents, newest) = self.document_summary()?;
+        self.set_meta("documents", &documents.to_string())?;
+        self.set_meta("newest_indexed_at", newest.as_deref().unwrap_or(""))?;
+        // SPEC §1: the lexical index moves with the chunks, in this transaction.
+        let lexical_current = self
+            .meta("lexical_generation")?
+            .and_then(|g| g.parse().ok())
+            == Some(previous);
+        if self.lexical.is_none() && !lexical_current {
+            // Missing or older than the store (e.g. migrated from schema 1): rebuild from the
+            // chunks now, while the write lock is held, so the file is whole again.
+            self.lexical_mut()?;
+        }
+        if self.lexical.is_some() {
+            self.save_lexical()?;
+            self.set_meta("lexical_generation", &generation.to_string())?;
+        } else if lexical_current {
+            // No chunk changed in this run (the index was never loaded): still current.
+            self.set_meta("lexical_generation", &generation.to_string())?;
+        }
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            self.rollback();
+            return Err(self.busy(e));
+        }
+        self.in_write = false;
+        if let Some(lexical) = self.lexical.as_mut() {
+            lexical.generation = generation;
+        }
+        // Fold the WAL back into the main file so that copying the `.db` alone copies the whole
+        // memory (SPEC §1). Best effort: with readers active the checkpoint may stop early; the
+        // data is committed either way.
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        Ok(generation)
+    }
+
+    /// Abandon the open write, if any. Never fails: a failed rollback leaves SQLite to roll back
+    /// on close.
+    pub fn rollback(&mut self) {
+        if self.in_write {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            self.in_write = false;
+            // The in-memory lexical index holds the abandoned changes: reload it when needed.
+            self.lexical = None;
+        }
+    }
+
+    /// Write one metadata value in its own transaction (calibration records and the like).
+    pub fn set_meta_value(&mut self, key: &str, value: &str) -> Result<()> {
+        if self.in_write {
+            return self.set_meta(key, value);
+        }
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        let r = self.set_meta(key, value);
+        match r {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.busy(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fixtures::{doc, embedder, temp_db};
+
+    #[test]
+    fn write_replace_remove_keeps_first_indexed_at() {
+        let path = temp_db("replace");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store
+            .put_document(&doc("a.md", 2, 4), "2026-01-01T00:00:00.000000Z")
+            .unwrap();
+        store
+            .put_document(&doc("b.md", 1, 4), "2026-01-01T00:00:00.000000Z")
+            .unwrap();
+        assert_eq!(store.commit("2026-01-01T00:00:00.000000Z").unwrap(), 1);
+
+        store.begin(&embedder(4)).unwrap();
+        store
+            .put_document(&doc("a.md", 3, 4), "2026-02-01T00:00:00.000000Z")
+            .unwrap();
+        store.commit("2026-02-01T00:00:00.000000Z").unwrap();
+        let (first, last): (String, String) = store
+            .conn
+            .query_row(
+                "SELECT first_indexed_at, indexed_at FROM documents WHERE path='a.md'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(first, "2026-01-01T00:00:00.000000Z");
+        assert_eq!(last, "2026-02-01T00:00:00.000000Z");
+        let stats = store.stats().unwrap();
+        assert_eq!((stats.documents, stats.chunks, stats.vectors), (2, 4, 4));
+        // a -> b resolves; b -> b is a self-reference.
+        assert_eq!((stats.edges_resolved, stats.edges_self), (1, 1));
+
+        store.begin(&embedder(4)).unwrap();
+        assert_eq!(
+            store.remove_documents("/corpus", &["a.md".into()]).unwrap(),
+            1
+        );
+        store.commit("2026-03-01T00:00:00.000000Z").unwrap();
+        let stats = store.stats().unwrap();
+        assert_eq!(
+            (
+                stats.documents,
+                stats.chunks,
+                stats.vectors,
+                stats.generation
+            ),
+            (1, 1, 1, 3)
+        );
+        assert_eq!(stats.edges_self, 1);
+    }
+
+    #[test]
+    fn rollback_leaves_previous_state() {
+        let path = temp_db("rollback");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 1, 4), "t0").unwrap();
+        store.commit("t0").unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("b.md", 1, 4), "t1").unwrap();
+        store.rollback();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.stats().unwrap().documents, 1);
+    }
+
+    #[test]
+    fn other_embedder_is_refused() {
+        let path = temp_db("lineage");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.commit("t0").unwrap();
+        let err = store.begin(&embedder(8)).unwrap_err();
+        assert!(matches!(err, CoreError::EmbedderMismatch { .. }), "{err}");
+        // The refused begin left no write open.
+        store.begin(&embedder(4)).unwrap();
+        store.rollback();
+    }
+
+    #[test]
+    fn wrong_vector_length_is_a_usage_error() {
+        let path = temp_db("veclen");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        let mut d = doc("a.md", 2, 4);
+        d.vectors.pop();
+        assert!(matches!(
+            store.put_document(&d, "t").unwrap_err(),
+            CoreError::Usage(_)
+        ));
+    }
+}
