@@ -87,3 +87,27 @@ def test_db_from_environment(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     code, _, _ = run("index", str(EXAMPLES), "--json", env={"RECALL_DB": str(db)})
     assert code == 0 and db.exists()
+
+
+def test_cold_search_path_leaves_out_numpy_and_the_model_loaders(tmp_path: Path) -> None:
+    """SPEC §10 cold start: a search on a hashing store imports neither numpy nor the ONNX
+    stack nor the indexer; only indexing and models need them."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "m.db"
+    assert run("index", str(EXAMPLES), "--db", str(db), "--embedder", "hashing-512")[0] == 0
+    script = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from recall.cli import app\n"
+        f"r = CliRunner().invoke(app, ['search', 'rate limit', '--db', {str(db)!r},"
+        " '--mode', 'development', '--json'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "heavy = {'numpy', 'onnxruntime', 'tokenizers', 'recall.indexing', 'recall.models'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]", out

@@ -5,7 +5,9 @@ A folder of markdown notes is indexed into one SQLite file. `recall.open(path)` 
 
 from __future__ import annotations
 
-from recall.api import IndexReport, Memory, Skipped, StoreStats, open
+from typing import TYPE_CHECKING, Any
+
+from recall.api import Memory, StoreStats, open
 from recall.calibration import Calibration
 from recall.embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder, get_embedder
 from recall.errors import (
@@ -20,10 +22,39 @@ from recall.errors import (
     TrustRefusal,
     UsageError,
 )
-from recall.judge import Judge
 from recall.results import Hit, Provenance, Result, Retrieval, Staleness, Validity
 
+# SPEC §10 (cold search): `import recall` leaves out what a search does not use (indexing, the
+# judge, numpy, the ONNX loaders); these names and submodules are imported on first access.
+if TYPE_CHECKING:
+    from recall.indexing import IndexReport, Skipped
+    from recall.judge import Judge
+
 __version__ = "0.1.0"
+
+_DEFERRED = {
+    "IndexReport": "recall.indexing",
+    "Skipped": "recall.indexing",
+    "Judge": "recall.judge",
+}
+_SUBMODULES = frozenset(
+    {
+        "api",
+        "calibration",
+        "chunking",
+        "demo",
+        "embedders",
+        "errors",
+        "evaluation",
+        "frontmatter",
+        "indexing",
+        "instants",
+        "judge",
+        "model_tools",
+        "models",
+        "results",
+    }
+)
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -54,3 +85,20 @@ __all__ = [
     "get_embedder",
     "open",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _DEFERRED:
+        value = getattr(importlib.import_module(_DEFERRED[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        # As if `import recall.<name>` had run, which `import recall` once did for these.
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DEFERRED, *_SUBMODULES})

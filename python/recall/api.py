@@ -30,11 +30,9 @@ from recall.calibration import (
     load_record,
     meta_key,
 )
-from recall.embedders import Embedder, embed_queries, get_embedder
+from recall.embedders import Embedder, embed_queries, get_embedder, query_vector
 from recall.errors import JudgeError, TrustRefusal, UsageError
-from recall.indexing import IndexReport, Progress, Skipped, run_index
 from recall.instants import format_instant, format_micros, micros, parse_stored, utc
-from recall.judge import EntailmentJudge, apply_judge, get_judge
 from recall.results import (
     Hit,
     Provenance,
@@ -45,10 +43,29 @@ from recall.results import (
     abstention_reason,
 )
 
+# SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
+# (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
 if TYPE_CHECKING:
     from recall.evaluation import EvalReport, Question
+    from recall.indexing import IndexReport, Progress, Skipped
+    from recall.judge import EntailmentJudge
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
+
+_DEFERRED = {"IndexReport": "recall.indexing", "Skipped": "recall.indexing"}
+
+
+def __getattr__(name: str) -> Any:
+    """`recall.api.IndexReport` and `recall.api.Skipped`, imported on first use."""
+    module = _DEFERRED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 CANDIDATES = 20
 #: SPEC §5.4: a store not refreshed for longer than this is reported stale.
@@ -106,6 +123,9 @@ class Memory:
         self._embedder: Embedder | None = None
         self._judge_spec = judge
         self._judge: EntailmentJudge | None = None
+        self._calibration_memo: (
+            tuple[tuple[str, str | None], tuple[Calibration | None, str]] | None
+        ) = None
 
     def __enter__(self) -> Memory:
         return self
@@ -135,6 +155,8 @@ class Memory:
         """The entailment judge: the one passed to `open`, else $RECALL_JUDGE (SPEC §6).
         Raises `JudgeError` when none is configured or its model will not load."""
         if self._judge is None:
+            from recall.judge import get_judge
+
             self._judge = get_judge(self._judge_spec)
         return self._judge
 
@@ -150,13 +172,20 @@ class Memory:
             **raw,
         )
 
-    def calibration(self) -> tuple[Calibration | None, str]:
+    def calibration(
+        self, bound: tuple[str, int, str] | None = None
+    ) -> tuple[Calibration | None, str]:
         """The usable calibration for the store's embedder, or (None, why it is not usable)."""
-        bound = self._store.embedder()
+        bound = bound or self._store.embedder()
         if bound is None:
             return None, "nothing indexed yet"
         fingerprint = bound[2]
-        return load_record(self._store.meta(meta_key(fingerprint)), fingerprint)
+        raw = self._store.meta(meta_key(fingerprint))
+        # Parsed once per stored record: a search reads it every time.
+        key = (fingerprint, raw)
+        if self._calibration_memo is None or self._calibration_memo[0] != key:
+            self._calibration_memo = (key, load_record(raw, fingerprint))
+        return self._calibration_memo[1]
 
     def calibrate(
         self,
@@ -320,7 +349,7 @@ class Memory:
                 "new --db",
             )
             raise TrustRefusal(*refusal)  # no mode can compare vectors of two lineages
-        calibration, why = self.calibration()
+        calibration, why = self.calibration(bound)
         if calibration is None:
             refusal = refusal or (
                 "CALIBRATION_MISSING",
@@ -355,10 +384,10 @@ class Memory:
         threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
         scale = calibration.scale if calibration else DEFAULT_SCALE
         t_embed = time.perf_counter()
-        vector = embed_queries(embedder, [query])[0]
+        vector = query_vector(embedder, query)
         embed_ms = (time.perf_counter() - t_embed) * 1e3
         raw = self._store.search(
-            vector.tobytes(),
+            vector,
             text=query,
             k=k,
             candidates=max(CANDIDATES, k),
@@ -373,6 +402,8 @@ class Memory:
         hits = [_hit(h) for h in raw["hits"]]
         judge_ms = 0.0
         if judge is not None:
+            from recall.judge import apply_judge
+
             t_judge = time.perf_counter()
             hits, _ = apply_judge(judge, query, hits)
             judge_ms = (time.perf_counter() - t_judge) * 1e3
@@ -460,7 +491,7 @@ class Memory:
         threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
         scale = calibration.scale if calibration else DEFAULT_SCALE
         embedder = self.embedder
-        vector = embed_queries(embedder, [query])[0]
+        vector = query_vector(embedder, query)
         name = os.fspath(file)
         # A stored path first, then the file's absolute path under an indexed root.
         names = [name, str(Path(name).resolve())] if Path(name).exists() else [name]
@@ -468,7 +499,7 @@ class Memory:
         for candidate in names:
             raw = raw or self._store.explain(
                 candidate,
-                vector.tobytes(),
+                vector,
                 text=query,
                 now_us=micros(instant),
                 known_as_of_us=micros(known) if known is not None else None,
@@ -532,6 +563,8 @@ class Memory:
         reason and the run goes on; its previously indexed version, if any, is kept.
         `progress(files_done, files_total, chunks_embedded)` is called after each file.
         """
+        from recall.indexing import run_index
+
         return run_index(
             self._store,
             self.embedder,
@@ -550,7 +583,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
         title=raw["title"],
         text=raw["text"],
         provenance=Provenance(
-            source=Path(raw["source"]).name,
+            source=os.path.basename(raw["source"].rstrip("/\\")),
             file=raw["path"],
             chunk=raw["ordinal"],
             lines=(raw["line_start"], raw["line_end"]),

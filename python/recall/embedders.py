@@ -12,13 +12,14 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from recall import _core
 from recall.errors import EmbedderError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -27,6 +28,7 @@ __all__ = [
     "default_embedder_name",
     "embed_queries",
     "get_embedder",
+    "query_vector",
 ]
 
 #: The default for new stores: all-MiniLM-L6-v2, installed with the package (models.BUILTINS).
@@ -57,8 +59,22 @@ class Embedder(Protocol):
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
     """Embed queries: an embedder may define `embed_query` (a model with a query prefix);
     otherwise queries and passages are embedded alike."""
+    import numpy as np
+
     embed = getattr(embedder, "embed_query", None) or embedder.embed
     return np.ascontiguousarray(embed(texts), dtype="<f4")
+
+
+def query_vector(embedder: Embedder, text: str) -> bytes:
+    """One query's vector as the store takes it: little-endian float32 bytes.
+
+    SPEC §10 (cold search): a hashing embedder's bytes come straight from the Rust core, so a
+    search with one never imports numpy. Any other embedder goes through `embed_queries`.
+    """
+    if type(embedder) is HashingEmbedder:
+        return _core.hashing_embed([text], embedder.dim)
+    row: npt.NDArray[np.float32] = embed_queries(embedder, [text])[0]
+    return row.tobytes()
 
 
 class HashingEmbedder:
@@ -86,6 +102,8 @@ class HashingEmbedder:
         return hashlib.sha256(f"{_HASHING_VERSION}:{self._dim}".encode()).hexdigest()[:16]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         raw = _core.hashing_embed(list(texts), self._dim)
         return np.frombuffer(raw, dtype="<f4").reshape(len(texts), self._dim)
 

@@ -8,6 +8,7 @@ the clock (callers read it once and pass it in).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 __all__ = ["format_instant", "format_micros", "micros", "parse_stored", "utc"]
 
@@ -38,6 +39,7 @@ def format_micros(us: int | None) -> str | None:
     return None if us is None else format_instant(_EPOCH + dt.timedelta(microseconds=us))
 
 
+@functools.lru_cache(maxsize=64)
 def parse_stored(text: str | None) -> dt.datetime | None:
     if not text:
         return None
