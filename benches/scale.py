@@ -1,0 +1,138 @@
+"""How cost grows from 10k to 1M chunks (SPEC §10; outside CI: the 1M run takes minutes).
+
+For each size, on notes of 80–160 Zipf words with `hashing-512` (benches/zipf_corpus.py):
+fresh index throughput (chunks/s, `Memory.index`), store bytes per chunk, and then, in a fresh
+process so nothing is shared with the indexer: store open, cold first search (loads the vectors
+and the lexical index), resident memory after it, and warm `Memory.search` p50/p95 over the
+queries in development mode (no calibration needed; the path is the same as strict).
+
+Usage: python benches/scale.py [--sizes 10000 100000 1000000] [--queries 200] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from machine import cpu_model
+from zipf_corpus import ZipfCorpus
+
+import recall
+
+EMBEDDER = "hashing-512"
+WARMUP = 10
+
+# Run in a child process: open, cold first search, resident memory, warm p50/p95.
+CHILD = r"""
+import json, sys, time
+import numpy as np
+import recall
+db, queries = sys.argv[1], json.loads(sys.stdin.read())
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+before = rss_mb()
+t0 = time.perf_counter()
+mem = recall.open(db)
+t1 = time.perf_counter()
+mem.search(queries[0], mode="development")
+t2 = time.perf_counter()
+after = rss_mb()
+for q in queries[1:11]:
+    mem.search(q, mode="development")
+times = []
+for q in queries[11:]:
+    s = time.perf_counter()
+    mem.search(q, mode="development")
+    times.append((time.perf_counter() - s) * 1e3)
+print(json.dumps({
+    "open_ms": (t1 - t0) * 1e3, "cold_ms": (t2 - t1) * 1e3, "rss_mb": after,
+    "rss_before_mb": before, "p50": float(np.percentile(times, 50)),
+    "p95": float(np.percentile(times, 95)), "queries": len(times),
+}))
+"""
+
+
+def bench(n: int, n_queries: int, workdir: Path) -> dict[str, float]:
+    corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
+    root, db = workdir / f"notes-{n}", workdir / f"store-{n}.db"
+    print(f"\n== about {n:,} chunks ({corpus.n:,} notes) ==", flush=True)
+    t0 = time.perf_counter()
+    corpus.write(root)
+    print(f"  wrote the notes in {time.perf_counter() - t0:.0f} s", flush=True)
+    t0 = time.perf_counter()
+    with recall.open(db, embedder=EMBEDDER) as mem:
+        report = mem.index(root)
+        index_s = time.perf_counter() - t0
+        stats = mem.stats()
+    size = db.stat().st_size
+    print(
+        f"  indexed {report.chunks:,} chunks in {index_s:.1f} s "
+        f"({report.chunks / index_s:,.0f} chunks/s); {size / 1e6:,.0f} MB, "
+        f"{size / stats.chunks:,.0f} bytes per chunk",
+        flush=True,
+    )
+    queries = [q for q, _ in corpus.queries(n_queries + WARMUP + 1)]
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(db)],
+        input=json.dumps(queries),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = json.loads(child.stdout)
+    print(
+        f"  fresh process: open {out['open_ms']:.1f} ms, cold first search {out['cold_ms']:,.0f} "
+        f"ms, resident {out['rss_mb']:,.0f} MB after it ({out['rss_before_mb']:,.0f} MB before "
+        f"opening); Memory.search p50 {out['p50']:.2f} ms, p95 {out['p95']:.2f} ms "
+        f"({out['queries']} queries)",
+        flush=True,
+    )
+    # Free the disk for the next size.
+    for path in sorted(root.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    return {
+        "chunks": stats.chunks,
+        "chunks_per_s": report.chunks / index_s,
+        "bytes_per_chunk": size / stats.chunks,
+        **out,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    print(
+        f"machine: {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}; {EMBEDDER}; load average {os.getloadavg()[0]:.2f}"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="recall-scale-", dir=args.workdir) as tmp:
+        for n in args.sizes:
+            rows.append(bench(n, args.queries, Path(tmp)))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+    print(
+        f"{'chunks':>10} {'index/s':>8} {'B/chunk':>8} {'cold ms':>8} {'RSS MB':>7} "
+        f"{'p50 ms':>7} {'p95 ms':>7}"
+    )
+    for r in rows:
+        print(
+            f"{r['chunks']:>10,} {r['chunks_per_s']:>8,.0f} {r['bytes_per_chunk']:>8,.0f} "
+            f"{r['cold_ms']:>8,.0f} {r['rss_mb']:>7,.0f} {r['p50']:>7.2f} {r['p95']:>7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
