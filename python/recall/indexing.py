@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +36,13 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 TEXT_SUFFIXES = frozenset({".txt"})
 #: SPEC §2.5 default size cap.
 MAX_FILE_BYTES = 10 * 1024 * 1024
+#: Opening a note never blocks (FIFOs) and never leaks into child processes.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 #: Chunks embedded per batch: bounds memory on large corpora.
 EMBED_BATCH = 512
 
@@ -93,16 +101,54 @@ class _Pending:
 
 @dataclass
 class _Corpus:
-    """The eligible files under one root, found before anything is written."""
+    """The eligible files under one root, found before anything is written.
+
+    SPEC §11: what could not be read keeps its indexed documents. `kept` holds the relative
+    paths of unreadable files and `kept_folders` the prefixes of unreadable folders ("" is the
+    whole root); no document they match is pruned.
+    """
 
     source: Path
-    files: list[tuple[str, Path]]
-    skipped: list[Skipped]
-    whole_folder: bool
+    files: list[tuple[str, Path]] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    refused: list[Skipped] = field(default_factory=list)
+    kept: set[str] = field(default_factory=set)
+    kept_folders: list[str] = field(default_factory=list)
+    whole_folder: bool = True
+
+    def keeps(self, rel: str) -> bool:
+        return rel in self.kept or any(rel.startswith(p) for p in self.kept_folders)
+
+    def refuse_folder(self, prefix: str, shown: str, err: OSError) -> None:
+        self.kept_folders.append(prefix)
+        self.refused.append(Skipped(shown, f"unreadable folder: {_why(err)}"))
+
+    def refuse_entry(self, rel: str, err: OSError) -> None:
+        # Neither a file nor a folder for sure: keep both what it was and what was under it.
+        self.kept.add(rel)
+        self.kept_folders.append(rel + "/")
+        self.refused.append(Skipped(_shown(rel), f"unreadable: {_why(err)}"))
 
 
-def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
+def _why(err: OSError) -> str:
+    return err.strerror or str(err)
+
+
+def _shown(name: str) -> str:
+    """A path as text that is always valid UTF-8: undecodable bytes appear as `\\xe9`."""
+    try:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    except UnicodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _storable(name: str) -> bool:
+    """True when `name` is valid UTF-8, as the store (and every report reader) needs."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -114,42 +160,93 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def _walk(root: Path) -> _Corpus:
-    """SPEC §2.5: hidden folders and symlinks leaving the root are skipped with a reason."""
-    files: list[tuple[str, Path]] = []
-    skipped: list[Skipped] = []
+    """SPEC §2.5: hidden folders and symlinks leaving the root are skipped with a reason.
+
+    Folders are listed one by one (not `os.walk`, which drops a folder it cannot list without a
+    word) so that a folder or entry that cannot be read is refused and its documents kept.
+    Symlinked folders are never followed, so a symlink loop cannot recur; a folder that is a
+    mount of one above it is skipped.
+    """
+    corpus = _Corpus(root)
     suffixes = MARKDOWN_SUFFIXES | TEXT_SUFFIXES
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        keep = []
-        for name in sorted(dirnames):
-            sub = here / name
-            if name.startswith("."):
-                skipped.append(Skipped(_rel(sub, root) + "/", "hidden folder"))
-            elif sub.is_symlink():
-                target = sub.resolve()
-                reason = (
-                    "symlinked folder inside the corpus (its target is indexed directly)"
-                    if _within(target, root)
-                    else f"symlink leaves the corpus root (points to {target})"
-                )
-                skipped.append(Skipped(_rel(sub, root) + "/", reason))
-            else:
-                keep.append(name)
-        dirnames[:] = keep
-        for name in sorted(filenames):
-            path = here / name
-            if path.suffix.lower() not in suffixes:
+    # Depth first, files of a folder before those of its subfolders, names in sorted order.
+    # Each folder carries the (device, inode) of the folders above it, to see a mount loop.
+    stack: list[tuple[Path, str, frozenset[tuple[int, int]]]] = [(root, "", frozenset())]
+    while stack:
+        folder, prefix, above = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+            st = os.stat(folder)
+        except OSError as err:
+            shown = _shown(prefix) if prefix else _shown(os.path.join(root, ""))
+            corpus.refuse_folder(prefix, shown, err)
+            continue
+        here = (st.st_dev, st.st_ino)
+        if st.st_ino and here in above:
+            corpus.skipped.append(Skipped(_shown(prefix), "a mount of a folder above it (a loop)"))
+            continue
+        subfolders: list[tuple[Path, str, frozenset[tuple[int, int]]]] = []
+        files: list[tuple[str, Path, bool]] = []
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                is_link = entry.is_symlink()
+            except OSError as err:
+                corpus.refuse_entry(rel, err)
                 continue
-            rel = _rel(path, root)
-            if name.startswith("."):
-                skipped.append(Skipped(rel, "hidden file"))
-            elif path.is_symlink() and not _within(path.resolve(), root):
-                skipped.append(
-                    Skipped(rel, f"symlink leaves the corpus root (points to {path.resolve()})")
-                )
+            try:
+                is_dir = entry.is_dir()
+            except OSError as err:
+                if not is_link:
+                    corpus.refuse_entry(rel, err)
+                    continue
+                is_dir = False  # a symlink loop or an unreachable target: read as a file
+            if is_dir:
+                reason = _folder_skip(entry.name, Path(entry.path), is_link, root)
+                if reason:
+                    corpus.skipped.append(Skipped(_shown(rel) + "/", reason))
+                else:
+                    subfolders.append((Path(entry.path), rel + "/", above | {here}))
+            elif Path(entry.name).suffix.lower() in suffixes:
+                files.append((rel, Path(entry.path), is_link))
+        for rel, path, is_link in files:
+            reason = _file_skip(path, is_link, root)
+            if reason:
+                corpus.skipped.append(Skipped(_shown(rel), reason))
             else:
-                files.append((rel, path))
-    return _Corpus(root, files, skipped, whole_folder=True)
+                corpus.files.append((rel, path))
+        stack.extend(reversed(subfolders))
+    return corpus
+
+
+def _target(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _folder_skip(name: str, path: Path, is_link: bool, root: Path) -> str | None:
+    if name.startswith("."):
+        return "hidden folder"
+    if not _storable(name):
+        return "folder name is not valid UTF-8 (rename it to index its notes)"
+    if is_link:
+        target = _target(path)
+        if _within(target, root):
+            return "symlinked folder inside the corpus (its target is indexed directly)"
+        return f"symlink leaves the corpus root (points to {_shown(str(target))})"
+    return None
+
+
+def _file_skip(path: Path, is_link: bool, root: Path) -> str | None:
+    if path.name.startswith("."):
+        return "hidden file"
+    if not _storable(path.name):
+        return "file name is not valid UTF-8 (rename it to index it)"
+    if is_link:
+        target = _target(path)
+        if not _within(target, root):
+            return f"symlink leaves the corpus root (points to {_shown(str(target))})"
+    return None
 
 
 def _title(fm: Frontmatter | None, chunks: Sequence[Chunk], rel: str) -> str:
@@ -189,13 +286,20 @@ def run_index(
     corpora = [_discover(Path(p)) for p in paths]
     report = IndexReport(embedder=embedder.name)
 
-    known = {str(c.source): dict(store.known_documents(str(c.source))) for c in corpora}
+    known = {
+        str(c.source): dict(store.known_documents(str(c.source)))
+        if _storable(str(c.source))
+        else {}
+        for c in corpora
+    }
     removals: dict[str, list[str]] = {}
     for c in corpora:
         report.skipped.extend(c.skipped)
+        report.refused.extend(c.refused)
         if c.whole_folder:
             on_disk = {rel for rel, _ in c.files}
-            gone = sorted(set(known[str(c.source)]) - on_disk)
+            # SPEC §11: a document whose file or folder could not be read is never "gone".
+            gone = sorted(r for r in set(known[str(c.source)]) - on_disk if not c.keeps(r))
             if gone:
                 removals[str(c.source)] = gone
     total_known = sum(len(k) for k in known.values())
@@ -243,12 +347,36 @@ def run_index(
 
 
 def _discover(path: Path) -> _Corpus:
-    if not path.exists():
-        raise UsageError(f"recall index: {path} does not exist; pass a folder of notes")
-    resolved = path.resolve()
-    if resolved.is_dir():
+    try:
+        resolved = _target(path)
+        st = os.stat(resolved)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UsageError(
+            f"recall index: {_shown(str(path))} does not exist; pass a folder of notes"
+        ) from None
+    except OSError as err:
+        # It may exist but cannot be reached: refused, and with no listing nothing is pruned.
+        corpus = _Corpus(Path(os.path.abspath(path)), whole_folder=False)
+        corpus.refused.append(Skipped(_shown(str(path)), f"unreadable: {_why(err)}"))
+        return corpus
+    folder = stat.S_ISDIR(st.st_mode)
+    source = resolved if folder else resolved.parent
+    if not _storable(str(source)):
+        corpus = _Corpus(source, whole_folder=False)
+        corpus.refused.append(
+            Skipped(_shown(str(source)), "folder name is not valid UTF-8 (rename it to index it)")
+        )
+        return corpus
+    if folder:
         return _walk(resolved)
-    return _Corpus(resolved.parent, [(resolved.name, resolved)], [], whole_folder=False)
+    corpus = _Corpus(source, whole_folder=False)
+    if _storable(resolved.name):
+        corpus.files.append((resolved.name, resolved))
+    else:
+        corpus.refused.append(
+            Skipped(_shown(str(path)), "file name is not valid UTF-8 (rename it to index it)")
+        )
+    return corpus
 
 
 def _read(
@@ -260,16 +388,24 @@ def _read(
 ) -> _Pending | None:
     """Read, hash, parse and chunk one file; None when unchanged, skipped or refused."""
     try:
-        size = file.stat().st_size
-        if size > MAX_FILE_BYTES:
-            report.skipped.append(
-                Skipped(rel, f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB cap")
-            )
-            return None
-        data = file.read_bytes()
+        # Non-blocking, and checked on the open file: a FIFO named `x.md` must not hang the
+        # run, and a file swapped between listing and reading is judged as what was opened.
+        with os.fdopen(os.open(file, _OPEN_FLAGS), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                report.skipped.append(Skipped(rel, "not a regular file"))
+                return None
+            if st.st_size > MAX_FILE_BYTES:
+                report.skipped.append(
+                    Skipped(rel, f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB cap")
+                )
+                return None
+            data = handle.read()
     except OSError as err:
-        report.refused.append(Skipped(rel, f"unreadable: {err.strerror or err}"))
+        # SPEC §11: gone or unreadable since it was listed: refused, its indexed version kept.
+        report.refused.append(Skipped(rel, f"unreadable: {_why(err)}"))
         return None
+    size = len(data)
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if known.get(rel) == digest:
         report.unchanged += 1
