@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from recall.api import Memory, StoreStats, open
-from recall.calibration import Calibration
+from recall.calibration import Calibration, CalibrationEntry
 from recall.embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder, get_embedder
 from recall.errors import (
     EmbedderError,
@@ -59,6 +59,7 @@ _SUBMODULES = frozenset(
 __all__ = [
     "DEFAULT_EMBEDDER",
     "Calibration",
+    "CalibrationEntry",
     "Hit",
     "Provenance",
     "Result",

@@ -8,29 +8,43 @@ Does not own: SQL and the trust rules (the Rust core), the index run (`indexing`
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from recall import _core
 from recall.calibration import (
     DEFAULT_SCALE,
     DEFAULT_THRESHOLD,
     Calibration,
+    CalibrationEntry,
     Evidence,
     Fit,
+    dump_history,
     fit_evidence,
+    history_key,
+    labelled_item,
+    load_history,
     load_labelled,
     load_record,
     meta_key,
+    with_entry,
 )
-from recall.embedders import Embedder, embed_queries, get_embedder, query_vector
+from recall.embedders import (
+    ACCEPTED_NAMES,
+    Embedder,
+    embed_queries,
+    get_embedder,
+    name_problem,
+    query_vector,
+)
 from recall.errors import JudgeError, TrustRefusal, UsageError
 from recall.instants import format_instant, format_micros, micros, parse_stored, utc
 from recall.results import (
@@ -74,10 +88,124 @@ MODES = ("strict", "development")
 
 
 def _mode(mode: str | None) -> str:
+    if mode is not None and mode not in MODES:
+        raise UsageError(
+            f"recall search: unknown mode {_got(mode)}; mode must be 'strict', 'development' "
+            "or None (RECALL_TRUST_MODE, else strict)"
+        )
     chosen = mode or os.environ.get("RECALL_TRUST_MODE") or "strict"
     if chosen not in MODES:
-        raise UsageError(f"recall search: unknown mode '{chosen}'; use strict or development")
+        raise UsageError(
+            f"recall search: unknown mode '{chosen}' in RECALL_TRUST_MODE; use strict or "
+            "development"
+        )
     return chosen
+
+
+# --- arguments of the public API --------------------------------------------------------------
+#
+# One rule for `recall.open` and the `Memory` methods: a wrong type or value raises `UsageError`
+# (a `RecallError`) at the call, before anything is read or written, naming the parameter, what
+# it accepts and what it got. A bool is not an int, and a string is not a datetime.
+
+
+def _got(value: object) -> str:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{shown} ({type(value).__name__})"
+
+
+def _refuse(verb: str, name: str, accepted: str, value: object, hint: str = "") -> NoReturn:
+    raise UsageError(f"recall {verb}: {name} must be {accepted}, got {_got(value)}{hint}")
+
+
+def _text_arg(verb: str, name: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        _refuse(verb, name, "a non-empty string", value)
+    return value
+
+
+def _k_arg(verb: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
+        _refuse(verb, "k", "an int in 1..100", value)
+    return value
+
+
+def _flag_arg(verb: str, name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        _refuse(verb, name, "True or False", value)
+    return value
+
+
+def _instant_arg(verb: str, name: str, value: object) -> dt.datetime | None:
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    hint = ""
+    if isinstance(value, str):
+        hint = f"; parse it first, e.g. datetime.datetime.fromisoformat({value!r})"
+    elif isinstance(value, dt.date):
+        hint = "; pass a datetime.datetime, e.g. datetime.datetime(y, m, d)"
+    _refuse(verb, name, "a datetime.datetime or None (a naive one is read as UTC)", value, hint)
+
+
+def _path_arg(verb: str, name: str, value: object) -> str:
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path.strip():
+        _refuse(verb, name, "a non-empty path (str or os.PathLike)", value)
+    return path
+
+
+def _paths_arg(value: object) -> list[str]:
+    if isinstance(value, (str, os.PathLike)):
+        return [_path_arg("index", "paths", value)]
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        _refuse("index", "paths", "a path or an iterable of paths (str or os.PathLike)", value)
+    paths = [_path_arg("index", "each of paths", p) for p in value]
+    if not paths:
+        _refuse("index", "paths", "at least one file or folder", value)
+    return paths
+
+
+def _embedder_arg(value: object) -> str | Embedder | None:
+    if value is None or isinstance(value, Embedder):
+        return value
+    if not isinstance(value, str):
+        _refuse(
+            "open", "embedder", f"an embedder name ({ACCEPTED_NAMES}), an Embedder or None", value
+        )
+    problem = name_problem(value)
+    if problem is not None:
+        raise UsageError(f"recall open: embedder={value!r} names no embedder: {problem}")
+    return value
+
+
+def _judge_arg(value: object) -> str | os.PathLike[str] | EntailmentJudge | None:
+    if value is None or callable(getattr(value, "score", None)):
+        return cast("EntailmentJudge | None", value)
+    if isinstance(value, (str, os.PathLike)):
+        return _path_arg("open", "judge", value)
+    _refuse(
+        "open",
+        "judge",
+        "a judge model directory (str or os.PathLike), an object with score() or None",
+        value,
+    )
+
+
+def _labelled_arg(i: int, item: object) -> tuple[str, bool, tuple[str, ...]]:
+    where = f"recall calibrate: labelled item {i + 1}"
+    if isinstance(item, Mapping):
+        data = dict(item)
+        if isinstance(data.get("relevant"), tuple):
+            data["relevant"] = list(data["relevant"])
+        return labelled_item(data, where)
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return labelled_item({"query": item[0], "answerable": item[1]}, where)
+    raise UsageError(
+        f"{where}: expected a (query, answerable) pair or a {{'query', 'answerable'}} object, "
+        f"got {_got(item)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -109,7 +237,11 @@ class StoreStats:
 
 
 class Memory:
-    """One store file. Use as a context manager or call `close()`."""
+    """One store file. Use as a context manager or call `close()`.
+
+    Arguments are checked before the file is opened or created: a wrong type or value raises
+    `UsageError` naming the parameter (see `open`).
+    """
 
     def __init__(
         self,
@@ -117,7 +249,10 @@ class Memory:
         embedder: str | Embedder | None = None,
         judge: str | os.PathLike[str] | EntailmentJudge | None = None,
     ):
-        self.path = os.fspath(path)
+        path = _path_arg("open", "path", path)
+        embedder = _embedder_arg(embedder)
+        judge = _judge_arg(judge)
+        self.path = path
         self._store = _core.Store(self.path)
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
@@ -192,10 +327,34 @@ class Memory:
         labelled: str | os.PathLike[str] | Sequence[tuple[str, bool]] | Sequence[dict[str, Any]],
         *,
         now: dt.datetime | None = None,
+        replace: bool = False,
     ) -> tuple[Calibration, Fit]:
-        """Fit and store a calibration from labelled queries (SPEC §7): a JSONL/JSON file, or
-        (query, answerable) pairs / {"query", "answerable"} objects. The record is saved even
-        when it is not certified (`Fit.certified` says why)."""
+        """Fit a calibration from labelled queries (SPEC §7): a JSONL/JSON file, or
+        (query, answerable) pairs / {"query", "answerable", "relevant"?} objects.
+
+        The new record is always saved to the store's calibration history (the last
+        `HISTORY_LIMIT` per embedder, `calibration_history()`), certified or not
+        (`Fit.certified` says why). It is put in use unless it is not certified while the
+        record in use is: a worse labelled file never silently replaces a certified
+        calibration. `replace=True` puts it in use anyway. `calibration()` returns the record
+        in use.
+        """
+        now = _instant_arg("calibrate", "now", now)
+        replace = _flag_arg("calibrate", "replace", replace)
+        if isinstance(labelled, (str, os.PathLike)):
+            items = load_labelled(_path_arg("calibrate", "labelled", labelled))
+        elif isinstance(labelled, (bytes, Mapping)) or not isinstance(labelled, Iterable):
+            _refuse(
+                "calibrate",
+                "labelled",
+                "a labelled-queries file (JSONL or JSON) or a sequence of (query, answerable) "
+                "pairs or {'query', 'answerable'} objects",
+                labelled,
+            )
+        else:
+            items = [_labelled_arg(i, item) for i, item in enumerate(labelled)]
+        if not items:
+            raise UsageError("recall calibrate: no labelled queries given (labelled is empty)")
         bound = self._store.embedder()
         if bound is None or self.stats().documents == 0:
             raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
@@ -204,22 +363,6 @@ class Memory:
             raise UsageError(
                 f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
             )
-        if isinstance(labelled, (str, os.PathLike)):
-            items = load_labelled(labelled)
-        else:
-            items = []
-            for i, item in enumerate(labelled):
-                relevant: Any = ()
-                if isinstance(item, dict):
-                    query, answerable = item.get("query"), item.get("answerable")
-                    relevant = item.get("relevant", ())
-                else:
-                    query, answerable = tuple(item)
-                if not isinstance(query, str) or not isinstance(answerable, bool):
-                    raise UsageError(f"recall calibrate: item {i + 1} needs a query and a bool")
-                items.append((query, answerable, tuple(relevant)))
-        if not items:
-            raise UsageError("recall calibrate: no labelled queries given")
         vectors = embed_queries(embedder, [q for q, _, _ in items])
         evidence = []
         for (query, answerable, relevant), vector in zip(items, vectors):
@@ -280,8 +423,71 @@ class Memory:
             lexical_weight=lexical_weight,
             identifier_weight=identifier_weight,
         )
-        self._store.set_meta(meta_key(embedder.fingerprint), json.dumps(calibration.to_dict()))
+        current, _ = self.calibration(bound)
+        keep = current is not None and current.certified is True and not calibration.certified
+        self._save_calibration(
+            bound,
+            calibration,
+            source="fit",
+            saved_at=calibration.fitted_at or format_instant(utc(now)),
+            in_use=replace or not keep,
+        )
         return calibration, result
+
+    def calibration_history(self) -> list[CalibrationEntry]:
+        """The calibration records kept for the store's embedder, newest first, the one in use
+        marked (`CalibrationEntry.in_use`); empty before anything is indexed."""
+        bound = self._store.embedder()
+        return [] if bound is None else self._history(bound)[::-1]
+
+    def use_calibration(self, number: int) -> Calibration:
+        """Put the history's entry `number` (`calibration_history()`, `recall calibrate
+        --list`) in use again, whether it is certified or not; returns its record."""
+        if isinstance(number, bool) or not isinstance(number, int):
+            _refuse("calibrate", "number", "an int from 'recall calibrate --list'", number)
+        bound = self._store.embedder()
+        if bound is None:
+            raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
+        entries = self._history(bound)
+        chosen = next((e for e in entries if e.number == number), None)
+        if chosen is None:
+            numbers = ", ".join(f"#{e.number}" for e in entries) or "none"
+            raise UsageError(
+                f"recall calibrate: no calibration #{number} in the history of {bound[0]} "
+                f"(kept: {numbers}); 'recall calibrate --list' shows them"
+            )
+        entries = [dataclasses.replace(e, in_use=e is chosen) for e in entries]
+        self._write_calibration(bound[2], entries, chosen.record)
+        return chosen.record
+
+    def _history(self, bound: tuple[str, int, str]) -> list[CalibrationEntry]:
+        in_use, _ = self.calibration(bound)
+        return load_history(self._store.meta(history_key(bound[2])), bound[2], in_use)
+
+    def _save_calibration(
+        self,
+        bound: tuple[str, int, str],
+        record: Calibration,
+        *,
+        source: str,
+        saved_at: str,
+        in_use: bool,
+    ) -> None:
+        """Add `record` to the history (SPEC §7: keyed by embedder fingerprint) and, when
+        `in_use`, make it the record search applies."""
+        entries, _ = with_entry(
+            self._history(bound), record, source=source, saved_at=saved_at, in_use=in_use
+        )
+        self._write_calibration(bound[2], entries, record if in_use else None)
+
+    def _write_calibration(
+        self, fingerprint: str, entries: list[CalibrationEntry], in_use: Calibration | None
+    ) -> None:
+        # The history first: the entry in use is derived from the record under `meta_key`, so
+        # an interruption between the two writes leaves the earlier record in use and listed.
+        self._store.set_meta(history_key(fingerprint), dump_history(entries))
+        if in_use is not None:
+            self._store.set_meta(meta_key(fingerprint), json.dumps(in_use.to_dict()))
 
     def export_calibration(self) -> dict[str, Any]:
         """The stored calibration record for this store's embedder, as JSON-ready data."""
@@ -292,7 +498,18 @@ class Memory:
 
     def import_calibration(self, record: str | os.PathLike[str] | dict[str, Any]) -> Calibration:
         """Store a calibration record (a dict, JSON text or a JSON file) for this store's
-        embedder. A record that would not be applied is refused with the reason."""
+        embedder and put it in use, certified or not (an import is an explicit choice); it is
+        added to the calibration history. A record that would not be applied is refused with
+        the reason."""
+        if isinstance(record, Mapping):
+            record = dict(record)
+        elif not isinstance(record, (str, os.PathLike)):
+            _refuse(
+                "calibrate",
+                "record",
+                "a calibration record (a dict, JSON text or a JSON file path)",
+                record,
+            )
         bound = self._store.embedder()
         if bound is None:
             raise UsageError("recall calibrate: index documents before importing a calibration")
@@ -306,7 +523,13 @@ class Memory:
         calibration, why = load_record(record, bound[2])
         if calibration is None:
             raise UsageError(f"recall calibrate: record not imported: {why}")
-        self._store.set_meta(meta_key(bound[2]), json.dumps(calibration.to_dict()))
+        self._save_calibration(
+            bound,
+            calibration,
+            source="import",
+            saved_at=format_instant(utc(None)),
+            in_use=True,
+        )
         return calibration
 
     def search(
@@ -327,8 +550,11 @@ class Memory:
         configured or will not load is a `DEPENDENCY_UNAVAILABLE` refusal in strict mode.
         """
         started = time.perf_counter()
-        if not 1 <= k <= 100:
-            raise UsageError(f"recall search: k must be in 1..100, got {k}")
+        query = _text_arg("search", "query", query)
+        k = _k_arg("search", k)
+        now = _instant_arg("search", "now", now)
+        known_as_of = _instant_arg("search", "known_as_of", known_as_of)
+        entail = _flag_arg("search", "entail", entail)
         chosen = _mode(mode)
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
@@ -483,6 +709,10 @@ class Memory:
 
         Diagnostic only: it never refuses, and says which calibration (if any) it used.
         """
+        query = _text_arg("explain", "query", query)
+        file = _path_arg("explain", "file", file)
+        now = _instant_arg("explain", "now", now)
+        known_as_of = _instant_arg("explain", "known_as_of", known_as_of)
         if self._store.embedder() is None:
             raise UsageError("recall explain: nothing is indexed; run 'recall index PATH' first")
         instant = utc(now)
@@ -541,6 +771,9 @@ class Memory:
         and measure retrieval, abstention and trust (SPEC §9); see `recall.evaluation`."""
         from recall import evaluation
 
+        now = _instant_arg("eval", "now", now)
+        k = _k_arg("eval", k)
+        entail = _flag_arg("eval", "entail", entail)
         loaded = (
             evaluation.load_questions(questions)
             if isinstance(questions, (str, os.PathLike))
@@ -563,6 +796,16 @@ class Memory:
         reason and the run goes on; its previously indexed version, if any, is kept.
         `progress(files_done, files_total, chunks_embedded)` is called after each file.
         """
+        paths = _paths_arg(paths)
+        now = _instant_arg("index", "now", now)
+        allow_prune = _flag_arg("index", "allow_prune", allow_prune)
+        if progress is not None and not callable(progress):
+            _refuse(
+                "index",
+                "progress",
+                "a callable (files_done, files_total, chunks) or None",
+                progress,
+            )
         from recall.indexing import run_index
 
         return run_index(
@@ -616,5 +859,9 @@ def open(  # noqa: A001
     the one the store was built with ($RECALL_EMBEDDER, else `minilm-l6`, for a new store).
     `judge` is an exported cross-encoder directory (or a judge object) used by
     `search(..., entail=True)`; None = $RECALL_JUDGE.
+
+    A wrong argument here or to a `Memory` method raises `UsageError` naming the parameter and
+    what it accepts, at the call; an embedder name that names no embedder (`'bert'`) is refused
+    before the store file is created.
     """
     return Memory(path, embedder, judge)

@@ -4,8 +4,10 @@ Owns: fitting from labelled samples (threshold placement, logistic scale, AUC ce
 with a Hanley–McNeil interval, leave-one-out error rates), the record's shape, defensive
 loading (a record that is unreadable, for another embedder, non-finite, with a threshold outside
 [-1, 1] or a scale <= 0 is never applied), staleness, reading labelled query files, and the
-uncalibrated development defaults. Does not own: producing the samples (api.py runs the
-queries), storing (the store's metadata table) or applying it (the Rust trust layer).
+uncalibrated development defaults, and the shape of a store's calibration history (the last
+`HISTORY_LIMIT` records per embedder, which one is in use). Does not own: producing the samples
+(api.py runs the queries), storing (the store's metadata table) or applying it (the Rust trust
+layer).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +27,25 @@ __all__ = [
     "CERTIFY_MIN_AUC_LOWER",
     "DEFAULT_SCALE",
     "DEFAULT_THRESHOLD",
+    "HISTORY_LIMIT",
     "STALE_FRACTION",
     "Calibration",
+    "CalibrationEntry",
     "Evidence",
     "Fit",
     "auc",
+    "dump_history",
     "fit",
     "fit_evidence",
     "hanley_mcneil",
+    "history_key",
     "labelled_item",
     "load_labelled",
     "load_queries",
+    "load_history",
     "load_record",
     "meta_key",
+    "with_entry",
     "plot",
     "quantile",
     "threshold_for",
@@ -56,6 +64,8 @@ STALE_FRACTION = 0.25
 LEXICAL_WEIGHTS = tuple(i / 20 for i in range(21))
 IDENTIFIER_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 MAX_FEATURE_WEIGHT = 4.0
+#: Records kept per embedder fingerprint, the one in use included (it is never dropped).
+HISTORY_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -186,6 +196,140 @@ def load_record(
             identifier_weight=weights["identifier_weight"],
         ),
         "",
+    )
+
+
+# --- history --------------------------------------------------------------------------------
+#
+# Storage: `meta_key(fp)` holds the record in use, as it always has (a store written before
+# histories were kept has only that key, and every reader of the record in use reads only it).
+# `history_key(fp)` holds {"version": 1, "entries": [...]}, oldest first, each entry
+# {"number", "saved_at", "source", "record"}. Which entry is in use is not stored: it is the
+# newest entry whose record equals the one under `meta_key`, so the two keys cannot disagree.
+
+
+def history_key(fingerprint: str) -> str:
+    """The calibration history of one embedder, next to its record in use (`meta_key`)."""
+    return f"calibration-history:{fingerprint}"
+
+
+@dataclass(frozen=True)
+class CalibrationEntry:
+    """One record of a store's calibration history.
+
+    `number` counts up per embedder and never changes (`recall calibrate --use N`); `source` is
+    `fit`, `import`, or `earlier` (a record the store held before it kept a history); `in_use`
+    says whether it is the record search applies.
+    """
+
+    number: int
+    saved_at: str | None
+    source: str
+    record: Calibration
+    in_use: bool = False
+
+    @property
+    def when(self) -> str | None:
+        """When it was saved, else when it was fitted (None when neither is known)."""
+        return self.saved_at or self.record.fitted_at
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "saved_at": self.saved_at,
+            "source": self.source,
+            "in_use": self.in_use,
+            "record": self.record.to_dict(),
+        }
+
+
+def load_history(
+    raw: str | None, fingerprint: str, in_use: Calibration | None
+) -> list[CalibrationEntry]:
+    """The stored history of `fingerprint`, oldest first, with the entry in use marked.
+
+    Never raises: an unreadable history reads as empty and an unreadable entry is left out
+    (like an unreadable record, SPEC §7). The record in use that no entry holds (a store from
+    before histories were kept) is added as the newest entry, source `earlier`, under the
+    number it keeps once the history is next written.
+    """
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
+        data = None
+    items = data.get("entries") if isinstance(data, dict) else None
+    entries: list[CalibrationEntry] = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        number, record = _opt_int(item.get("number")), item.get("record")
+        calibration, _ = load_record(record if isinstance(record, dict) else None, fingerprint)
+        if number is None or calibration is None or any(e.number == number for e in entries):
+            continue
+        saved_at, source = item.get("saved_at"), item.get("source")
+        entries.append(
+            CalibrationEntry(
+                number=number,
+                saved_at=saved_at if isinstance(saved_at, str) else None,
+                source=source if isinstance(source, str) else "fit",
+                record=calibration,
+            )
+        )
+    entries.sort(key=lambda e: e.number)
+    if in_use is None:
+        return entries
+    current = next((e for e in reversed(entries) if e.record == in_use), None)
+    if current is None:
+        current = CalibrationEntry(
+            number=_next_number(entries), saved_at=None, source="earlier", record=in_use
+        )
+        entries.append(current)
+    return [replace(e, in_use=e is current) for e in entries]
+
+
+def _next_number(entries: Sequence[CalibrationEntry]) -> int:
+    return max((e.number for e in entries), default=0) + 1
+
+
+def with_entry(
+    entries: Sequence[CalibrationEntry],
+    record: Calibration,
+    *,
+    source: str,
+    saved_at: str,
+    in_use: bool,
+    limit: int = HISTORY_LIMIT,
+) -> tuple[list[CalibrationEntry], CalibrationEntry]:
+    """The history with `record` added as its newest entry (in use or not), capped at `limit`
+    entries by dropping the oldest ones not in use. Returns (entries, the new entry)."""
+    entry = CalibrationEntry(
+        number=_next_number(entries),
+        saved_at=saved_at,
+        source=source,
+        record=record,
+        in_use=in_use,
+    )
+    out = [replace(e, in_use=False) if in_use else e for e in entries] + [entry]
+    while len(out) > max(limit, 2):
+        out.remove(next(e for e in out if not e.in_use))
+    return out, entry
+
+
+def dump_history(entries: Sequence[CalibrationEntry]) -> str:
+    """The stored form of a history (see `load_history`); `in_use` is derived, never stored."""
+    return json.dumps(
+        {
+            "version": 1,
+            "entries": [
+                {
+                    "number": e.number,
+                    "saved_at": e.saved_at,
+                    "source": e.source,
+                    "record": e.record.to_dict(),
+                }
+                for e in entries
+            ],
+        }
     )
 
 

@@ -429,14 +429,28 @@ def calibrate(
     db: Optional[Path] = DbOption,
     as_json: bool = JsonOption,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of the fit."),
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="Put the new fit in use even if it is not certified and the one in use is.",
+    ),
     import_file: Optional[Path] = typer.Option(
         None, "--import", help="Import a calibration record (JSON) instead of fitting."
     ),
     export_file: Optional[Path] = typer.Option(
-        None, "--export", help="Write the stored calibration record as JSON."
+        None, "--export", help="Write the calibration record in use as JSON."
+    ),
+    list_history: bool = typer.Option(
+        False, "--list", help="Show the calibration history (the last 10 records) and exit."
+    ),
+    use: Optional[int] = typer.Option(
+        None, "--use", metavar="N", help="Put record N of --list back in use."
     ),
 ) -> None:
-    """Fit where abstention starts from labelled queries (>= 20 per class to certify)."""
+    """Fit where abstention starts from labelled queries (>= 20 per class to certify).
+
+    Every fit is kept (--list); an uncertified fit replaces a certified one only with --replace.
+    """
     import recall
     from recall.calibration import plot as plot_fit
     from recall.errors import RecallError
@@ -444,10 +458,28 @@ def calibrate(
     db_path = _db_path(db)
     if not Path(db_path).exists():
         _fail(f"recall calibrate: {db_path} does not exist; run 'recall index PATH' first")
-    if sum(x is not None for x in (queries, import_file, export_file)) != 1:
-        _fail("recall calibrate: give QUERIES to fit, or --import FILE, or --export FILE")
+    actions = (queries is not None, import_file is not None, export_file is not None)
+    if sum(actions) + list_history + (use is not None) != 1:
+        _fail(
+            "recall calibrate: give QUERIES to fit, or one of --import FILE, --export FILE, "
+            "--list, --use N"
+        )
+    if replace and queries is None:
+        _fail("recall calibrate: --replace goes with QUERIES (a fit)")
     try:
         with recall.open(db_path) as mem:
+            if list_history:
+                _show_history(mem, as_json)
+                return
+            if use is not None:
+                record = mem.use_calibration(use)
+                if as_json:
+                    _emit_json(record.to_dict())
+                else:
+                    typer.echo(
+                        f"calibration #{use} ({record.id}, threshold {record.threshold}) is in use"
+                    )
+                return
             if import_file is not None:
                 record = mem.import_calibration(import_file)
                 if as_json:
@@ -467,19 +499,89 @@ def calibrate(
                 typer.echo(f"wrote {export_file}", err=as_json)
                 return
             assert queries is not None
-            calibration, fitted = mem.calibrate(queries)
+            calibration, fitted = mem.calibrate(queries, replace=replace)
+            in_use, _ = mem.calibration()
+            entry = next(
+                (e.number for e in mem.calibration_history() if e.record == calibration), None
+            )
             if plot is not None:
                 plot_fit(fitted, plot)
     except RecallError as err:
         _fail(str(err))
     if as_json:
-        _emit_json({"calibration": calibration.to_dict(), "fit": fitted.to_dict()})
+        _emit_json(
+            {
+                "calibration": calibration.to_dict(),
+                "fit": fitted.to_dict(),
+                "entry": entry,
+                "in_use": in_use == calibration,
+                "in_use_id": in_use.id if in_use else None,
+            }
+        )
     else:
-        _print_fit(calibration, fitted, plot)
+        _print_fit(
+            calibration, fitted, plot, entry=entry, kept=None if in_use == calibration else in_use
+        )
     raise typer.Exit(EXIT_OK if fitted.certified else EXIT_ERRORS)
 
 
-def _print_fit(calibration: Any, fitted: Any, plot: Optional[Path]) -> None:
+def _show_history(mem: Any, as_json: bool) -> None:
+    from recall.calibration import HISTORY_LIMIT
+
+    entries = mem.calibration_history()
+    stats = mem.stats()
+    if as_json:
+        _emit_json(
+            {
+                "embedder": stats.embedder,
+                "fingerprint": stats.embedder_fingerprint,
+                "limit": HISTORY_LIMIT,
+                "in_use": next((e.number for e in entries if e.in_use), None),
+                "entries": [e.to_dict() for e in entries],
+            }
+        )
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    out = Console(highlight=False)
+    if not entries:
+        out.print(
+            f"no calibration recorded for {escape(stats.embedder or 'this store')}; run "
+            "'recall calibrate QUERIES'"
+        )
+        return
+    out.print(
+        f"calibration history for {escape(stats.embedder or '')}: newest first, the last "
+        f"{HISTORY_LIMIT} kept, * = in use"
+    )
+    for e in entries:
+        r = e.record
+        state = {True: "[green]certified[/]", False: "[red]not certified[/]"}.get(
+            r.certified, "certification unknown"
+        )
+        when = (e.when or "unknown")[:19].replace("T", " ")
+        mark = "[bold]*[/]" if e.in_use else " "
+        out.print(
+            f"{mark} #{e.number:<3} {escape(r.id)}  {when}  {e.source}  {state}  "
+            f"threshold {r.threshold:.3f}"
+        )
+        why = r.certified_reason
+        if why is None and r.auc is not None:
+            why = f"AUC {r.auc:.3f}"
+        if why:
+            out.print(f"        {escape(why)}")
+    out.print("put another back in use: recall calibrate --use N")
+
+
+def _print_fit(
+    calibration: Any,
+    fitted: Any,
+    plot: Optional[Path],
+    *,
+    entry: Optional[int] = None,
+    kept: Any = None,
+) -> None:
     from rich.console import Console
     from rich.markup import escape
 
@@ -510,9 +612,17 @@ def _print_fit(calibration: Any, fitted: Any, plot: Optional[Path]) -> None:
     )
     if plot is not None:
         out.print(f"  plot written to {escape(str(plot))}")
-    if not fitted.certified:
+    saved = "saved" if entry is None else f"saved as #{entry} in the history"
+    if kept is not None:
         out.print(
-            "  saved, but strict search refuses until a calibration is certified "
+            f"  {saved}, [bold]not put in use[/]: the certified calibration {escape(kept.id)} "
+            "stays in use. To use this fit anyway: recall calibrate QUERIES --replace"
+            + (f" (or recall calibrate --use {entry})" if entry is not None else "")
+            + "; recall calibrate --list shows the history"
+        )
+    elif not fitted.certified:
+        out.print(
+            f"  {saved} and in use, but strict search refuses until a calibration is certified "
             "(or use --mode development)"
         )
 

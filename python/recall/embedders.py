@@ -28,6 +28,7 @@ __all__ = [
     "default_embedder_name",
     "embed_queries",
     "get_embedder",
+    "name_problem",
     "query_vector",
 ]
 
@@ -114,6 +115,34 @@ class HashingEmbedder:
 def default_embedder_name() -> str:
     """The embedder a new store gets when none is named: $RECALL_EMBEDDER, else the default."""
     return (os.environ.get(ENV_EMBEDDER) or "").strip() or DEFAULT_EMBEDDER
+
+
+#: The forms an embedder name takes, for messages.
+ACCEPTED_NAMES = "minilm-l6 (the default), onnx:DIR (an ONNX export with tokenizer.json), hashing-D"
+
+
+def name_problem(spec: str) -> str | None:
+    """Why `spec` names no embedder, found without loading a model; None when it names one.
+
+    A well-formed name can still fail to load (a damaged model file): `get_embedder` says so.
+    """
+    spec = spec.strip()
+    match = _HASHING.fullmatch(spec)
+    if match:
+        dim = int(match.group(1))
+        return None if 8 <= dim <= 8192 else f"hashing-{dim} is out of range (hashing-8..8192)"
+    if spec.startswith("onnx:"):
+        directory = spec[5:].strip()
+        if not directory:
+            return "onnx: needs a model directory, e.g. onnx:./my-model"
+        if not os.path.isdir(os.path.expanduser(directory)):
+            return f"the model directory {directory} does not exist"
+        return None
+    from recall import models
+
+    if spec in models.BUILTINS:
+        return None
+    return f"unknown embedder '{spec}'; available: {ACCEPTED_NAMES} (e.g. hashing-512)"
 
 
 # Loading a model costs hundreds of milliseconds and tens of MB: once per process and name.

@@ -24,7 +24,13 @@ __all__ = [
 
 
 class UsageError(RecallError):
-    """A caller passed something recall cannot work with (a missing path, a bad option)."""
+    """A caller passed something recall cannot work with (a missing path, a bad option).
+
+    The one rule of the Python API: a wrong type or value passed to `recall.open` or a `Memory`
+    method raises this at the call, before anything is read or written, and the message names
+    the parameter, what it accepts and what it got. (A missing or unknown argument is still
+    Python's own `TypeError`.) The CLI exits 2 on it.
+    """
 
 
 class FrontmatterError(RecallError):

@@ -729,7 +729,8 @@ def _cross_fitted(
                 f"recall eval: fold {fold} has no question to calibrate on in the categories "
                 f"{', '.join(sorted(fit_categories or ()))}"
             )
-        mem.calibrate(labelled, now=fitted_at)
+        # Each fold is scored by its own fit, certified or not.
+        mem.calibrate(labelled, now=fitted_at, replace=True)
         calibrations.append(_calibration_summary(mem, fold))
         rows, refused = _run(
             mem,
