@@ -37,6 +37,27 @@ pub enum CoreError {
         requested: String,
     },
 
+    /// The file exists but is not a recall store: it is left exactly as it was.
+    #[error(
+        "recall store: {path} is not a recall store ({why}); recall leaves it untouched: \
+         choose another --db"
+    )]
+    NotAStore { path: String, why: String },
+
+    /// A write on a store opened read-only.
+    #[error(
+        "recall store: {path} is open read-only ({why}); search, stats and explain work, \
+         but indexing and calibrating need a writable store: copy it (cp {path} NEW.db) and \
+         use --db NEW.db"
+    )]
+    ReadOnly { path: String, why: String },
+
+    /// A read of a store that does not exist (reads never create one).
+    #[error(
+        "recall store: there is no store at {path}; run 'recall index PATH --db {path}' first"
+    )]
+    Missing { path: String },
+
     /// A caller broke an API precondition (wrong vector length, no open write, ...).
     #[error("recall store: {0}")]
     Usage(String),

@@ -166,9 +166,24 @@ impl LexicalIndex {
         })
     }
 
-    /// True when every file is new since load (a fresh or rebuilt index).
+    /// Live documents (chunks) in the committed index.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+
+    /// The chunk id of every live document in the committed index (for `recall doctor`).
+    pub fn chunk_ids(&self) -> Result<Vec<i64>> {
+        let searcher = self.reader.searcher();
+        let mut ids = Vec::with_capacity(searcher.num_docs() as usize);
+        for segment in searcher.segment_readers() {
+            let column = segment.fast_fields().u64("chunk").map_err(tantivy_err)?;
+            for doc in segment.doc_ids_alive() {
+                if let Some(id) = column.first(doc) {
+                    ids.push(id as i64);
+                }
+            }
+        }
+        Ok(ids)
     }
 
     fn writer(&mut self) -> Result<&mut IndexWriter> {

@@ -52,9 +52,31 @@ fn to_py(err: CoreError) -> PyErr {
     match err {
         CoreError::Locked { .. } => StoreLockedError::new_err(msg),
         CoreError::EmbedderMismatch { .. } => EmbedderMismatchError::new_err(msg),
-        CoreError::Sqlite(_) | CoreError::SchemaTooNew { .. } | CoreError::Usage(_) => {
-            StoreError::new_err(msg)
-        }
+        CoreError::Sqlite(_)
+        | CoreError::SchemaTooNew { .. }
+        | CoreError::NotAStore { .. }
+        | CoreError::ReadOnly { .. }
+        | CoreError::Missing { .. }
+        | CoreError::Usage(_) => StoreError::new_err(msg),
+    }
+}
+
+/// SQLite's "malformed" errors name the way to find out more (SPEC §11).
+fn damaged(err: CoreError, path: &str) -> PyErr {
+    let corrupt = matches!(
+        &err,
+        CoreError::Sqlite(e) if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        )
+    );
+    if corrupt {
+        StoreError::new_err(format!(
+            "{err}: {path} is damaged; run 'recall doctor --db {path}' to see what is wrong and \
+             how to recover"
+        ))
+    } else {
+        to_py(err)
     }
 }
 
@@ -89,15 +111,22 @@ impl PyStore {
         let store = guard
             .as_mut()
             .ok_or_else(|| StoreError::new_err(format!("recall store: {} is closed", self.path)))?;
-        f(store).map_err(to_py)
+        f(store).map_err(|e| damaged(e, &self.path))
     }
 }
 
 #[pymethods]
 impl PyStore {
+    /// Open the store at `path`: `create` makes a missing file a new store (reads pass
+    /// False); `read_only` opens for reading whatever the file's permissions (a file that
+    /// cannot be written is opened so anyway).
     #[new]
-    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
-        let store = py.detach(|| Store::open(&path)).map_err(to_py)?;
+    #[pyo3(signature = (path, *, create = true, read_only = false))]
+    fn new(py: Python<'_>, path: String, create: bool, read_only: bool) -> PyResult<Self> {
+        let options = store::OpenOptions { create, read_only };
+        let store = py
+            .detach(|| Store::open_with(&path, options))
+            .map_err(to_py)?;
         Ok(PyStore {
             inner: Mutex::new(Some(store)),
             path,
@@ -107,6 +136,22 @@ impl PyStore {
     #[getter]
     fn path(&self) -> &str {
         &self.path
+    }
+
+    /// `recall doctor`: (check, status, detail) per check; status is "ok", "warning" or
+    /// "damaged".
+    fn doctor(&self, py: Python<'_>) -> PyResult<Vec<(String, String, String)>> {
+        let checks = py.detach(|| self.with(|s| s.doctor()))?;
+        Ok(checks
+            .into_iter()
+            .map(|c| (c.name.to_string(), c.status.to_string(), c.detail))
+            .collect())
+    }
+
+    /// Why the store is open read-only, or None when it can be written.
+    #[getter]
+    fn read_only(&self) -> PyResult<Option<String>> {
+        self.with(|s| Ok(s.read_only().map(str::to_string)))
     }
 
     /// Close the file; an open write is rolled back. Idempotent.

@@ -8,6 +8,7 @@ Does not own: SQL and the trust rules (the Rust core), the index run (`indexing`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -45,7 +46,7 @@ from recall.embedders import (
     name_problem,
     query_vector,
 )
-from recall.errors import JudgeError, TrustRefusal, UsageError
+from recall.errors import JudgeError, StoreError, TrustRefusal, UsageError
 from recall.instants import format_instant, format_micros, micros, parse_stored, utc
 from recall.results import (
     Hit,
@@ -60,6 +61,7 @@ from recall.results import (
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
 if TYPE_CHECKING:
+    from recall.doctor import DoctorReport
     from recall.evaluation import EvalReport, Question
     from recall.indexing import IndexReport, Progress, Skipped
     from recall.judge import EntailmentJudge
@@ -248,12 +250,27 @@ class Memory:
         path: str | os.PathLike[str],
         embedder: str | Embedder | None = None,
         judge: str | os.PathLike[str] | EntailmentJudge | None = None,
+        *,
+        read_only: bool = False,
     ):
         path = _path_arg("open", "path", path)
         embedder = _embedder_arg(embedder)
         judge = _judge_arg(judge)
         self.path = path
-        self._store = _core.Store(self.path)
+        self._read_only = _flag_arg("open", "read_only", read_only)
+        # SPEC §11: an existing file is opened (and refused here when it is not a recall
+        # store); a missing one is created by the first index run, never by a read.
+        self._handle: _core.Store | None = None
+        self._empty: _core.Store | None = None
+        self._closed = False
+        if read_only or os.path.exists(path):
+            self._handle = _core.Store(path, create=False, read_only=read_only)
+        else:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise StoreError(
+                    f"recall store: cannot create {path}: folder {folder} does not exist"
+                )
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
         self._judge_spec = judge
@@ -269,7 +286,54 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        self._store.close()
+        self._closed = True
+        for store in (self._handle, self._empty):
+            if store is not None:
+                store.close()
+
+    @property
+    def _store(self) -> _core.Store:
+        """The store; while its file does not exist, an empty one in memory answers reads."""
+        if self._closed:
+            raise StoreError(f"recall store: {self.path} is closed")
+        if self._handle is None and os.path.exists(self.path):
+            self._handle = _core.Store(self.path, create=False, read_only=self._read_only)
+        if self._handle is not None:
+            return self._handle
+        if self._empty is None:
+            self._empty = _core.Store(":memory:")
+        return self._empty
+
+    def _writable_store(self) -> tuple[_core.Store, bool]:
+        """The store for a write, creating its file when missing; and whether it was."""
+        if self._handle is None and not self._closed and not os.path.exists(self.path):
+            self._handle = _core.Store(self.path, create=True)
+            return self._handle, True
+        return self._store, False
+
+    def _discard_created(self) -> None:
+        """Remove a store file this handle created and nothing was kept in (a failed first run
+        leaves no empty .db behind)."""
+        if self._handle is None:
+            return
+        self._handle.close()
+        self._handle = None
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path + suffix)
+
+    @property
+    def read_only(self) -> str | None:
+        """Why the store is open read-only (asked for, or its file cannot be written), else
+        None. A read-only store answers search, stats and explain; writes are refused."""
+        return self._store.read_only
+
+    def doctor(self) -> DoctorReport:
+        """Check the store file (SPEC §11): SQLite's integrity, the schema, the vectors and the
+        lexical index against the chunk rows, the calibration records. Reads only."""
+        from recall.doctor import diagnose
+
+        return diagnose(self)
 
     def __repr__(self) -> str:
         return f"Memory({self.path!r})"
@@ -808,14 +872,25 @@ class Memory:
             )
         from recall.indexing import run_index
 
-        return run_index(
-            self._store,
-            self.embedder,
-            paths,
-            instant=format_instant(utc(now)),
-            allow_prune=allow_prune,
-            progress=progress,
-        )
+        embedder = self.embedder  # a model that will not load fails before a file is made
+        store, created = self._writable_store()
+        try:
+            report = run_index(
+                store,
+                embedder,
+                paths,
+                instant=format_instant(utc(now)),
+                allow_prune=allow_prune,
+                progress=progress,
+            )
+        except BaseException:
+            if created:
+                self._discard_created()
+            raise
+        if created and not report.ok and not report.added:
+            # Every file was refused: the run failed, and leaves no empty store behind.
+            self._discard_created()
+        return report
 
 
 def _hit(raw: dict[str, Any]) -> Hit:
@@ -852,8 +927,14 @@ def open(  # noqa: A001
     path: str | os.PathLike[str],
     embedder: str | Embedder | None = None,
     judge: str | os.PathLike[str] | EntailmentJudge | None = None,
+    *,
+    read_only: bool = False,
 ) -> Memory:
-    """Open (creating if missing) the store at `path`.
+    """Open the store at `path`; a missing file becomes a store at the first `index` run.
+
+    A file that is not a recall store is refused (`StoreError`) and left untouched. A store
+    whose file cannot be written, or opened with `read_only=True`, answers search, stats and
+    explain and refuses writes.
 
     `embedder` is a name (`minilm-l6`, `onnx:DIR`, `hashing-512`), an `Embedder`, or None for
     the one the store was built with ($RECALL_EMBEDDER, else `minilm-l6`, for a new store).
@@ -864,4 +945,4 @@ def open(  # noqa: A001
     what it accepts, at the call; an embedder name that names no embedder (`'bert'`) is refused
     before the store file is created.
     """
-    return Memory(path, embedder, judge)
+    return Memory(path, embedder, judge, read_only=read_only)

@@ -171,6 +171,37 @@ def stats(db: Optional[Path] = DbOption, as_json: bool = JsonOption) -> None:
         _print_stats(st)
 
 
+@app.command()
+def doctor(db: Optional[Path] = DbOption, as_json: bool = JsonOption) -> None:
+    """Check the store file: SQLite's integrity, the vectors and lexical index against the
+    chunks, the calibration records; say what to do when something is damaged (exit 1)."""
+    import recall
+    from recall.errors import RecallError
+
+    db_path = _db_path(db)
+    if not Path(db_path).exists():
+        _fail(f"recall doctor: {db_path} does not exist")
+    try:
+        with recall.open(db_path, read_only=True) as mem:
+            report = mem.doctor()
+    except RecallError as err:
+        _fail(str(err))
+    if as_json:
+        _emit_json(report.to_dict())
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+
+        out = Console(highlight=False)
+        colours = {"ok": "green", "warning": "yellow", "damaged": "red"}
+        for check in report.checks:
+            colour = colours.get(check.status, "red")
+            out.print(f"{check.name:<12} [{colour}]{check.status:<8}[/] {escape(check.detail)}")
+        out.print(f"\n[bold]{report.verdict}[/]: {escape(report.advice)}")
+    if report.verdict == "damaged":
+        raise typer.Exit(1)
+
+
 def _print_stats(st: StoreStats) -> None:
     from rich.console import Console
     from rich.table import Table

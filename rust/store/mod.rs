@@ -10,6 +10,7 @@
 //! (dense.rs, lexical.rs) or fusion (fusion.rs).
 
 mod cache;
+mod doctor;
 mod explain;
 mod lexical_files;
 mod schema;
@@ -27,6 +28,7 @@ use crate::errors::{CoreError, Result};
 use crate::trust;
 
 pub(crate) use cache::SearchCache;
+pub use doctor::Check;
 pub use explain::{ClaimView, Explanation, EXPLAIN_DEPTH};
 pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
@@ -90,12 +92,90 @@ pub fn parse_instant_us(raw: &str) -> Option<i64> {
     Some(day + ((h * 60 + m) * 60 + s) * 1_000_000 + us)
 }
 
+/// How `Store::open_with` opens a file.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    /// Create a new store when the file is missing (writes do; reads never should).
+    pub create: bool,
+    /// Open for reading only, whatever the file's permissions.
+    pub read_only: bool,
+}
+
 pub struct Store {
     pub(crate) conn: Connection,
     path: String,
     in_write: bool,
+    /// Why the store is read-only, when it is.
+    read_only: Option<String>,
     pub(crate) cache: Option<SearchCache>,
     pub(crate) lexical: Option<Lexical>,
+}
+
+fn open_read_only(path: &str) -> Result<Connection> {
+    Ok(Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?)
+}
+
+/// `path` as the path part of an SQLite `file:` URI.
+fn uri_path(path: &str) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.into());
+    absolute
+        .to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23")
+}
+
+/// What a read-only connection to a WAL store says when its shared-memory file cannot be made.
+fn is_cantopen(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)
+    )
+}
+
+/// The tables every recall schema has had since its first version.
+const STORE_TABLES: [&str; 3] = ["meta", "documents", "chunks"];
+
+/// Whether the open file is empty or a recall store; reads only. Anything else (another
+/// application's database, a file that is not SQLite at all) is `NotAStore`.
+fn check_is_store(conn: &Connection, path: &str) -> Result<()> {
+    let not_a_store = |why: String| CoreError::NotAStore {
+        path: path.into(),
+        why,
+    };
+    let tables: Vec<String> = match conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .and_then(|mut st| {
+            st.query_map([], |r| r.get(0))?
+                .collect::<std::result::Result<Vec<String>, _>>()
+        }) {
+        Ok(tables) => tables,
+        Err(e) if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
+            return Err(not_a_store("it is not an SQLite database".into()))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if tables.is_empty() {
+        return Ok(());
+    }
+    let missing: Vec<&str> = STORE_TABLES
+        .iter()
+        .copied()
+        .filter(|t| !tables.iter().any(|have| have == t))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = tables.iter().take(5).map(String::as_str).collect();
+    let more = if tables.len() > 5 { ", …" } else { "" };
+    Err(not_a_store(format!(
+        "an SQLite database with tables {}{more} and no {}",
+        shown.join(", "),
+        missing.join(", ")
+    )))
 }
 
 fn is_busy(err: &rusqlite::Error) -> bool {
@@ -106,37 +186,129 @@ fn is_busy(err: &rusqlite::Error) -> bool {
 }
 
 impl Store {
-    /// Open (creating if missing) the store at `path` and migrate it forward.
+    /// Open (creating if missing) the store at `path` and migrate it forward; a file that
+    /// cannot be written is opened read-only.
     pub fn open(path: &str) -> Result<Store> {
+        Store::open_with(
+            path,
+            OpenOptions {
+                create: true,
+                read_only: false,
+            },
+        )
+    }
+
+    /// Open the store at `path` (SPEC §1, §11). Only a missing file (when `create`) or an
+    /// empty one becomes a new store; a file that is not a recall store is refused before
+    /// anything is written to it. A store whose file cannot be written (a read-only medium,
+    /// another user's file) or that is asked for `read_only` is opened for reading: searches
+    /// work, writes are refused with `ReadOnly`.
+    pub fn open_with(path: &str, options: OpenOptions) -> Result<Store> {
         register_sqlite_vec();
-        if let Some(parent) = Path::new(path).parent() {
-            if !parent.as_os_str().is_empty() && !parent.is_dir() {
-                return Err(CoreError::Usage(format!(
-                    "cannot create {path}: folder {} does not exist",
-                    parent.display()
-                )));
+        if !Path::new(path).exists() {
+            if !options.create || options.read_only {
+                return Err(CoreError::Missing { path: path.into() });
+            }
+            if let Some(parent) = Path::new(path).parent() {
+                if !parent.as_os_str().is_empty() && !parent.is_dir() {
+                    return Err(CoreError::Usage(format!(
+                        "cannot create {path}: folder {} does not exist",
+                        parent.display()
+                    )));
+                }
             }
         }
-        let conn = Connection::open(path)?;
+        let mut read_only = options.read_only.then(|| "asked for".to_string());
+        let conn = match &read_only {
+            Some(_) => open_read_only(path)?,
+            None => {
+                let conn = Connection::open(path)?;
+                if conn.is_readonly(rusqlite::MAIN_DB)? {
+                    read_only = Some("the file cannot be written".into());
+                    drop(conn);
+                    open_read_only(path)?
+                } else {
+                    conn
+                }
+            }
+        };
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // Nothing has been written yet: a file of another application stays byte-identical.
+        let conn = match check_is_store(&conn, path) {
+            // A WAL store on a medium where its shared-memory file cannot be made: read it as
+            // the immutable file it is.
+            Err(CoreError::Sqlite(e)) if read_only.is_some() && is_cantopen(&e) => {
+                drop(conn);
+                let conn = Connection::open_with_flags(
+                    format!("file:{}?immutable=1", uri_path(path)),
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+                )?;
+                check_is_store(&conn, path)?;
+                conn
+            }
+            Err(e) => return Err(e),
+            Ok(()) => conn,
+        };
+        let mut store = Store {
+            conn,
+            path: path.to_string(),
+            in_write: false,
+            read_only,
+            cache: None,
+            lexical: None,
+        };
+        if let Some(why) = store.read_only.clone() {
+            let found: i64 = store
+                .conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            if found > SCHEMA_VERSION {
+                return Err(CoreError::SchemaTooNew {
+                    path: path.into(),
+                    found,
+                    supported: SCHEMA_VERSION,
+                });
+            }
+            if found < SCHEMA_VERSION {
+                return Err(CoreError::ReadOnly {
+                    path: path.into(),
+                    why: format!("{why}, and it needs an upgrade to schema {SCHEMA_VERSION}"),
+                });
+            }
+            store.conn.execute_batch("PRAGMA foreign_keys=ON;")?;
+            return Ok(store);
+        }
         // WAL: readers never block on the writer; NORMAL keeps committed data across a killed
         // process (only a power loss can drop the last commit).
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
             return Err(CoreError::Usage(format!(
                 "cannot switch {path} to WAL mode (got '{mode}')"
             )));
         }
-        conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
-        let mut store = Store {
-            conn,
-            path: path.to_string(),
-            in_write: false,
-            cache: None,
-            lexical: None,
-        };
+        store
+            .conn
+            .execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Why writes are refused, when the store is open read-only.
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    /// Refuse a write on a read-only store.
+    pub(crate) fn require_writable(&self) -> Result<()> {
+        match &self.read_only {
+            Some(why) => Err(CoreError::ReadOnly {
+                path: self.path.clone(),
+                why: why.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn path(&self) -> &str {
@@ -270,5 +442,101 @@ pub(crate) mod fixtures {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir.join("memory.db").to_string_lossy().into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{doc, embedder, temp_db};
+    use super::*;
+
+    #[test]
+    fn another_applications_database_is_refused_and_left_byte_identical() {
+        let path = temp_db("foreign");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE orders(id INTEGER PRIMARY KEY, total REAL); INSERT INTO orders VALUES (1, 9.5);")
+            .unwrap();
+        drop(conn);
+        let before = std::fs::read(&path).unwrap();
+        let err = Store::open(&path).err().expect("refused");
+        assert!(matches!(err, CoreError::NotAStore { .. }), "{err}");
+        assert!(err.to_string().contains("orders"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert!(!Path::new(&format!("{path}-wal")).exists());
+    }
+
+    #[test]
+    fn a_file_that_is_not_sqlite_is_refused_untouched() {
+        let path = temp_db("text");
+        std::fs::write(
+            &path,
+            "# notes\nnot a database, long enough to have a header or not\n".repeat(20),
+        )
+        .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let err = Store::open(&path).err().expect("refused");
+        assert!(err.to_string().contains("not an SQLite database"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn an_empty_file_becomes_a_store_and_reads_never_create_one() {
+        let path = temp_db("empty");
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(
+            Store::open(&path).unwrap().schema_version().unwrap(),
+            SCHEMA_VERSION
+        );
+        let missing = temp_db("missing");
+        let read = OpenOptions {
+            create: false,
+            read_only: false,
+        };
+        assert!(matches!(
+            Store::open_with(&missing, read),
+            Err(CoreError::Missing { .. })
+        ));
+        assert!(!Path::new(&missing).exists());
+    }
+
+    #[test]
+    fn a_read_only_store_answers_reads_and_refuses_writes() {
+        let path = temp_db("readonly");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 2, 4), "t0").unwrap();
+        store.commit("t0").unwrap();
+        drop(store);
+        let before = std::fs::read(&path).unwrap();
+        let options = OpenOptions {
+            create: false,
+            read_only: true,
+        };
+        let mut store = Store::open_with(&path, options).unwrap();
+        assert!(store.read_only().is_some());
+        assert_eq!(store.stats().unwrap().chunks, 2);
+        let policy = crate::trust::Policy {
+            now_us: 0,
+            known_as_of_us: None,
+            threshold: 0.5,
+            scale: 0.05,
+            unverified: false,
+            lexical_weight: 0.0,
+            identifier_weight: 0.0,
+        };
+        let out = store
+            .search(&[1.0, 2.0, 3.0, 4.0], "chunk", 5, 20, &policy)
+            .unwrap();
+        assert!(!out.hits.is_empty());
+        assert!(matches!(
+            store.begin(&embedder(4)),
+            Err(CoreError::ReadOnly { .. })
+        ));
+        assert!(matches!(
+            store.set_meta_value("k", "v"),
+            Err(CoreError::ReadOnly { .. })
+        ));
+        drop(store);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
     }
 }

@@ -16,7 +16,7 @@ use super::{is_busy, Store, VEC_TABLE};
 
 /// Why the fast path did not serve the vectors.
 #[derive(Debug)]
-enum Declined {
+pub(super) enum Declined {
     /// Storage this reader does not know, or a check failed that the virtual table does not
     /// depend on: the virtual table, the source of truth, decides.
     Layout(String),
@@ -92,7 +92,7 @@ impl Store {
     }
 
     /// The virtual table, row by row: the source of truth, and the slow path.
-    fn load_vectors_table(
+    pub(super) fn load_vectors_table(
         &self,
         dim: usize,
         known: &impl Fn(i64) -> bool,
@@ -125,7 +125,7 @@ impl Store {
     /// it; every block's bitmap, row list and vectors have the lengths its size implies; every
     /// row's slot lies in its block, is live and names that row; and there are as many live
     /// slots as rows. A failed check declines (see `Declined`), never a wrong vector.
-    fn load_vectors_shadow(
+    pub(super) fn load_vectors_shadow(
         &self,
         dim: usize,
         known: &impl Fn(i64) -> bool,

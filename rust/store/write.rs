@@ -47,6 +47,7 @@ impl Store {
     /// Start the write transaction of an index run, binding the store to `embedder` on first use.
     /// A store bound to another embedder refuses (SPEC §3 lineage).
     pub fn begin(&mut self, embedder: &EmbedderInfo) -> Result<()> {
+        self.require_writable()?;
         if self.in_write {
             return Err(CoreError::Usage(
                 "a write is already open on this store".into(),
@@ -342,6 +343,7 @@ impl Store {
 
     /// Write one metadata value in its own transaction (calibration records and the like).
     pub fn set_meta_value(&mut self, key: &str, value: &str) -> Result<()> {
+        self.require_writable()?;
         if self.in_write {
             return self.set_meta(key, value);
         }

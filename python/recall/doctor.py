@@ -1,0 +1,100 @@
+"""`recall doctor` (SPEC §11): is this store file sound, and if not, the way out.
+
+Owns: gathering the core's checks (SQLite's integrity, schema, vectors and lexical index
+against the chunk rows) with the calibration records', a plain verdict, and the advice.
+Does not own: the checks on the file itself (the Rust core) or printing (the CLI).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from recall.calibration import history_key, load_history, load_record, meta_key
+
+if TYPE_CHECKING:
+    from recall.api import Memory
+
+__all__ = ["Check", "DoctorReport", "diagnose"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: `status` is `ok`, `warning` (works, but not as written) or `damaged`."""
+
+    name: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class DoctorReport:
+    path: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """`healthy`, `usable` (warnings only) or `damaged`."""
+        statuses = {c.status for c in self.checks}
+        if "damaged" in statuses:
+            return "damaged"
+        return "usable" if "warning" in statuses else "healthy"
+
+    @property
+    def advice(self) -> str:
+        """What to do next, in commands."""
+        if self.verdict != "damaged":
+            return "nothing to do" if self.verdict == "healthy" else "see the warnings above"
+        calibration_ok = all(c.status != "damaged" for c in self.checks if c.name == "calibration")
+        steps = []
+        if calibration_ok:
+            steps.append(f"recall calibrate --export calibration.json --db {self.path}")
+        steps.append("recall index NOTES... --db NEW.db")
+        steps.append(
+            "recall calibrate --import calibration.json --db NEW.db"
+            if calibration_ok
+            else "recall calibrate QUERIES --db NEW.db"
+        )
+        return (
+            "re-index the notes into a new store file (the notes are the source of truth; "
+            "keep the damaged file until the new one answers):\n  " + "\n  ".join(steps)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "verdict": self.verdict,
+            "checks": [c.__dict__ for c in self.checks],
+            "advice": self.advice,
+        }
+
+
+def diagnose(memory: Memory) -> DoctorReport:
+    store = memory._store
+    checks = [Check(name, status, detail) for name, status, detail in store.doctor()]
+    checks.append(_calibration(memory))
+    return DoctorReport(path=memory.path, checks=checks)
+
+
+def _calibration(memory: Memory) -> Check:
+    store = memory._store
+    try:
+        bound = store.embedder()
+    except Exception as err:  # noqa: BLE001 - a damaged meta table is what is reported
+        return Check("calibration", "damaged", f"the store's metadata cannot be read: {err}")
+    if bound is None:
+        return Check("calibration", "ok", "nothing indexed, nothing to calibrate")
+    fingerprint = bound[2]
+    raw = store.meta(meta_key(fingerprint))
+    record, why = load_record(raw, fingerprint)
+    entries = load_history(store.meta(history_key(fingerprint)), fingerprint, record)
+    if record is None and raw is not None:
+        return Check("calibration", "damaged", f"the record in use cannot be read: {why}")
+    if record is None:
+        return Check("calibration", "ok", f"none recorded for {bound[0]}")
+    state = "certified" if record.certified else "not certified"
+    return Check(
+        "calibration",
+        "ok",
+        f"{record.id} in use ({state}); {len(entries)} in the history",
+    )

@@ -1,0 +1,272 @@
+//! `recall doctor` (SPEC §11): what is wrong with a store file, check by check.
+//!
+//! Owns: SQLite's own integrity check, the schema, the vector storage against the chunk rows,
+//! and the saved lexical index against the chunk rows. Reads only. Does not own: the
+//! calibration records (Python parses them) or what the user is told to do (the CLI).
+
+use std::collections::HashSet;
+
+use crate::errors::Result;
+use crate::lexical::LexicalIndex;
+
+use super::vectors::Declined;
+use super::{Store, SCHEMA_VERSION, VEC_TABLE};
+
+/// The outcome of one check: "ok", "warning" (works, but not as written) or "damaged".
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: &'static str,
+    pub detail: String,
+}
+
+fn check(name: &'static str, status: &'static str, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status,
+        detail: detail.into(),
+    }
+}
+
+/// Up to `n` items of a set difference, for a message.
+fn some(ids: &[i64], n: usize) -> String {
+    let shown: Vec<String> = ids.iter().take(n).map(i64::to_string).collect();
+    let more = if ids.len() > n { ", …" } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
+impl Store {
+    /// Every check, in order; a check that cannot run because an earlier one found damage says
+    /// so rather than failing the whole report.
+    pub fn doctor(&mut self) -> Result<Vec<Check>> {
+        let mut checks = Vec::new();
+        let integrity: rusqlite::Result<Vec<String>> = self
+            .conn
+            .prepare("PRAGMA integrity_check(20)")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+        let sqlite_ok = match integrity {
+            Ok(lines) if lines == ["ok"] => {
+                checks.push(check("sqlite", "ok", "integrity check passed"));
+                true
+            }
+            Ok(lines) => {
+                checks.push(check("sqlite", "damaged", lines.join("; ")));
+                false
+            }
+            Err(e) => {
+                checks.push(check("sqlite", "damaged", e.to_string()));
+                false
+            }
+        };
+        let version = self.schema_version().unwrap_or(-1);
+        checks.push(if version == SCHEMA_VERSION {
+            check("schema", "ok", format!("version {version}"))
+        } else {
+            check(
+                "schema",
+                "warning",
+                format!("version {version}; this recall writes {SCHEMA_VERSION}"),
+            )
+        });
+        let chunks: rusqlite::Result<Vec<i64>> = self
+            .conn
+            .prepare("SELECT id FROM chunks ORDER BY id")
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+        let chunks: HashSet<i64> = match chunks {
+            Ok(ids) => ids.into_iter().collect(),
+            Err(e) => {
+                let why = format!("the chunk rows cannot be read: {e}");
+                checks.push(check("vectors", "damaged", why.clone()));
+                checks.push(check("lexical", "damaged", why));
+                return Ok(checks);
+            }
+        };
+        checks.push(self.check_vectors(&chunks));
+        checks.push(self.check_lexical(&chunks));
+        if !sqlite_ok {
+            // The other checks read what SQLite could; its own verdict stands above them.
+            for c in checks.iter_mut().skip(2) {
+                if c.status == "ok" {
+                    c.detail.push_str(" (in the pages SQLite could read)");
+                }
+            }
+        }
+        Ok(checks)
+    }
+
+    fn check_vectors(&self, chunks: &HashSet<i64>) -> Check {
+        let dim = match self.embedder() {
+            Ok(Some(e)) => e.dim,
+            Ok(None) if chunks.is_empty() => return check("vectors", "ok", "nothing indexed"),
+            Ok(None) => return check("vectors", "damaged", "chunks but no embedder recorded"),
+            Err(e) => return check("vectors", "damaged", e.to_string()),
+        };
+        let (loaded, how) = match self.load_vectors_shadow(dim, &|_| true) {
+            Ok(loaded) => (loaded, "sqlite-vec's blocks check out".to_string()),
+            Err(Declined::Misplaced(why)) => return check("vectors", "damaged", why),
+            Err(Declined::Layout(why)) => match self.load_vectors_table(dim, &|_| true) {
+                Ok(loaded) => (
+                    loaded,
+                    format!("read through {VEC_TABLE} (its blocks do not check out: {why})"),
+                ),
+                Err(e) => return check("vectors", "damaged", format!("{e} (blocks: {why})")),
+            },
+        };
+        let have: HashSet<i64> = loaded.0.iter().map(|&(c, _)| c).collect();
+        let mut missing: Vec<i64> = chunks.difference(&have).copied().collect();
+        let mut ghosts: Vec<i64> = have.difference(chunks).copied().collect();
+        missing.sort_unstable();
+        ghosts.sort_unstable();
+        if missing.is_empty() && ghosts.is_empty() {
+            check(
+                "vectors",
+                "ok",
+                format!("{} vectors, one per chunk; {how}", have.len()),
+            )
+        } else {
+            check(
+                "vectors",
+                "damaged",
+                format!(
+                    "{} chunks without a vector ({}), {} vectors without a chunk ({}); {how}",
+                    missing.len(),
+                    some(&missing, 5),
+                    ghosts.len(),
+                    some(&ghosts, 5)
+                ),
+            )
+        }
+    }
+
+    fn check_lexical(&self, chunks: &HashSet<i64>) -> Check {
+        let saved = self
+            .meta("lexical_generation")
+            .ok()
+            .flatten()
+            .and_then(|g| g.parse::<i64>().ok());
+        let generation = self.generation().unwrap_or(-1);
+        if saved != Some(generation) {
+            return check(
+                "lexical",
+                "warning",
+                "the saved index is missing or older than the chunks; the next search rebuilds \
+                 it in memory and the next index run saves it",
+            );
+        }
+        let files: rusqlite::Result<Vec<(String, Vec<u8>)>> = self
+            .conn
+            .prepare("SELECT name, data FROM lexical_files")
+            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect());
+        let index = match files.map_err(Into::into).and_then(LexicalIndex::open) {
+            Ok(index) => index,
+            Err(e) => return check("lexical", "damaged", format!("the saved index: {e}")),
+        };
+        let ids = match index.chunk_ids() {
+            Ok(ids) => ids,
+            Err(e) => return check("lexical", "damaged", format!("the saved index: {e}")),
+        };
+        let have: HashSet<i64> = ids.iter().copied().collect();
+        let mut missing: Vec<i64> = chunks.difference(&have).copied().collect();
+        let mut ghosts: Vec<i64> = have.difference(chunks).copied().collect();
+        missing.sort_unstable();
+        ghosts.sort_unstable();
+        let doubled = ids.len() - have.len();
+        if missing.is_empty() && ghosts.is_empty() && doubled == 0 {
+            check(
+                "lexical",
+                "ok",
+                format!("{} chunks indexed, one entry each", have.len()),
+            )
+        } else {
+            check(
+                "lexical",
+                "damaged",
+                format!(
+                    "{} chunks not in the index ({}), {} entries without a chunk ({}), {} \
+                     chunks indexed twice",
+                    missing.len(),
+                    some(&missing, 5),
+                    ghosts.len(),
+                    some(&ghosts, 5),
+                    doubled
+                ),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::fixtures::{doc, embedder, temp_db};
+
+    fn indexed(name: &str) -> (String, Store) {
+        let path = temp_db(name);
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        for name in ["a.md", "b.md", "c.md"] {
+            store.put_document(&doc(name, 3, 4), "t0").unwrap();
+        }
+        store.commit("t0").unwrap();
+        (path, store)
+    }
+
+    fn statuses(store: &mut Store) -> Vec<(&'static str, &'static str)> {
+        store
+            .doctor()
+            .unwrap()
+            .iter()
+            .map(|c| (c.name, c.status))
+            .collect()
+    }
+
+    #[test]
+    fn a_sound_store_passes_every_check() {
+        let (_, mut store) = indexed("doctor-sound");
+        assert_eq!(
+            statuses(&mut store),
+            [
+                ("sqlite", "ok"),
+                ("schema", "ok"),
+                ("vectors", "ok"),
+                ("lexical", "ok")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_chunk_behind_the_legs_back_is_found_in_both() {
+        let (_, mut store) = indexed("doctor-chunk");
+        store
+            .conn
+            .execute_batch(
+                "INSERT INTO chunks(doc_id, ordinal, text, byte_start, byte_end, line_start,
+                     line_end, heading_path) VALUES (1, 99, 'x', 0, 1, 1, 1, '')",
+            )
+            .unwrap();
+        let checks = store.doctor().unwrap();
+        let by = |n: &str| checks.iter().find(|c| c.name == n).unwrap().clone();
+        assert_eq!(by("vectors").status, "damaged");
+        assert!(
+            by("vectors").detail.contains("1 chunks without a vector"),
+            "{:?}",
+            by("vectors")
+        );
+        assert_eq!(by("lexical").status, "damaged");
+        assert!(by("lexical").detail.contains("1 chunks not in the index"));
+    }
+
+    #[test]
+    fn garbage_in_the_middle_of_the_file_is_reported_by_sqlite() {
+        let (path, store) = indexed("doctor-garbage");
+        drop(store);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        let end = (middle + 4096).min(bytes.len());
+        bytes[middle..end].iter_mut().for_each(|b| *b = 0xA5);
+        std::fs::write(&path, bytes).unwrap();
+        let mut store = Store::open(&path).unwrap();
+        let checks = store.doctor().unwrap();
+        assert_eq!(checks[0].status, "damaged", "{checks:?}");
+    }
+}

@@ -1,0 +1,197 @@
+"""The store file under faults (SPEC §1, §11): other applications' files are never written,
+failed first runs leave nothing behind, read-only stores answer reads, and damage is found and
+explained by `recall doctor`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import recall
+from recall.cli import app
+
+from .conftest import EXAMPLES
+from .test_fault_files import _without_permission_bypass
+
+runner = CliRunner()
+
+
+def cli(*args: str) -> tuple[int, str]:
+    res = runner.invoke(app, list(args))
+    return res.exit_code, res.stdout + res.stderr
+
+
+def indexed(tmp_path: Path) -> Path:
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-512") as mem:
+        assert mem.index(EXAMPLES).ok
+    return db
+
+
+def leftovers(db: Path) -> list[str]:
+    return sorted(p.name for p in db.parent.iterdir() if p.name.startswith(db.name))
+
+
+@pytest.mark.parametrize("command", ["stats", "search", "index", "doctor"])
+def test_another_applications_database_is_left_byte_identical(tmp_path: Path, command: str) -> None:
+    db = tmp_path / "app.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE invoices(id INTEGER PRIMARY KEY, total REAL)")
+    con.execute("INSERT INTO invoices VALUES (1, 12.5)")
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    args = {
+        "stats": ["stats"],
+        "search": ["search", "rate limit", "--mode", "development"],
+        "index": ["index", str(EXAMPLES), "--embedder", "hashing-512"],
+        "doctor": ["doctor"],
+    }[command]
+    code, out = cli(*args, "--db", str(db))
+    assert code != 0
+    assert "not a recall store" in out and "invoices" in out, out
+    assert db.read_bytes() == before
+    assert leftovers(db) == ["app.db"]
+
+
+def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# My notes\n\nNot a database.\n" * 50, encoding="utf-8")
+    before = notes.read_bytes()
+    code, out = cli("stats", "--db", str(notes))
+    assert code != 0 and "not an SQLite database" in out, out
+    assert notes.read_bytes() == before
+
+
+def test_reads_never_create_a_store(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    with recall.open(db) as mem:
+        assert mem.stats().documents == 0
+        with pytest.raises(recall.TrustRefusal) as err:
+            mem.search("anything")
+        assert err.value.code == "INDEX_NOT_READY"
+    code, _ = cli("search", "anything", "--db", str(db))
+    assert code != 0
+    assert not db.exists() and leftovers(db) == []
+
+
+def test_a_failed_first_run_leaves_no_store(tmp_path: Path) -> None:
+    db = tmp_path / "new.db"
+    code, out = cli("index", str(tmp_path / "no-such-notes"), "--db", str(db))
+    assert code == 2, out
+    code, out = cli("index", str(EXAMPLES), "--db", str(db), "--embedder", "bert")
+    assert code == 2, out
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.md").symlink_to(bad / "x.md")  # a loop: refused, as an unreadable file is
+    code, out = cli("index", str(bad), "--db", str(db), "--embedder", "hashing-512")
+    assert code == 1, out
+    assert leftovers(db) == []
+    # A run that keeps something makes the store.
+    code, _ = cli("index", str(EXAMPLES), "--db", str(db), "--embedder", "hashing-512")
+    assert code == 0 and db.exists()
+
+
+def test_read_only_store_answers_reads_and_refuses_writes(tmp_path: Path) -> None:
+    db = indexed(tmp_path)
+    before = db.read_bytes()
+    with recall.open(db, read_only=True) as mem:
+        assert mem.read_only == "asked for"
+        assert mem.search("rate limit", mode="development").hits
+        assert mem.stats().documents == 10
+        with pytest.raises(recall.StoreError, match="read-only.*cp "):
+            mem.index(EXAMPLES)
+    assert db.read_bytes() == before
+
+
+def test_immutable_file_is_opened_read_only(tmp_path: Path) -> None:
+    db = indexed(tmp_path)
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    try:
+        code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
+        assert code == 0, out
+        code, out = cli("stats", "--db", str(db), "--json")
+        assert code == 0 and json.loads(out)["documents"] == 10, out
+        code, out = cli("index", str(EXAMPLES), "--db", str(db))
+        assert code != 0 and "read-only" in out, out
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+
+
+def test_store_on_a_read_only_folder_of_another_owner(tmp_path: Path) -> None:
+    """No write access to the file or its folder, so not even SQLite's shared-memory file can be
+    made: searches still answer, from the file as it is."""
+    prefix = _without_permission_bypass(tmp_path)
+    if prefix is None:
+        pytest.skip("no way to run without the permission bypass here")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = indexed(folder)
+    notes = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, notes)
+    db.chmod(0o444)
+    folder.chmod(0o555)
+    env = {**os.environ, "RECALL_EMBEDDER": "hashing-512"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [*prefix, sys.executable, "-m", "recall.cli", *args, "--db", str(db)]
+        return subprocess.run(command, capture_output=True, text=True, env=env)
+
+    try:
+        found = run("search", "rate limit", "--mode", "development", "--json")
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout)["hits"]
+        assert run("stats").returncode == 0
+        refused = run("index", str(notes))
+        assert refused.returncode != 0 and "read-only" in refused.stderr, refused.stderr
+        assert sorted(p.name for p in folder.iterdir()) == ["m.db"]
+    finally:
+        folder.chmod(0o755)
+        db.chmod(0o644)
+
+
+def test_doctor_on_a_sound_store(tmp_path: Path) -> None:
+    db = indexed(tmp_path)
+    code, out = cli("doctor", "--db", str(db), "--json")
+    assert code == 0, out
+    report = json.loads(out)
+    assert report["verdict"] == "healthy"
+    assert [c["name"] for c in report["checks"]] == [
+        "sqlite",
+        "schema",
+        "vectors",
+        "lexical",
+        "calibration",
+    ]
+    assert {c["status"] for c in report["checks"]} == {"ok"}
+
+
+def test_garbage_in_the_middle_is_found_and_explained(tmp_path: Path) -> None:
+    db = indexed(tmp_path)
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 4096] = os.urandom(4096)
+    db.write_bytes(bytes(data))
+    code, out = cli("doctor", "--db", str(db))
+    assert code == 1, out
+    assert "damaged" in out and "recall index" in out and "NEW.db" in out
+    report = json.loads(cli("doctor", "--db", str(db), "--json")[1])
+    assert report["verdict"] == "damaged"
+    assert report["checks"][0] == {
+        "name": "sqlite",
+        "status": "damaged",
+        "detail": report["checks"][0]["detail"],
+    }
+    # Wherever the damage surfaces as SQLite's "malformed", the message names the doctor.
+    code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
+    if code != 0 and "malformed" in out:
+        assert "recall doctor" in out, out
