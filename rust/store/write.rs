@@ -139,16 +139,20 @@ impl Store {
         for &id in &ids {
             lexical.index.delete(id)?;
         }
-        self.conn.execute(
-            &format!(
-                "DELETE FROM {VEC_TABLE} WHERE chunk_id IN (SELECT id FROM chunks WHERE doc_id = ?1)"
-            ),
-            [doc_id],
-        )?;
+        // One point delete per vector: sqlite-vec answers `chunk_id IN (SELECT …)` with a scan
+        // of the whole table, which made an update cost what the store holds.
+        let mut vec_stmt = self
+            .conn
+            .prepare_cached(&format!("DELETE FROM {VEC_TABLE} WHERE chunk_id = ?1"))?;
+        for &id in &ids {
+            vec_stmt.execute([id])?;
+        }
         self.conn
-            .execute("DELETE FROM chunks WHERE doc_id = ?1", [doc_id])?;
+            .prepare_cached("DELETE FROM chunks WHERE doc_id = ?1")?
+            .execute([doc_id])?;
         self.conn
-            .execute("DELETE FROM edges WHERE doc_id = ?1", [doc_id])?;
+            .prepare_cached("DELETE FROM edges WHERE doc_id = ?1")?
+            .execute([doc_id])?;
         Ok(ids.len())
     }
 
