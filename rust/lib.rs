@@ -173,7 +173,13 @@ impl PyStore {
         self.with(|s| Ok(s.embedder()?.map(|e| (e.name, e.dim, e.fingerprint))))
     }
 
-    fn known_documents(&self, source: &str) -> PyResult<Vec<(String, String)>> {
+    /// Record an unchanged file's modification time (inside a write).
+    #[pyo3(signature = (source, path, mtime_ns))]
+    fn set_file_time(&self, source: &str, path: &str, mtime_ns: Option<i64>) -> PyResult<()> {
+        self.with(|s| s.set_file_time(source, path, mtime_ns))
+    }
+
+    fn known_documents(&self, source: &str) -> PyResult<Vec<store::KnownDocument>> {
         self.with(|s| s.known_documents(source))
     }
 
@@ -188,7 +194,7 @@ impl PyStore {
 
     #[pyo3(signature = (*, source, path, key, title, content_hash, size_bytes, valid_from_raw,
         valid_until_raw, valid_from, valid_until, metadata_error, frontmatter, chunks, vectors,
-        edges, now))]
+        edges, now, mtime_ns = None))]
     #[allow(clippy::too_many_arguments)]
     fn put_document(
         &self,
@@ -209,6 +215,7 @@ impl PyStore {
         vectors: &[u8],
         edges: Vec<(String, String)>,
         now: String,
+        mtime_ns: Option<i64>,
     ) -> PyResult<()> {
         let vectors = f32s(vectors, "vectors")?;
         let doc = NewDocument {
@@ -218,6 +225,7 @@ impl PyStore {
             title,
             content_hash,
             size_bytes,
+            mtime_ns,
             valid_from_raw,
             valid_until_raw,
             valid_from,

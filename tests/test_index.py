@@ -304,3 +304,67 @@ def test_an_embedder_failure_rolls_the_run_back(tmp_path: Path, corpus: Path) ->
         with pytest.raises(recall.EmbedderError, match="crashed"):
             mem.index(corpus, now=T0)
         assert mem.stats().documents == 1, "the failed run wrote nothing"
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Set `path`'s modification time `seconds` into the past."""
+    st = path.stat()
+    then = st.st_mtime_ns - int(seconds * 1e9)
+    os.utime(path, ns=(st.st_atime_ns, then))
+
+
+def test_unchanged_size_and_time_are_not_read_again(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC §3: an update costs what changed. A file whose size and modification time are those
+    recorded when it was read is unchanged without being opened; any edit that moves the time
+    is read."""
+    write_corpus(corpus, {"a.md": "# A\n\nalpha note\n", "b.md": "# B\n\nbeta note\n"})
+    for name in ("a.md", "b.md"):
+        _age(corpus / name, 3600)
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        assert sorted(mem.index(corpus).added) == ["a.md", "b.md"]
+        opened: list[str] = []
+        real_open = os.open
+
+        def spy(path: str | os.PathLike[str], *args: object, **kw: object) -> int:
+            opened.append(os.fspath(path))
+            return real_open(path, *args, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(recall.indexing.os, "open", spy)
+        report = mem.index(corpus)
+        assert report.unchanged == 2 and opened == []
+        # Same size, new time: read, and found changed.
+        (corpus / "a.md").write_text("# A\n\nALPHA note\n", encoding="utf-8")
+        report = mem.index(corpus)
+        assert report.updated == ["a.md"] and [Path(p).name for p in opened] == ["a.md"]
+
+
+def test_a_time_too_recent_to_trust_is_read_every_run(tmp_path: Path, corpus: Path) -> None:
+    """A write in the same clock tick as the read must not be missed: a modification time within
+    the last two seconds is never recorded as proof of "unchanged"."""
+    write_corpus(corpus, {"a.md": "# A\n\nalpha note\n"})
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        mem.index(corpus)
+        before = (corpus / "a.md").stat()
+        (corpus / "a.md").write_text("# A\n\nALPHA note\n", encoding="utf-8")
+        os.utime(corpus / "a.md", ns=(before.st_atime_ns, before.st_mtime_ns))  # same tick
+        assert mem.index(corpus).updated == ["a.md"]
+
+
+def test_a_store_from_before_file_times_records_them(tmp_path: Path, corpus: Path) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nalpha note\n"})
+    _age(corpus / "a.md", 3600)
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-64") as mem:
+        mem.index(corpus)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE documents SET mtime_ns = NULL")
+    con.commit()
+    con.close()
+    with recall.open(db) as mem:
+        assert mem.index(corpus).unchanged == 1  # read and hashed: same content
+    con = sqlite3.connect(db)
+    (mtime,) = con.execute("SELECT mtime_ns FROM documents").fetchone()
+    con.close()
+    assert mtime == (corpus / "a.md").stat().st_mtime_ns  # recorded: not read next time

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -85,6 +85,14 @@ class IndexReport:
         return data
 
 
+#: (content hash, size in bytes, modification time in ns or None) of an indexed file.
+_Known = tuple[str, int, Optional[int]]
+
+#: How recent a modification time is too recent to prove a file unchanged (2 s: coarse file
+#: system clocks and a write in the same tick as the read).
+RACY_NS = 2_000_000_000
+
+
 @dataclass
 class _Pending:
     """A parsed document waiting for its vectors."""
@@ -92,6 +100,7 @@ class _Pending:
     source: str
     rel: str
     size: int
+    mtime_ns: int | None
     digest: str
     fm: Frontmatter | None
     title: str
@@ -109,7 +118,7 @@ class _Corpus:
     """
 
     source: Path
-    files: list[tuple[str, Path]] = field(default_factory=list)
+    files: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     refused: list[Skipped] = field(default_factory=list)
     kept: set[str] = field(default_factory=set)
@@ -187,7 +196,7 @@ def _walk(root: Path) -> _Corpus:
             corpus.skipped.append(Skipped(_shown(prefix), "a mount of a folder above it (a loop)"))
             continue
         subfolders: list[tuple[Path, str, frozenset[tuple[int, int]]]] = []
-        files: list[tuple[str, Path, bool]] = []
+        files: list[tuple[str, str, str, bool]] = []
         for entry in entries:
             rel = prefix + entry.name
             try:
@@ -208,10 +217,11 @@ def _walk(root: Path) -> _Corpus:
                     corpus.skipped.append(Skipped(_shown(rel) + "/", reason))
                 else:
                     subfolders.append((Path(entry.path), rel + "/", above | {here}))
-            elif Path(entry.name).suffix.lower() in suffixes:
-                files.append((rel, Path(entry.path), is_link))
-        for rel, path, is_link in files:
-            reason = _file_skip(path, is_link, root)
+            elif os.path.splitext(entry.name)[1].lower() in suffixes:
+                # Plain strings: a 50k-note walk pays for every object made per file.
+                files.append((rel, entry.path, entry.name, is_link))
+        for rel, path, name, is_link in files:
+            reason = _file_skip(name, path, is_link, root)
             if reason:
                 corpus.skipped.append(Skipped(_shown(rel), reason))
             else:
@@ -237,13 +247,13 @@ def _folder_skip(name: str, path: Path, is_link: bool, root: Path) -> str | None
     return None
 
 
-def _file_skip(path: Path, is_link: bool, root: Path) -> str | None:
-    if path.name.startswith("."):
+def _file_skip(name: str, path: str, is_link: bool, root: Path) -> str | None:
+    if name.startswith("."):
         return "hidden file"
-    if not _storable(path.name):
+    if not _storable(name):
         return "file name is not valid UTF-8 (rename it to index it)"
     if is_link:
-        target = _target(path)
+        target = _target(Path(path))
         if not _within(target, root):
             return f"symlink leaves the corpus root (points to {_shown(str(target))})"
     return None
@@ -286,12 +296,17 @@ def run_index(
     corpora = [_discover(Path(p)) for p in paths]
     report = IndexReport(embedder=embedder.name)
 
-    known = {
-        str(c.source): dict(store.known_documents(str(c.source)))
+    known: dict[str, dict[str, _Known]] = {
+        str(c.source): {
+            path: (h, size, mtime) for path, h, size, mtime in store.known_documents(str(c.source))
+        }
         if _storable(str(c.source))
         else {}
         for c in corpora
     }
+    # A modification time this recent may be followed by another write in the same clock
+    # tick, so it is not recorded as proof of "unchanged" (the file is read again next run).
+    trusted_before = time.time_ns() - RACY_NS
     removals: dict[str, list[str]] = {}
     for c in corpora:
         report.skipped.extend(c.skipped)
@@ -312,6 +327,7 @@ def run_index(
         )
 
     work = [(c.source, rel, p) for c in corpora for rel, p in c.files]
+    retimed: list[tuple[str, str, int]] = []
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
         for root, gone in removals.items():
@@ -322,7 +338,7 @@ def run_index(
             pending: list[_Pending] = []
             pending_chunks = 0
             for done, (source, rel, file) in enumerate(work, 1):
-                doc = _read(source, rel, file, known[str(source)], report)
+                doc = _read(source, rel, file, known[str(source)], report, trusted_before, retimed)
                 if doc is not None:
                     pending.append(doc)
                     pending_chunks += len(doc.chunks)
@@ -338,6 +354,8 @@ def run_index(
             if inflight is not None:
                 _write(store, inflight[0], inflight[1].result(), instant, report)
             _write(store, pending, _embed(embedder, pending), instant, report)
+        for source_text, rel, mtime_ns in retimed:
+            store.set_file_time(source_text, rel, mtime_ns)
         report.generation = store.commit(instant)
     except BaseException:
         store.rollback()
@@ -371,7 +389,7 @@ def _discover(path: Path) -> _Corpus:
         return _walk(resolved)
     corpus = _Corpus(source, whole_folder=False)
     if _storable(resolved.name):
-        corpus.files.append((resolved.name, resolved))
+        corpus.files.append((resolved.name, str(resolved)))
     else:
         corpus.refused.append(
             Skipped(_shown(str(path)), "file name is not valid UTF-8 (rename it to index it)")
@@ -382,11 +400,29 @@ def _discover(path: Path) -> _Corpus:
 def _read(
     source: Path,
     rel: str,
-    file: Path,
-    known: dict[str, str],
+    file: str,
+    known: dict[str, _Known],
     report: IndexReport,
+    trusted_before: int,
+    retimed: list[tuple[str, str, int]],
 ) -> _Pending | None:
-    """Read, hash, parse and chunk one file; None when unchanged, skipped or refused."""
+    """Read, hash, parse and chunk one file; None when unchanged, skipped or refused. A file
+    with the size and modification time recorded when it was last read is unchanged without
+    being read (SPEC §3: an update costs what changed)."""
+    prior = known.get(rel)
+    if prior is not None and prior[2] is not None:
+        try:
+            seen = os.stat(file)
+        except OSError:
+            seen = None  # opened below, and refused there with the reason
+        if (
+            seen is not None
+            and stat.S_ISREG(seen.st_mode)
+            and seen.st_size == prior[1]
+            and seen.st_mtime_ns == prior[2]
+        ):
+            report.unchanged += 1
+            return None
     try:
         # Non-blocking, and checked on the open file: a FIFO named `x.md` must not hang the
         # run, and a file swapped between listing and reading is judged as what was opened.
@@ -406,9 +442,12 @@ def _read(
         report.refused.append(Skipped(rel, f"unreadable: {_why(err)}"))
         return None
     size = len(data)
+    mtime_ns = st.st_mtime_ns if st.st_mtime_ns < trusted_before else None
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-    if known.get(rel) == digest:
+    if prior is not None and prior[0] == digest:
         report.unchanged += 1
+        if mtime_ns is not None and mtime_ns != prior[2]:
+            retimed.append((str(source), rel, mtime_ns))  # not read again next run
         return None
     if b"\x00" in data:
         report.skipped.append(Skipped(rel, "not text (contains NUL bytes)"))
@@ -418,7 +457,7 @@ def _read(
     except UnicodeDecodeError as err:
         report.skipped.append(Skipped(rel, f"not UTF-8 text (byte {err.start})"))
         return None
-    if file.suffix.lower() in TEXT_SUFFIXES:
+    if os.path.splitext(file)[1].lower() in TEXT_SUFFIXES:
         fm = None
         chunks = chunk(text)
     else:
@@ -432,6 +471,7 @@ def _read(
         source=str(source),
         rel=rel,
         size=size,
+        mtime_ns=mtime_ns,
         digest=digest,
         fm=fm,
         title=_title(fm, chunks, rel),
@@ -508,4 +548,5 @@ def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str
         vectors=vectors.tobytes(),
         edges=[(ref, _core.resolution_key(ref)) for ref in refs],
         now=instant,
+        mtime_ns=d.mtime_ns,
     )

@@ -34,7 +34,7 @@ pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
 pub use search::{HitRow, SearchOutcome};
 pub use stats::Stats;
-pub use write::{NewChunk, NewDocument};
+pub use write::{KnownDocument, NewChunk, NewDocument};
 
 /// Name of the sqlite-vec table holding one vector per chunk (`chunk_id` = `chunks.id`).
 pub const VEC_TABLE: &str = "vec_chunks";
@@ -135,6 +135,10 @@ fn is_cantopen(err: &rusqlite::Error) -> bool {
         Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly)
     )
 }
+
+/// The oldest schema a read-only handle can search as it is (later versions only add what
+/// writes use).
+const READABLE_FROM: i64 = 2;
 
 /// The tables every recall schema has had since its first version.
 const STORE_TABLES: [&str; 3] = ["meta", "documents", "chunks"];
@@ -269,7 +273,7 @@ impl Store {
                     supported: SCHEMA_VERSION,
                 });
             }
-            if found < SCHEMA_VERSION {
+            if found < READABLE_FROM {
                 return Err(CoreError::ReadOnly {
                     path: path.into(),
                     why: format!("{why}, and it needs an upgrade to schema {SCHEMA_VERSION}"),
@@ -414,6 +418,7 @@ pub(crate) mod fixtures {
             title: path.into(),
             content_hash: format!("hash-{path}"),
             size_bytes: 10,
+            mtime_ns: None,
             valid_from_raw: None,
             valid_until_raw: None,
             valid_from: None,

@@ -9,7 +9,7 @@ use crate::errors::{CoreError, Result};
 use super::Store;
 
 /// Bumped with every migration appended to `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -64,6 +64,11 @@ CREATE TABLE lexical_files (
     name TEXT PRIMARY KEY,
     data BLOB NOT NULL
 );
+"#,
+    r#"
+-- The file's modification time when it was read (ns), so an unchanged file (same size, same
+-- time) is not read again; NULL when it was too recent to be trusted or is unknown.
+ALTER TABLE documents ADD COLUMN mtime_ns INTEGER;
 "#,
 ];
 

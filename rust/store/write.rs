@@ -10,6 +10,9 @@ use crate::errors::{CoreError, Result};
 
 use super::{f32_blob, lexical_body, EmbedderInfo, Store, VEC_TABLE};
 
+/// What an index run knows of a stored document: (path, content hash, size, mtime ns).
+pub type KnownDocument = (String, String, i64, Option<i64>);
+
 /// One chunk as written by an index run.
 #[derive(Debug, Clone)]
 pub struct NewChunk {
@@ -31,6 +34,8 @@ pub struct NewDocument {
     pub title: String,
     pub content_hash: String,
     pub size_bytes: i64,
+    /// The file's modification time (ns) when it was read; None when it cannot be trusted.
+    pub mtime_ns: Option<i64>,
     pub valid_from_raw: Option<String>,
     pub valid_until_raw: Option<String>,
     pub valid_from: Option<String>,
@@ -114,12 +119,14 @@ impl Store {
         }
     }
 
-    /// (path, content_hash) of every document indexed under `source`.
-    pub fn known_documents(&self, source: &str) -> Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT path, content_hash FROM documents WHERE source = ?1")?;
-        let rows = stmt.query_map([source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    /// (path, content_hash, size_bytes, mtime_ns) of every document indexed under `source`.
+    pub fn known_documents(&self, source: &str) -> Result<Vec<KnownDocument>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT path, content_hash, size_bytes, mtime_ns FROM documents WHERE source = ?1",
+        )?;
+        let rows = stmt.query_map([source], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3).ok().flatten()))
+        })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -201,11 +208,12 @@ impl Store {
         let doc_id: i64 = self.conn.query_row(
             "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
                  first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
-                 valid_from, valid_until, metadata_error, frontmatter)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                 valid_from, valid_until, metadata_error, frontmatter, mtime_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
              ON CONFLICT(source, path) DO UPDATE SET
                  key = excluded.key, title = excluded.title,
                  content_hash = excluded.content_hash, size_bytes = excluded.size_bytes,
+                 mtime_ns = excluded.mtime_ns,
                  indexed_at = excluded.indexed_at, valid_from_raw = excluded.valid_from_raw,
                  valid_until_raw = excluded.valid_until_raw, valid_from = excluded.valid_from,
                  valid_until = excluded.valid_until, metadata_error = excluded.metadata_error,
@@ -224,7 +232,8 @@ impl Store {
                 doc.valid_from,
                 doc.valid_until,
                 doc.metadata_error,
-                doc.frontmatter
+                doc.frontmatter,
+                doc.mtime_ns
             ],
             |r| r.get(0),
         )?;
@@ -261,6 +270,17 @@ impl Store {
         for (raw, key) in &doc.edges {
             edge_stmt.execute(params![doc_id, raw, key])?;
         }
+        Ok(())
+    }
+
+    /// Record the modification time of a document's file read again and found unchanged, so
+    /// the next run need not read it (a store from before file times were kept, a touched
+    /// file). Nothing else about the document changes.
+    pub fn set_file_time(&mut self, source: &str, path: &str, mtime_ns: Option<i64>) -> Result<()> {
+        self.require_write()?;
+        self.conn
+            .prepare_cached("UPDATE documents SET mtime_ns = ?3 WHERE source = ?1 AND path = ?2")?
+            .execute(params![source, path, mtime_ns])?;
         Ok(())
     }
 
