@@ -18,9 +18,22 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any
 
 from recall import _core
+from recall.arguments import (
+    embedder_arg,
+    flag_arg,
+    instant_arg,
+    judge_arg,
+    k_arg,
+    labelled_arg,
+    mode_arg,
+    path_arg,
+    paths_arg,
+    refuse,
+    text_arg,
+)
 from recall.calibration import (
     DEFAULT_SCALE,
     DEFAULT_THRESHOLD,
@@ -31,7 +44,6 @@ from recall.calibration import (
     dump_history,
     fit_evidence,
     history_key,
-    labelled_item,
     load_history,
     load_labelled,
     load_record,
@@ -39,11 +51,9 @@ from recall.calibration import (
     with_entry,
 )
 from recall.embedders import (
-    ACCEPTED_NAMES,
     Embedder,
     embed_queries,
     get_embedder,
-    name_problem,
     query_vector,
 )
 from recall.errors import JudgeError, StoreError, TrustRefusal, UsageError
@@ -86,128 +96,6 @@ def __getattr__(name: str) -> Any:
 CANDIDATES = 20
 #: SPEC §5.4: a store not refreshed for longer than this is reported stale.
 MAX_AGE = dt.timedelta(days=2)
-MODES = ("strict", "development")
-
-
-def _mode(mode: str | None) -> str:
-    if mode is not None and mode not in MODES:
-        raise UsageError(
-            f"recall search: unknown mode {_got(mode)}; mode must be 'strict', 'development' "
-            "or None (RECALL_TRUST_MODE, else strict)"
-        )
-    chosen = mode or os.environ.get("RECALL_TRUST_MODE") or "strict"
-    if chosen not in MODES:
-        raise UsageError(
-            f"recall search: unknown mode '{chosen}' in RECALL_TRUST_MODE; use strict or "
-            "development"
-        )
-    return chosen
-
-
-# --- arguments of the public API --------------------------------------------------------------
-#
-# One rule for `recall.open` and the `Memory` methods: a wrong type or value raises `UsageError`
-# (a `RecallError`) at the call, before anything is read or written, naming the parameter, what
-# it accepts and what it got. A bool is not an int, and a string is not a datetime.
-
-
-def _got(value: object) -> str:
-    shown = repr(value)
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"{shown} ({type(value).__name__})"
-
-
-def _refuse(verb: str, name: str, accepted: str, value: object, hint: str = "") -> NoReturn:
-    raise UsageError(f"recall {verb}: {name} must be {accepted}, got {_got(value)}{hint}")
-
-
-def _text_arg(verb: str, name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        _refuse(verb, name, "a non-empty string", value)
-    return value
-
-
-def _k_arg(verb: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
-        _refuse(verb, "k", "an int in 1..100", value)
-    return value
-
-
-def _flag_arg(verb: str, name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        _refuse(verb, name, "True or False", value)
-    return value
-
-
-def _instant_arg(verb: str, name: str, value: object) -> dt.datetime | None:
-    if value is None or isinstance(value, dt.datetime):
-        return value
-    hint = ""
-    if isinstance(value, str):
-        hint = f"; parse it first, e.g. datetime.datetime.fromisoformat({value!r})"
-    elif isinstance(value, dt.date):
-        hint = "; pass a datetime.datetime, e.g. datetime.datetime(y, m, d)"
-    _refuse(verb, name, "a datetime.datetime or None (a naive one is read as UTC)", value, hint)
-
-
-def _path_arg(verb: str, name: str, value: object) -> str:
-    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
-    if not isinstance(path, str) or not path.strip():
-        _refuse(verb, name, "a non-empty path (str or os.PathLike)", value)
-    return path
-
-
-def _paths_arg(value: object) -> list[str]:
-    if isinstance(value, (str, os.PathLike)):
-        return [_path_arg("index", "paths", value)]
-    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
-        _refuse("index", "paths", "a path or an iterable of paths (str or os.PathLike)", value)
-    paths = [_path_arg("index", "each of paths", p) for p in value]
-    if not paths:
-        _refuse("index", "paths", "at least one file or folder", value)
-    return paths
-
-
-def _embedder_arg(value: object) -> str | Embedder | None:
-    if value is None or isinstance(value, Embedder):
-        return value
-    if not isinstance(value, str):
-        _refuse(
-            "open", "embedder", f"an embedder name ({ACCEPTED_NAMES}), an Embedder or None", value
-        )
-    problem = name_problem(value)
-    if problem is not None:
-        raise UsageError(f"recall open: embedder={value!r} names no embedder: {problem}")
-    return value
-
-
-def _judge_arg(value: object) -> str | os.PathLike[str] | EntailmentJudge | None:
-    if value is None or callable(getattr(value, "score", None)):
-        return cast("EntailmentJudge | None", value)
-    if isinstance(value, (str, os.PathLike)):
-        return _path_arg("open", "judge", value)
-    _refuse(
-        "open",
-        "judge",
-        "a judge model directory (str or os.PathLike), an object with score() or None",
-        value,
-    )
-
-
-def _labelled_arg(i: int, item: object) -> tuple[str, bool, tuple[str, ...]]:
-    where = f"recall calibrate: labelled item {i + 1}"
-    if isinstance(item, Mapping):
-        data = dict(item)
-        if isinstance(data.get("relevant"), tuple):
-            data["relevant"] = list(data["relevant"])
-        return labelled_item(data, where)
-    if isinstance(item, (tuple, list)) and len(item) == 2:
-        return labelled_item({"query": item[0], "answerable": item[1]}, where)
-    raise UsageError(
-        f"{where}: expected a (query, answerable) pair or a {{'query', 'answerable'}} object, "
-        f"got {_got(item)}"
-    )
 
 
 @dataclass(frozen=True)
@@ -253,11 +141,11 @@ class Memory:
         *,
         read_only: bool = False,
     ):
-        path = _path_arg("open", "path", path)
-        embedder = _embedder_arg(embedder)
-        judge = _judge_arg(judge)
+        path = path_arg("open", "path", path)
+        embedder = embedder_arg(embedder)
+        judge = judge_arg(judge)
         self.path = path
-        self._read_only = _flag_arg("open", "read_only", read_only)
+        self._read_only = flag_arg("open", "read_only", read_only)
         # SPEC §11: an existing file is opened (and refused here when it is not a recall
         # store); a missing one is created by the first index run, never by a read.
         self._handle: _core.Store | None = None
@@ -403,12 +291,12 @@ class Memory:
         calibration. `replace=True` puts it in use anyway. `calibration()` returns the record
         in use.
         """
-        now = _instant_arg("calibrate", "now", now)
-        replace = _flag_arg("calibrate", "replace", replace)
+        now = instant_arg("calibrate", "now", now)
+        replace = flag_arg("calibrate", "replace", replace)
         if isinstance(labelled, (str, os.PathLike)):
-            items = load_labelled(_path_arg("calibrate", "labelled", labelled))
+            items = load_labelled(path_arg("calibrate", "labelled", labelled))
         elif isinstance(labelled, (bytes, Mapping)) or not isinstance(labelled, Iterable):
-            _refuse(
+            refuse(
                 "calibrate",
                 "labelled",
                 "a labelled-queries file (JSONL or JSON) or a sequence of (query, answerable) "
@@ -416,7 +304,7 @@ class Memory:
                 labelled,
             )
         else:
-            items = [_labelled_arg(i, item) for i, item in enumerate(labelled)]
+            items = [labelled_arg(i, item) for i, item in enumerate(labelled)]
         if not items:
             raise UsageError("recall calibrate: no labelled queries given (labelled is empty)")
         bound = self._store.embedder()
@@ -508,7 +396,7 @@ class Memory:
         """Put the history's entry `number` (`calibration_history()`, `recall calibrate
         --list`) in use again, whether it is certified or not; returns its record."""
         if isinstance(number, bool) or not isinstance(number, int):
-            _refuse("calibrate", "number", "an int from 'recall calibrate --list'", number)
+            refuse("calibrate", "number", "an int from 'recall calibrate --list'", number)
         bound = self._store.embedder()
         if bound is None:
             raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
@@ -568,7 +456,7 @@ class Memory:
         if isinstance(record, Mapping):
             record = dict(record)
         elif not isinstance(record, (str, os.PathLike)):
-            _refuse(
+            refuse(
                 "calibrate",
                 "record",
                 "a calibration record (a dict, JSON text or a JSON file path)",
@@ -614,12 +502,12 @@ class Memory:
         configured or will not load is a `DEPENDENCY_UNAVAILABLE` refusal in strict mode.
         """
         started = time.perf_counter()
-        query = _text_arg("search", "query", query)
-        k = _k_arg("search", k)
-        now = _instant_arg("search", "now", now)
-        known_as_of = _instant_arg("search", "known_as_of", known_as_of)
-        entail = _flag_arg("search", "entail", entail)
-        chosen = _mode(mode)
+        query = text_arg("search", "query", query)
+        k = k_arg("search", k)
+        now = instant_arg("search", "now", now)
+        known_as_of = instant_arg("search", "known_as_of", known_as_of)
+        entail = flag_arg("search", "entail", entail)
+        chosen = mode_arg(mode)
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
         refusal: tuple[str, str] | None = None
@@ -773,10 +661,10 @@ class Memory:
 
         Diagnostic only: it never refuses, and says which calibration (if any) it used.
         """
-        query = _text_arg("explain", "query", query)
-        file = _path_arg("explain", "file", file)
-        now = _instant_arg("explain", "now", now)
-        known_as_of = _instant_arg("explain", "known_as_of", known_as_of)
+        query = text_arg("explain", "query", query)
+        file = path_arg("explain", "file", file)
+        now = instant_arg("explain", "now", now)
+        known_as_of = instant_arg("explain", "known_as_of", known_as_of)
         if self._store.embedder() is None:
             raise UsageError("recall explain: nothing is indexed; run 'recall index PATH' first")
         instant = utc(now)
@@ -835,9 +723,9 @@ class Memory:
         and measure retrieval, abstention and trust (SPEC §9); see `recall.evaluation`."""
         from recall import evaluation
 
-        now = _instant_arg("eval", "now", now)
-        k = _k_arg("eval", k)
-        entail = _flag_arg("eval", "entail", entail)
+        now = instant_arg("eval", "now", now)
+        k = k_arg("eval", k)
+        entail = flag_arg("eval", "entail", entail)
         loaded = (
             evaluation.load_questions(questions)
             if isinstance(questions, (str, os.PathLike))
@@ -860,11 +748,11 @@ class Memory:
         reason and the run goes on; its previously indexed version, if any, is kept.
         `progress(files_done, files_total, chunks_embedded)` is called after each file.
         """
-        paths = _paths_arg(paths)
-        now = _instant_arg("index", "now", now)
-        allow_prune = _flag_arg("index", "allow_prune", allow_prune)
+        paths = paths_arg(paths)
+        now = instant_arg("index", "now", now)
+        allow_prune = flag_arg("index", "allow_prune", allow_prune)
         if progress is not None and not callable(progress):
-            _refuse(
+            refuse(
                 "index",
                 "progress",
                 "a callable (files_done, files_total, chunks) or None",
