@@ -782,6 +782,32 @@ def evaluate(
         typer.echo(f"report written to {report}")
 
 
+@app.command()
+def serve(
+    db: Optional[Path] = DbOption,
+    corpus: Optional[list[Path]] = typer.Option(
+        None,
+        "--corpus",
+        help="A folder of notes the server may index and write into (repeat for several; "
+        "'remember' writes into the first).",
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help="strict (default) or development. Also $RECALL_TRUST_MODE."
+    ),
+    judge: Optional[Path] = typer.Option(
+        None, "--judge", help="Judge model directory for entail. Default: $RECALL_JUDGE."
+    ),
+) -> None:
+    """Serve the memory to agents over MCP (stdio): search, explain, stats, index, remember."""
+    from recall.errors import RecallError
+    from recall.mcp_server import serve as run_server
+
+    try:
+        run_server(_db_path(db), [str(p) for p in corpus or []], mode=mode, judge=judge)
+    except RecallError as err:
+        _fail(str(err))
+
+
 models_app = typer.Typer(
     help="Embedding models: list the built-ins, check a model, quantize an export.",
     no_args_is_help=True,
