@@ -43,6 +43,7 @@ bench: ## Benchmarks (figures go to benches/RESULTS.md; several minutes)
 	$(BIN)/python benches/index_throughput.py
 	$(BIN)/python benches/search_latency.py
 	$(BIN)/python benches/cold_start.py
+	$(BIN)/python benches/mcp_latency.py
 	$(BIN)/python benches/update_cost.py
 	$(BIN)/python benches/hashing_dim.py
 

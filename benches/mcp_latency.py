@@ -1,0 +1,189 @@
+"""The MCP `search` tool's round trip over stdio, warm, on a ~10k-chunk store (SPEC §10, §8.3).
+
+`recall serve --db DB` (strict mode, on a calibrated store) runs as a subprocess driven by the
+MCP SDK's own stdio client; each figure is one `call_tool("search", {"query": Q, "k": 5})`
+timed in the client, from the request written to the result parsed (JSON-RPC framing, both
+processes' event loops, the server's worker thread, `Memory.search`, `Result.to_dict` and the
+JSON text). The baseline, in the same run and interleaved query by query on the same store and
+queries: `Memory.search(Q, k=5, mode="strict")` in this process. Also printed: the overhead
+(round trip minus in-process, at p50), what encoding the result costs in process
+(`to_dict` + `json.dumps`), and the server's start-up: spawn to `initialize` answered, and to
+the first search answered.
+
+The store: `ZipfCorpus` notes sized to about N chunks (1.6 chunks per note), `hashing-512`,
+calibrated from labelled queries (answerable: 6 of one note's rarer words; unanswerable: words
+the vocabulary never holds) so that strict mode answers. Each response is checked: not an
+error, strict mode, and at least one hit.
+
+Target: warm search round trip p50 <= 5 ms. Not measured: the latency from a file change to
+a search that sees it, which needs `recall serve --watch` (not implemented yet).
+
+Usage: python benches/mcp_latency.py [--chunks 10000] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread, as in search_latency.py: a second one spinning slows everything on 2 cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import anyio  # noqa: E402
+from machine import cpu_model  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from search_latency import negatives  # noqa: E402
+from zipf_corpus import ZipfCorpus  # noqa: E402
+
+import recall  # noqa: E402
+
+EMBEDDER = "hashing-512"
+K = 5
+WARMUP = 20
+LABELLED = 40  # calibration queries per class
+TARGET_P50_MS = 5.0
+
+
+def pct(xs: list[float], p: float) -> float:
+    """The p-th percentile, nearest rank."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))]
+
+
+def build(workdir: Path, chunks: int, n_queries: int) -> tuple[Path, list[str], str]:
+    """A calibrated store of about `chunks` chunks; (db, queries, a line describing it)."""
+    corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(chunks))
+    root, db = workdir / "notes", workdir / "store.db"
+    corpus.write(root)
+    t0 = time.perf_counter()
+    with recall.open(db, embedder=EMBEDDER) as mem:
+        report = mem.index(root)
+        index_s = time.perf_counter() - t0
+        if not report.ok:
+            raise SystemExit(f"indexing refused files: {report.refused[:3]}")
+        pairs = corpus.queries(LABELLED + WARMUP + n_queries, seed=chunks)
+        labelled = [(q, True) for q, _ in pairs[:LABELLED]]
+        labelled += [(q, False) for q in negatives(LABELLED, seed=chunks)]
+        calibration, fit = mem.calibrate(labelled)
+        stored = mem.stats().chunks
+    if not fit.certified:
+        raise SystemExit(f"the calibration is not certified ({fit.certified_reason})")
+    line = (
+        f"store: {corpus.n:,} notes, {stored:,} chunks, {EMBEDDER}, indexed in {index_s:.1f} s; "
+        f"calibration {calibration.id} certified"
+    )
+    return db, [q for q, _ in pairs[LABELLED:]], line
+
+
+def checked(result: Any) -> dict[str, Any]:
+    """The search payload of a tool result; exits unless it is a strict answer with hits."""
+    if result.is_error:
+        text = result.content[0].text if result.content else "(no text)"
+        raise SystemExit(f"the search tool answered an error: {text}")
+    payload: dict[str, Any] | None = result.structured_content
+    if payload is None or payload.get("mode") != "strict" or not payload.get("hits"):
+        raise SystemExit(f"the search tool answered no strict hits: {str(payload)[:300]}")
+    return payload
+
+
+async def measure(db: Path, queries: list[str], log: Path) -> dict[str, Any]:
+    """Start the server, then time the round trips and the in-process searches in turns."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "recall.cli", "serve", "--db", str(db)],
+        env={k: v for k, v in os.environ.items() if not k.startswith("RECALL_")},
+        cwd=str(db.parent),
+    )
+    out: dict[str, Any] = {"rt": [], "local": [], "encode": [], "ok_hits": 0}
+    mem = recall.open(db)
+    try:
+        with open(log, "w") as errlog:
+            t0 = time.perf_counter()
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                t1 = time.perf_counter()
+                checked(await session.call_tool("search", {"query": queries[0], "k": K}))
+                t2 = time.perf_counter()
+                out["init_ms"], out["first_ms"] = (t1 - t0) * 1e3, (t2 - t0) * 1e3
+                for q in queries[1:WARMUP]:
+                    checked(await session.call_tool("search", {"query": q, "k": K}))
+                    mem.search(q, k=K, mode="strict")
+                # Interleaved, so drift on a noisy machine falls on both alike.
+                for q in queries[WARMUP:]:
+                    t0 = time.perf_counter()
+                    res = await session.call_tool("search", {"query": q, "k": K})
+                    t1 = time.perf_counter()
+                    local = mem.search(q, k=K, mode="strict")
+                    t2 = time.perf_counter()
+                    json.dumps(local.to_dict(), ensure_ascii=False)
+                    t3 = time.perf_counter()
+                    payload = checked(res)
+                    if len(payload["hits"]) != len(local.hits):
+                        raise SystemExit(f"the server and the store disagree on {q!r}")
+                    out["rt"].append((t1 - t0) * 1e3)
+                    out["local"].append((t2 - t1) * 1e3)
+                    out["encode"].append((t3 - t2) * 1e3)
+                    out["ok_hits"] += any(h["verdict"] == "ok" for h in payload["hits"])
+    finally:
+        mem.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chunks", type=int, default=10_000)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--workdir", type=Path, default=None, help="where the temp files go")
+    args = ap.parse_args()
+    print(
+        f"machine: {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}; load average {os.getloadavg()[0]:.2f}"
+    )
+    with tempfile.TemporaryDirectory(prefix="recall-mcp-", dir=args.workdir) as tmp:
+        db, queries, line = build(Path(tmp), args.chunks, args.queries)
+        print(line)
+        print("command: python -m recall.cli serve --db DB (strict mode), MCP SDK stdio client")
+        res = anyio.run(measure, db, queries, Path(tmp) / "server.log")
+    rt, local, encode = res["rt"], res["local"], res["encode"]
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+    print(
+        f"server start-up: spawn to initialize answered {res['init_ms']:.0f} ms; "
+        f"to the first search answered {res['first_ms']:.0f} ms"
+    )
+    print(
+        f"{len(rt)} searches (k = {K}) after {WARMUP} warm-up, in turns; "
+        f"{res['ok_hits']} with an ok hit; every response strict with hits"
+    )
+    print(f"  {'':44} {'p50 ms':>8} {'p95 ms':>8}")
+    print(f"  {'search tool round trip over stdio':44} {pct(rt, 50):8.3f} {pct(rt, 95):8.3f}")
+    print(
+        f"  {'baseline: Memory.search in process':44} {pct(local, 50):8.3f} {pct(local, 95):8.3f}"
+    )
+    print(
+        f"  {'  encoding the Result (to_dict + json.dumps)':44} "
+        f"{pct(encode, 50):8.3f} {pct(encode, 95):8.3f}"
+    )
+    overhead = pct(rt, 50) - pct(local, 50)
+    print(
+        f"  overhead of the MCP round trip at p50: {overhead:.3f} ms "
+        f"({pct(rt, 50) / pct(local, 50):.1f}x the in-process search; "
+        f"mean {statistics.fmean(rt) - statistics.fmean(local):.3f} ms)"
+    )
+    verdict = "MET" if pct(rt, 50) <= TARGET_P50_MS else "NOT MET"
+    print(f"target: warm search round trip p50 <= {TARGET_P50_MS:g} ms: {verdict}")
+
+
+if __name__ == "__main__":
+    main()
