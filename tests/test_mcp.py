@@ -20,22 +20,10 @@ import recall
 from recall.cli import app
 
 from .conftest import EXAMPLES
+from .test_search import certified
 
 RATE_Q = "how many requests per second does the public API allow?"
 AS_OF = "2026-11-30"
-
-
-def certify(mem: recall.Memory, threshold: float = 0.3) -> None:
-    mem.import_calibration(
-        {
-            "id": "test",
-            "embedder": mem.embedder.name,
-            "fingerprint": mem.embedder.fingerprint,
-            "threshold": threshold,
-            "scale": 0.05,
-            "certified": True,
-        }
-    )
 
 
 @pytest.fixture
@@ -46,7 +34,7 @@ def store(tmp_path: Path) -> tuple[Path, Path]:
     db = tmp_path / "memory.db"
     with recall.open(db) as mem:
         mem.index(corpus, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
-        certify(mem)
+        certified(mem)
     return db, corpus
 
 

@@ -299,6 +299,26 @@ impl Store {
         Ok(store)
     }
 
+    /// Run `f` in a write transaction of its own (not an index run's): committed when it
+    /// succeeds, rolled back when it fails.
+    pub(crate) fn in_own_write<T>(&mut self, f: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(|e| self.busy(e))?;
+        match f(self) {
+            Ok(value) => {
+                self.conn
+                    .execute_batch("COMMIT")
+                    .map_err(|e| self.busy(e))?;
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     /// Why writes are refused, when the store is open read-only.
     pub fn read_only(&self) -> Option<&str> {
         self.read_only.as_deref()

@@ -87,28 +87,19 @@ impl Store {
         if found == SCHEMA_VERSION {
             return Ok(());
         }
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.busy(e))?;
-        let result = (|| -> Result<()> {
+        self.in_own_write(|store| {
             // Re-read under the write lock: another process may have migrated meanwhile.
-            let now: i64 = self
+            let now: i64 = store
                 .conn
                 .query_row("PRAGMA user_version", [], |r| r.get(0))?;
             for (version, sql) in MIGRATIONS.iter().enumerate().skip(now as usize) {
-                self.conn.execute_batch(sql)?;
-                self.conn
+                store.conn.execute_batch(sql)?;
+                store
+                    .conn
                     .pragma_update(None, "user_version", (version + 1) as i64)?;
             }
             Ok(())
-        })();
-        match result {
-            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.busy(e)),
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+        })
     }
 }
 

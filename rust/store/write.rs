@@ -371,17 +371,7 @@ impl Store {
         if self.in_write {
             return self.set_meta(key, value);
         }
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.busy(e))?;
-        let r = self.set_meta(key, value);
-        match r {
-            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.busy(e)),
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+        self.in_own_write(|store| store.set_meta(key, value))
     }
 }
 
