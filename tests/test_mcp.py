@@ -398,3 +398,33 @@ def test_entail_is_offered_only_with_a_judge(
         )
         assert error["next"] == "search again without entail"
         assert not judged.call("search", {"query": RATE_Q, "as_of": AS_OF}).is_error
+
+
+def test_serve_watch_follows_a_note_written_beside_it(
+    tmp_path: Path, store: tuple[Path, Path]
+) -> None:
+    """`recall serve --watch`: a note written into the corpus by anyone is searchable within
+    a second or two, while the server keeps answering."""
+    pytest.importorskip("watchfiles")
+    db, corpus = store
+
+    async def scenario(session: Session) -> None:
+        import anyio
+
+        (corpus / "tea.md").write_text(
+            "# Tea\n\nThe office kettle descaling happens on Fridays.\n", encoding="utf-8"
+        )
+        for _ in range(100):
+            found = data(
+                await session.call_tool("search", {"query": "kettle descaling Fridays", "k": 3})
+            )
+            if "tea.md" in by_file(found):
+                return
+            await anyio.sleep(0.05)
+        raise AssertionError("the written note never became searchable")
+
+    run_server(
+        tmp_path,
+        ["--db", str(db), "--corpus", str(corpus), "--mode", "development", "--watch"],
+        scenario,
+    )

@@ -797,13 +797,58 @@ def serve(
     judge: Optional[Path] = typer.Option(
         None, "--judge", help="Judge model directory for entail. Default: $RECALL_JUDGE."
     ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="Keep the index following the --corpus folders: changed notes are re-indexed "
+        "within a second while searches go on.",
+    ),
 ) -> None:
     """Serve the memory to agents over MCP (stdio): search, explain, stats, index, remember."""
     from recall.errors import RecallError
     from recall.mcp_server import serve as run_server
 
     try:
-        run_server(_db_path(db), [str(p) for p in corpus or []], mode=mode, judge=judge)
+        run_server(
+            _db_path(db), [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch
+        )
+    except RecallError as err:
+        _fail(str(err))
+
+
+@app.command("watch")
+def watch_cmd(
+    paths: list[Path] = typer.Argument(..., help="Folders of notes to follow."),
+    db: Optional[Path] = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Index the folders, then re-index whatever changes in them until interrupted (Ctrl-C).
+
+    One line per batch (one JSON object per line with --json). Searches from other processes
+    keep being answered while a batch is written.
+    """
+    from recall.errors import RecallError
+    from recall.watch import Batch, watch
+
+    def show(batch: Batch) -> None:
+        report = batch.report
+        if as_json:
+            line: dict[str, object] = {"changed": batch.changed, "error": batch.error}
+            if report is not None:
+                line["report"] = report.to_dict()
+            print(json.dumps(line), flush=True)
+        elif batch.error is not None:
+            print(f"{batch.changed} changed: {batch.error}", file=sys.stderr, flush=True)
+        elif report is not None:
+            print(
+                f"{batch.changed} changed: added {len(report.added)} · updated "
+                f"{len(report.updated)} · removed {len(report.removed)} · refused "
+                f"{len(report.refused)} · generation {report.generation}",
+                flush=True,
+            )
+
+    try:
+        watch(_db_path(db), [str(p) for p in paths], on_batch=show)
     except RecallError as err:
         _fail(str(err))
 

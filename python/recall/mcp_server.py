@@ -17,6 +17,7 @@ import json
 import os
 import re
 import sys
+import threading
 import traceback
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -776,8 +777,12 @@ def serve(
     *,
     mode: str | None = None,
     judge: str | os.PathLike[str] | None = None,
+    watch: bool = False,
 ) -> None:
     """Serve the tools over stdio until the client closes the connection (SPEC §8.3).
+
+    `watch` keeps the index following the corpus roots (recall.watch) on a thread with its own
+    store handle: searches are answered from the last committed generation meanwhile.
 
     The store opens once and stays open; strict mode unless `mode` (or $RECALL_TRUST_MODE)
     says development. Raises `UsageError` with `INSTALL_HINT` when the SDK is not installed.
@@ -799,8 +804,31 @@ def serve(
     if chosen not in ("strict", "development"):
         raise UsageError(f"recall serve: unknown mode {chosen!r}; use strict or development")
     has_judge = judge is not None or bool(os.environ.get(ENV_JUDGE, "").strip())
+    if watch and not corpus:
+        raise UsageError("recall serve: --watch needs at least one --corpus folder to follow")
     memory = recall.open(db, judge=judge)
+    stop = threading.Event()
     try:
+        if watch:
+            from recall.watch import Batch
+            from recall.watch import watch as follow
+
+            def logged(batch: Batch) -> None:
+                if batch.error is not None:
+                    print(f"recall serve --watch: {batch.error}", file=sys.stderr, flush=True)
+
+            try:
+                import watchfiles  # noqa: F401
+            except ImportError as err:
+                raise UsageError(INSTALL_HINT) from err
+
+            def following() -> None:
+                try:
+                    follow(db, corpus, on_batch=logged, stop=stop)
+                except Exception as err:  # noqa: BLE001 - the server keeps serving searches
+                    print(f"recall serve --watch stopped: {err}", file=sys.stderr, flush=True)
+
+            threading.Thread(target=following, name="recall-watch", daemon=True).start()
         tools = Tools(memory, corpus, mode=chosen, judge=has_judge)
         if os.path.exists(db) and memory.stats().embedder is not None:
             # Warm: the embedder loads now, not inside the first call. A model that will not
@@ -844,4 +872,5 @@ def serve(
 
         anyio.run(run)
     finally:
+        stop.set()
         memory.close()
