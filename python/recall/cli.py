@@ -234,15 +234,14 @@ def _print_stats(st: StoreStats) -> None:
 
 def _instant(value: Optional[str], option: str) -> Optional[dt.datetime]:
     """Parse `YYYY-MM-DD` (start of that day, UTC) or an ISO 8601 time (naive = UTC)."""
-    import datetime as dt
+    from recall.instants import parse_when
 
     if value is None:
         return None
     try:
-        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        return parse_when(value)
     except ValueError:
         _fail(f"recall search: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
 @app.command()

@@ -32,7 +32,7 @@ from typing import Any
 from recall.api import Memory
 from recall.calibration import DEFAULT_THRESHOLD, auc, hanley_mcneil, labelled_item
 from recall.errors import JudgeError, TrustRefusal, UsageError
-from recall.instants import format_instant, parse_stored, utc
+from recall.instants import format_instant, parse_stored, parse_when, utc
 from recall.results import Hit, Result
 
 __all__ = [
@@ -594,14 +594,8 @@ def _instant(value: dt.datetime | dt.date | str, where: str) -> dt.datetime:
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
     if isinstance(value, str):
-        text = value.strip()
-        # Python 3.9's fromisoformat reads neither a trailing Z nor a bare date as a datetime.
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
         try:
-            if len(text) == 10:
-                return _instant(dt.date.fromisoformat(text), where)
-            return utc(dt.datetime.fromisoformat(text))
+            return parse_when(value)
         except ValueError:
             pass
     raise UsageError(f"recall eval: {where}: {value!r} is not an ISO date or time")

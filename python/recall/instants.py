@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 
-__all__ = ["format_instant", "format_micros", "micros", "parse_stored", "utc"]
+__all__ = ["format_instant", "format_micros", "micros", "parse_stored", "parse_when", "utc"]
 
 
 def utc(now: dt.datetime | None) -> dt.datetime:
@@ -47,3 +47,13 @@ def parse_stored(text: str | None) -> dt.datetime | None:
         return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
     except ValueError:
         return None
+
+
+def parse_when(text: str) -> dt.datetime:
+    """A user's date (`YYYY-MM-DD`, the start of that day) or ISO 8601 time, in UTC; a time
+    without an offset is read as UTC. Raises ValueError for anything else."""
+    text = text.strip()
+    # Python before 3.11 reads no trailing Z.
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    return utc(dt.datetime.fromisoformat(text))

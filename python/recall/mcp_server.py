@@ -38,6 +38,7 @@ from recall.errors import (
     TrustRefusal,
     UsageError,
 )
+from recall.instants import parse_when
 
 if TYPE_CHECKING:
     from recall.api import Memory
@@ -205,12 +206,11 @@ def _instant(tool: str, args: Mapping[str, Any], name: str) -> dt.datetime | Non
     if value is None:
         return None
     try:
-        parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        return parse_when(value)
     except ValueError:
         raise _bad(
             tool, f"{name} {_shown(value)} is not a date (YYYY-MM-DD) or an ISO 8601 time"
         ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
 
 
 def _date(tool: str, args: Mapping[str, Any], name: str) -> dt.date | None:
