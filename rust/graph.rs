@@ -23,12 +23,24 @@ pub fn resolution_key(reference: &str) -> String {
 }
 
 /// A document as the graph sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Node {
     pub key: String,
     pub path: String,
     /// First indexing time in µs since the epoch (SPEC §2.4 transaction time); None = undated.
     pub first_indexed_us: Option<i64>,
+    /// The name a numbered reference resolves to besides the key (`pep-0008`, `adr-0005`).
+    pub alias: Option<String>,
+}
+
+/// One declared edge: `declarer` names `key`. Forward (`supersedes:`, `Replaces:`): the
+/// declarer supersedes what the key names. Reversed (`Superseded-By:`): what the key names
+/// supersedes the declarer. Either way the edge is dated by its declarer (SPEC §2.4).
+#[derive(Debug, Clone)]
+pub struct Declared {
+    pub declarer: usize,
+    pub key: String,
+    pub reversed: bool,
 }
 
 /// How one declared reference resolved (SPEC §2.3).
@@ -40,7 +52,7 @@ pub enum Resolution {
     Ambiguous(Vec<usize>),
 }
 
-/// One declared `supersedes` reference and what it resolved to.
+/// One declared reference and what it resolved to.
 #[derive(Debug, Clone)]
 pub struct Claim {
     /// Position of the edge in the list `Graph::build` was given.
@@ -48,6 +60,19 @@ pub struct Claim {
     pub declarer: usize,
     pub key: String,
     pub resolution: Resolution,
+    /// The reference names the declarer's successor (`Superseded-By:`), not its predecessor.
+    pub reversed: bool,
+}
+
+impl Claim {
+    /// (predecessor, successor) of a resolved claim.
+    pub fn pair(&self) -> Option<(usize, usize)> {
+        match self.resolution {
+            Resolution::Resolved(t) if self.reversed => Some((self.declarer, t)),
+            Resolution::Resolved(t) => Some((t, self.declarer)),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -72,11 +97,28 @@ fn applies(date: Option<i64>, k: Option<i64>) -> bool {
 }
 
 impl Graph {
-    /// Build from documents and (declarer index, reference key) edges.
+    /// Build from documents and forward (declarer index, reference key) edges.
     pub fn build(nodes: Vec<Node>, edges: &[(usize, String)]) -> Graph {
+        let declared: Vec<Declared> = edges
+            .iter()
+            .map(|(declarer, key)| Declared {
+                declarer: *declarer,
+                key: key.clone(),
+                reversed: false,
+            })
+            .collect();
+        Graph::build_declared(nodes, &declared)
+    }
+
+    /// Build from documents and declared edges of either direction. A reference matches a
+    /// document by its key or its alias, exactly (SPEC §2.3).
+    pub fn build_declared(nodes: Vec<Node>, edges: &[Declared]) -> Graph {
         let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, n) in nodes.iter().enumerate() {
             by_key.entry(n.key.as_str()).or_default().push(i);
+            if let Some(alias) = n.alias.as_deref().filter(|a| *a != n.key) {
+                by_key.entry(alias).or_default().push(i);
+            }
         }
         let n = nodes.len();
         let mut g = Graph {
@@ -86,12 +128,13 @@ impl Graph {
             outgoing: vec![Vec::new(); n],
             nodes: Vec::new(),
         };
-        for (edge, (declarer, key)) in edges.iter().enumerate() {
-            let (declarer, key) = (*declarer, key.clone());
+        for (edge, e) in edges.iter().enumerate() {
+            let (declarer, key, reversed) = (e.declarer, e.key.clone(), e.reversed);
             if declarer >= n {
                 continue;
             }
-            let matches = by_key.get(key.as_str()).cloned().unwrap_or_default();
+            let mut matches = by_key.get(key.as_str()).cloned().unwrap_or_default();
+            matches.dedup();
             let resolution = match matches.as_slice() {
                 [] => Resolution::Dangling,
                 [only] if *only == declarer => Resolution::SelfReference,
@@ -100,7 +143,12 @@ impl Graph {
             };
             let id = g.claims.len();
             match &resolution {
+                // A reversed claim supersedes its declarer; a forward one, its target.
+                Resolution::Resolved(_) if reversed => g.incoming[declarer].push(id),
                 Resolution::Resolved(t) => g.incoming[*t].push(id),
+                // SPEC §2.3: the edge is never guessed. A forward reference shared by several
+                // documents marks them; a successor that cannot be told apart marks the declarer.
+                Resolution::Ambiguous(_) if reversed => g.ambiguous_in[declarer].push(id),
                 Resolution::Ambiguous(ts) => ts.iter().for_each(|t| g.ambiguous_in[*t].push(id)),
                 Resolution::Dangling | Resolution::SelfReference => {}
             }
@@ -110,6 +158,7 @@ impl Graph {
                 declarer,
                 key,
                 resolution,
+                reversed,
             });
         }
         g.nodes = nodes;
@@ -163,13 +212,16 @@ impl Graph {
         self.incoming[t]
             .iter()
             .filter(|&&id| self.claim_applies(id, k))
-            .map(|&id| self.claims[id].declarer)
-            .max_by(|&a, &b| {
-                let (na, nb) = (&self.nodes[a], &self.nodes[b]);
-                let da = na.first_indexed_us.unwrap_or(i64::MIN);
-                let db = nb.first_indexed_us.unwrap_or(i64::MIN);
-                da.cmp(&db).then_with(|| nb.path.cmp(&na.path))
+            .filter_map(|&id| {
+                let c = &self.claims[id];
+                let recorded = self.nodes[c.declarer].first_indexed_us.unwrap_or(i64::MIN);
+                c.pair().map(|(_, successor)| (recorded, successor))
             })
+            .max_by(|&(da, a), &(db, b)| {
+                da.cmp(&db)
+                    .then_with(|| self.nodes[b].path.cmp(&self.nodes[a].path))
+            })
+            .map(|(_, successor)| successor)
     }
 
     /// The chain walk from `d`: `d`, its successor, … stopping before the first revisit (SPEC
@@ -208,6 +260,7 @@ mod tests {
                 key: resolution_key(p),
                 path: p.to_string(),
                 first_indexed_us: *t,
+                alias: None,
             })
             .collect();
         let edges: Vec<(usize, String)> =
@@ -286,6 +339,61 @@ mod tests {
         assert_eq!(g.terminal(0, Some(20)), Some(1));
         assert_eq!(g.terminal(0, None), Some(2));
         assert_eq!(g.terminal(0, Some(5)), None);
+    }
+
+    #[test]
+    fn reversed_edges_and_aliases() {
+        // pep-0001.rst says `Superseded-By: 2`, which names pep-0002.rst by its alias.
+        let nodes = vec![
+            Node {
+                key: "pep-0001.rst".into(),
+                path: "pep-0001.rst".into(),
+                alias: Some("pep-0001".into()),
+                ..Node::default()
+            },
+            Node {
+                key: "pep-0002.rst".into(),
+                path: "pep-0002.rst".into(),
+                alias: Some("pep-0002".into()),
+                ..Node::default()
+            },
+            Node {
+                key: "adr".into(),
+                path: "x/adr.md".into(),
+                ..Node::default()
+            },
+            Node {
+                key: "adr".into(),
+                path: "y/adr.md".into(),
+                ..Node::default()
+            },
+        ];
+        let edge = |declarer: usize, key: &str, reversed: bool| Declared {
+            declarer,
+            key: key.into(),
+            reversed,
+        };
+        let g = Graph::build_declared(
+            nodes,
+            &[
+                edge(0, "pep-0002", true),
+                edge(1, "pep-0001", false),
+                edge(1, "adr", true),
+            ],
+        );
+        assert_eq!(
+            g.terminal(0, None),
+            Some(1),
+            "both directions name one successor"
+        );
+        assert_eq!(g.successor(1, None), None);
+        assert!(
+            g.is_ambiguous(1, None),
+            "a successor that cannot be told apart"
+        );
+        assert!(!g.is_ambiguous(2, None) && !g.is_ambiguous(3, None));
+        assert_eq!(g.claim(0).pair(), Some((0, 1)));
+        assert_eq!(g.claim(1).pair(), Some((0, 1)));
     }
 
     #[test]

@@ -95,6 +95,46 @@ fn f32s(bytes: &[u8], what: &str) -> PyResult<Vec<f32>> {
 }
 
 type ChunkRow = (i64, String, i64, i64, i64, i64, String);
+/// (reference as written, key, reversed, vocabulary, line, statement, overridden)
+type EdgeRow = (String, String, bool, String, Option<i64>, String, bool);
+/// (state, since, vocabulary, line, statement, overridden)
+type RetiredRow = (String, Option<String>, String, Option<i64>, String, bool);
+type ForgetRow = (String, String, String, i64, Vec<(String, String)>);
+type ForgottenRow = (String, String, String, String, Option<String>);
+
+fn declarations(
+    edges: Vec<EdgeRow>,
+    alias: Option<String>,
+    retired: Option<RetiredRow>,
+) -> store::Declarations {
+    store::Declarations {
+        edges: edges
+            .into_iter()
+            .map(
+                |(raw, key, reversed, vocabulary, line, statement, overridden)| store::NewEdge {
+                    raw,
+                    key,
+                    reversed,
+                    vocabulary,
+                    line,
+                    statement,
+                    overridden,
+                },
+            )
+            .collect(),
+        alias,
+        retired: retired.map(|(state, since, vocabulary, line, statement, overridden)| {
+            store::NewRetirement {
+                state,
+                since,
+                vocabulary,
+                line,
+                statement,
+                overridden,
+            }
+        }),
+    }
+}
 
 #[pyclass(name = "Store", module = "recall._core")]
 struct PyStore {
@@ -194,7 +234,7 @@ impl PyStore {
 
     #[pyo3(signature = (*, source, path, key, title, content_hash, size_bytes, valid_from_raw,
         valid_until_raw, valid_from, valid_until, metadata_error, frontmatter, chunks, vectors,
-        edges, now, mtime_ns = None))]
+        edges, now, mtime_ns = None, alias = None, retired = None))]
     #[allow(clippy::too_many_arguments)]
     fn put_document(
         &self,
@@ -213,9 +253,11 @@ impl PyStore {
         frontmatter: String,
         chunks: Vec<ChunkRow>,
         vectors: &[u8],
-        edges: Vec<(String, String)>,
+        edges: Vec<EdgeRow>,
         now: String,
         mtime_ns: Option<i64>,
+        alias: Option<String>,
+        retired: Option<RetiredRow>,
     ) -> PyResult<()> {
         let vectors = f32s(vectors, "vectors")?;
         let doc = NewDocument {
@@ -249,9 +291,80 @@ impl PyStore {
                 )
                 .collect(),
             vectors,
-            edges,
+            declarations: declarations(edges, alias, retired),
         };
         py.detach(|| self.with(|s| s.put_document(&doc, &now)))
+    }
+
+    /// Replace what a stored document declares (edges, alias, retirement), in the open write.
+    #[pyo3(signature = (source, path, edges, alias = None, retired = None))]
+    fn set_declarations(
+        &self,
+        source: String,
+        path: String,
+        edges: Vec<EdgeRow>,
+        alias: Option<String>,
+        retired: Option<RetiredRow>,
+    ) -> PyResult<bool> {
+        let d = declarations(edges, alias, retired);
+        self.with(|s| s.set_declarations(&source, &path, &d))
+    }
+
+    /// Every indexed document as (source, path, first_indexed_at).
+    fn document_list(&self) -> PyResult<Vec<(String, String, String)>> {
+        self.with(|s| s.document_list())
+    }
+
+    /// What forgetting (source, path) targets would remove: (source, path, first_indexed_at,
+    /// chunks, [(source, path) of documents whose edges name it]).
+    fn forget_plan(&self, targets: Vec<(String, String)>) -> PyResult<Vec<ForgetRow>> {
+        self.with(|s| {
+            Ok(s.forget_plan(&targets)?
+                .into_iter()
+                .map(|p| {
+                    (
+                        p.source,
+                        p.path,
+                        p.first_indexed_at,
+                        p.chunks,
+                        p.referenced_by,
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Remove documents from the store and journal them, in the open write.
+    fn forget(&self, targets: Vec<(String, String)>, now: String) -> PyResult<usize> {
+        self.with(|s| s.forget(&targets, &now))
+    }
+
+    /// Bring forgotten documents back (the next index run re-indexes them), in the open write.
+    fn undo_forget(&self, targets: Vec<(String, String)>, now: String) -> PyResult<usize> {
+        self.with(|s| s.undo_forget(&targets, &now))
+    }
+
+    /// The forget journal: (source, path, first_indexed_at, forgotten_at, undone_at).
+    fn forgotten(&self) -> PyResult<Vec<ForgottenRow>> {
+        self.with(|s| {
+            Ok(s.forgotten()?
+                .into_iter()
+                .map(|f| {
+                    (
+                        f.source,
+                        f.path,
+                        f.first_indexed_at,
+                        f.forgotten_at,
+                        f.undone_at,
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Paths under `source` an index run skips because they were forgotten.
+    fn forgotten_paths(&self, source: String) -> PyResult<Vec<String>> {
+        self.with(|s| s.forgotten_paths(&source))
     }
 
     fn remove_documents(
@@ -317,6 +430,7 @@ impl PyStore {
             d.set_item("valid_from", h.valid_from)?;
             d.set_item("valid_until", h.valid_until)?;
             d.set_item("superseded_by", h.superseded_by)?;
+            d.set_item("retired", h.retired)?;
             d.set_item("verdict", h.verdict)?;
             d.set_item("confidence", h.confidence)?;
             d.set_item("score", f64::from(h.score))?;
@@ -402,6 +516,10 @@ impl PyStore {
                 d.set_item("targets", c.targets)?;
                 d.set_item("recorded_at_us", c.recorded_at_us)?;
                 d.set_item("applies", c.applies)?;
+                d.set_item("reversed", c.reversed)?;
+                d.set_item("vocabulary", c.vocabulary)?;
+                d.set_item("line", c.line)?;
+                d.set_item("statement", c.statement)?;
                 list.append(d)?;
             }
             Ok(list)
@@ -435,6 +553,31 @@ impl PyStore {
         d.set_item("lexical", f64::from(e.lexical))?;
         d.set_item("identifiers", e.identifiers)?;
         d.set_item("identifiers_held", e.identifiers_held)?;
+        d.set_item("alias", e.alias)?;
+        let retired = match e.retired {
+            Some(r) => {
+                let rd = PyDict::new(py);
+                rd.set_item("state", r.state)?;
+                rd.set_item("since", r.since)?;
+                rd.set_item("vocabulary", r.vocabulary)?;
+                rd.set_item("line", r.line)?;
+                rd.set_item("statement", r.statement)?;
+                Some(rd)
+            }
+            None => None,
+        };
+        d.set_item("retired", retired)?;
+        let ignored = pyo3::types::PyList::empty(py);
+        for i in e.ignored {
+            let id = PyDict::new(py);
+            id.set_item("kind", i.kind)?;
+            id.set_item("vocabulary", i.vocabulary)?;
+            id.set_item("line", i.line)?;
+            id.set_item("statement", i.statement)?;
+            id.set_item("why", i.why)?;
+            ignored.append(id)?;
+        }
+        d.set_item("ignored", ignored)?;
         Ok(Some(d))
     }
 
@@ -471,6 +614,10 @@ impl PyStore {
         d.set_item("edges_self", st.edges_self)?;
         d.set_item("metadata_errors", st.metadata_errors)?;
         d.set_item("chunk_churn", st.chunk_churn)?;
+        d.set_item("vocabularies", st.vocabularies)?;
+        d.set_item("edges_by_vocabulary", st.edges_by_vocabulary)?;
+        d.set_item("retired", st.retired)?;
+        d.set_item("forgotten", st.forgotten)?;
         Ok(d)
     }
 }
@@ -546,6 +693,7 @@ fn judge(
             valid_from_raw: from.clone(),
             valid_until_raw: until.clone(),
             metadata_error: err.is_some(),
+            ..trust::Window::default()
         })
         .collect();
     let nodes = docs
@@ -554,6 +702,7 @@ fn judge(
             key,
             path,
             first_indexed_us: first,
+            alias: None,
         })
         .collect();
     let g = graph::Graph::build(nodes, &edges);

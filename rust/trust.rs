@@ -79,12 +79,30 @@ pub fn parse_day_start_us(raw: &str) -> Option<i64> {
     Some(days_from_civil(y, m, d) * DAY_US)
 }
 
-/// A validity window as stored: raw frontmatter text, and whether the store recorded an error.
+/// A validity window as stored: raw frontmatter text, whether the store recorded an error, and
+/// a retirement a header declared (SPEC §8.4).
 #[derive(Debug, Clone, Default)]
 pub struct Window {
     pub valid_from_raw: Option<String>,
     pub valid_until_raw: Option<String>,
     pub metadata_error: bool,
+    /// A terminal state (withdrawn, rejected, deprecated, superseded) is in force.
+    pub retired: bool,
+    /// `YYYY-MM-DD` the terminal state holds from; None: at every instant.
+    pub retired_since_raw: Option<String>,
+}
+
+impl Window {
+    /// Whether a declared terminal state holds at `now_us`: from the start of its day, or at
+    /// every instant when undated (or unreadable, failing closed).
+    pub fn retired_at(&self, now_us: i64) -> bool {
+        self.retired
+            && self
+                .retired_since_raw
+                .as_deref()
+                .and_then(parse_day_start_us)
+                .is_none_or(|since| now_us >= since)
+    }
 }
 
 /// The window in µs: [from, until] inclusive, or None when unparseable or empty.
@@ -222,6 +240,9 @@ pub fn verdict(
         Some(_) if graph.is_ambiguous(doc, k) => Verdict::AmbiguousSupersession,
         Some(_) if successor.is_some() => Verdict::Superseded,
         Some((_, Some(until))) if policy.now_us > until => Verdict::Expired,
+        // SPEC §8.4, §9: a retired note (withdrawn, rejected, deprecated, superseded with no
+        // successor in the store) is expired.
+        Some(_) if windows[doc].retired_at(policy.now_us) => Verdict::Expired,
         Some((Some(from), _)) if policy.now_us < from => Verdict::NotYetValid,
         Some(_) if !proven => Verdict::LowConfidence,
         Some(_) => Verdict::Ok,
@@ -362,6 +383,7 @@ mod tests {
                 key: resolution_key(p),
                 path: p.to_string(),
                 first_indexed_us: Some(0),
+                alias: None,
             })
             .collect();
         let edges: Vec<(usize, String)> =
@@ -371,7 +393,7 @@ mod tests {
             .map(|(_, f, u)| Window {
                 valid_from_raw: f.map(str::to_string),
                 valid_until_raw: u.map(str::to_string),
-                metadata_error: false,
+                ..Window::default()
             })
             .collect();
         (Graph::build(nodes, &edges), windows)
@@ -409,6 +431,27 @@ mod tests {
         ] {
             assert_eq!(parse_day_start_us(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn retirement_is_expired_after_supersession() {
+        let (g, mut w) = versions();
+        let p = policy("2026-03-31", 0.0);
+        // Undated: expired at every instant.
+        w[2].retired = true;
+        assert_eq!(verdict(&g, &w, 2, true, &p).0, Verdict::Expired);
+        // A superseded note with a successor in the store stays `superseded`.
+        w[0].retired = true;
+        assert_eq!(verdict(&g, &w, 0, true, &p).0, Verdict::Superseded);
+        // Dated: in force up to the day before the state change.
+        w[2].retired_since_raw = Some("2026-04-01".into());
+        assert_eq!(verdict(&g, &w, 2, true, &p).0, Verdict::Ok);
+        let later = policy("2026-04-01", 0.0);
+        assert_eq!(verdict(&g, &w, 2, true, &later).0, Verdict::Expired);
+        // An empty window still fails closed first.
+        w[2].valid_from_raw = Some("2026-05-01".into());
+        w[2].valid_until_raw = Some("2026-04-01".into());
+        assert_eq!(verdict(&g, &w, 2, true, &p).0, Verdict::InvalidMetadata);
     }
 
     #[test]

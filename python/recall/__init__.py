@@ -22,7 +22,7 @@ from recall.errors import (
     TrustRefusal,
     UsageError,
 )
-from recall.results import Hit, Provenance, Result, Retrieval, Staleness, Validity
+from recall.results import Hit, Provenance, Result, Retired, Retrieval, Staleness, Validity
 
 # SPEC §10 (cold search): `import recall` leaves out what a search does not use (indexing, the
 # judge, numpy, the ONNX loaders); these names and submodules are imported on first access.
@@ -63,6 +63,7 @@ __all__ = [
     "Hit",
     "Provenance",
     "Result",
+    "Retired",
     "Retrieval",
     "Staleness",
     "TrustRefusal",

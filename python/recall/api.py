@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,7 @@ from recall.results import (
     Hit,
     Provenance,
     Result,
+    Retired,
     Retrieval,
     Staleness,
     Validity,
@@ -73,6 +74,7 @@ from recall.results import (
 if TYPE_CHECKING:
     from recall.doctor import DoctorReport
     from recall.evaluation import EvalReport, Question
+    from recall.forgetting import ForgetReport, Forgotten
     from recall.indexing import IndexReport, Progress, Skipped
     from recall.judge import EntailmentJudge
 
@@ -121,6 +123,14 @@ class StoreStats:
     metadata_errors: int
     #: Chunks added, changed or removed over the store's life (calibration staleness, SPEC §7).
     chunk_churn: int
+    #: SPEC §8.4: the vocabularies in force (none|frontmatter|all), and per vocabulary
+    #: (name, edges in force, edges overridden by frontmatter).
+    vocabularies: str = "all"
+    edges_by_vocabulary: list[tuple[str, int, int]] = field(default_factory=list)
+    #: Documents with a terminal state in force (withdrawn, rejected, deprecated, superseded).
+    retired: int = 0
+    #: Documents forgotten and not brought back.
+    forgotten: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -740,6 +750,7 @@ class Memory:
         now: dt.datetime | None = None,
         allow_prune: bool = False,
         progress: Progress | None = None,
+        vocabularies: str | None = None,
     ) -> IndexReport:
         """Index files and folders incrementally in one transaction (SPEC §3).
 
@@ -747,6 +758,8 @@ class Memory:
         files gone from a folder are removed. A file that cannot be accepted is refused with a
         reason and the run goes on; its previously indexed version, if any, is kept.
         `progress(files_done, files_total, chunks_embedded)` is called after each file.
+        `vocabularies` (`none`, `frontmatter`, `all`) sets which declarations are in force for
+        this store from now on (SPEC §8.4); None keeps the store's setting.
         """
         paths = paths_arg(paths)
         now = instant_arg("index", "now", now)
@@ -770,6 +783,7 @@ class Memory:
                 instant=format_instant(utc(now)),
                 allow_prune=allow_prune,
                 progress=progress,
+                vocabularies=vocabularies,
             )
         except BaseException:
             if created:
@@ -779,6 +793,56 @@ class Memory:
             # Every file was refused: the run failed, and leaves no empty store behind.
             self._discard_created()
         return report
+
+
+    def forget(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = (),
+        *,
+        older_than: dt.datetime | None = None,
+        apply: bool = False,
+        now: dt.datetime | None = None,
+    ) -> ForgetReport:
+        """Remove documents from the store, never their files (SPEC §8.4): those `paths` name
+        (files or folders on disk, or stored paths) and those first indexed before
+        `older_than`. A dry run unless `apply`; later index runs skip forgotten files until
+        `undo_forget`. Edges other notes declare toward them dangle (and revive on undo)."""
+        from recall.forgetting import forget
+
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        given = [os.fspath(p) for p in paths]
+        if not given and older_than is None:
+            raise UsageError("recall forget: name the files or folders to forget, or older_than")
+        older = instant_arg("forget", "older_than", older_than) if older_than else None
+        apply = flag_arg("forget", "apply", apply)
+        when = instant_arg("forget", "now", now)
+        return forget(self._store, given, older_than=older, apply=apply, now=when or _now())
+
+    def forgotten(self) -> list[Forgotten]:
+        """The forget journal: every forgotten document, and when it was brought back."""
+        from recall.forgetting import forgotten
+
+        return forgotten(self._store)
+
+    def undo_forget(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] = (),
+        *,
+        now: dt.datetime | None = None,
+    ) -> list[Forgotten]:
+        """Bring forgotten documents back (all of them when `paths` is empty): the next index
+        run indexes their files again, keeping their first indexing time (SPEC §2.4)."""
+        from recall.forgetting import undo
+
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        when = instant_arg("forget", "now", now)
+        return undo(self._store, [os.fspath(p) for p in paths], now=when or _now())
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def _hit(raw: dict[str, Any]) -> Hit:
@@ -801,6 +865,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
             valid_from=raw["valid_from"],
             valid_until=raw["valid_until"],
             superseded_by=raw["superseded_by"],
+            retired=Retired(*raw["retired"]) if raw.get("retired") else None,
         ),
         promoted=raw["promoted"],
         fetched=raw["fetched"],

@@ -78,6 +78,13 @@ def index(
         help="Embedder for a new store: minilm-l6 (default; also $RECALL_EMBEDDER), "
         "onnx:DIR or hashing-D.",
     ),
+    vocabularies: Optional[str] = typer.Option(
+        None,
+        "--vocabularies",
+        help="Declarations in force from this run on: all (frontmatter, PEP preambles, "
+        "MADR and Nygard ADRs; the default), frontmatter, or none. Kept by the store.",
+        show_default=False,
+    ),
 ) -> None:
     """Index notes into the store: incremental, one transaction per run."""
     import recall
@@ -87,9 +94,9 @@ def index(
     try:
         with recall.open(db_path, embedder=embedder) as mem:
             if as_json or not sys.stderr.isatty():
-                report = mem.index(paths, allow_prune=allow_prune)
+                report = mem.index(paths, allow_prune=allow_prune, vocabularies=vocabularies)
             else:
-                report = _index_with_progress(mem, paths, allow_prune)
+                report = _index_with_progress(mem, paths, allow_prune, vocabularies)
     except RecallError as err:
         _fail(str(err))
     if as_json:
@@ -99,7 +106,9 @@ def index(
     raise typer.Exit(EXIT_OK if report.ok else EXIT_ERRORS)
 
 
-def _index_with_progress(mem: Any, paths: list[Path], allow_prune: bool) -> IndexReport:
+def _index_with_progress(
+    mem: Any, paths: list[Path], allow_prune: bool, vocabularies: Optional[str]
+) -> IndexReport:
     import time
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -114,7 +123,9 @@ def _index_with_progress(mem: Any, paths: list[Path], allow_prune: bool) -> Inde
             rate = f"{chunks} chunks, {chunks / elapsed:,.0f}/s" if chunks and elapsed else ""
             bar.update(task, completed=done, total=total, rate=rate)
 
-        report: IndexReport = mem.index(paths, allow_prune=allow_prune, progress=tick)
+        report: IndexReport = mem.index(
+            paths, allow_prune=allow_prune, progress=tick, vocabularies=vocabularies
+        )
         return report
 
 
@@ -224,8 +235,22 @@ def _print_stats(st: StoreStats) -> None:
             f"{st.edges_resolved} resolved · {st.edges_dangling} dangling · "
             f"{st.edges_ambiguous} ambiguous · {st.edges_self} self",
         ),
+        (
+            "vocabularies",
+            f"{st.vocabularies}: "
+            + (
+                " · ".join(
+                    f"{name} {n}" + (f" (+{o} overridden)" if o else "")
+                    for name, n, o in st.edges_by_vocabulary
+                )
+                or "no edges"
+            ),
+        ),
+        ("retired", str(st.retired)),
         ("metadata errors", str(st.metadata_errors)),
     ]
+    if st.forgotten:
+        rows.append(("forgotten", f"{st.forgotten} (recall forget --list)"))
     for name, value in rows:
         table.add_row(name, value)
 
@@ -366,11 +391,27 @@ def _print_explanation(e: dict[str, Any]) -> None:
         for c in claims:
             targets = ", ".join(c["targets"]) or "no document"
             applies = "" if c["applies"] else " [yellow](recorded after the knowledge instant)[/]"
+            verb = "is superseded by" if c["reversed"] else "supersedes"
+            where = f"{c['vocabulary']} line {c['line']}" if c["line"] else c["vocabulary"]
             out.print(
-                f"    {escape(c['declarer'])} supersedes {escape(repr(c['reference']))} "
+                f"    {escape(c['declarer'])} {verb} {escape(repr(c['reference']))} "
                 f"→ key {escape(c['key'])}: {c['resolution']} ({escape(targets)}), "
-                f"recorded {c['recorded_at'] or 'undated'}{applies}"
+                f"recorded {c['recorded_at'] or 'undated'}{applies} [dim]({escape(where)})[/]"
             )
+    retired = e.get("retired")
+    if retired:
+        since = f" since {retired['since']}" if retired["since"] else " (undated: at every instant)"
+        out.print(
+            f"  retired: [bold]{escape(retired['state'])}[/]{since} "
+            f"({escape(retired['vocabulary'])} line {retired['line']}: "
+            f"{escape(retired['statement'])})"
+        )
+    for ignored in e.get("ignored", []):
+        out.print(
+            f"  [dim]not in force ({ignored['why']}): {ignored['kind']} "
+            f"{escape(ignored['statement'])} ({escape(ignored['vocabulary'])} line "
+            f"{ignored['line']})[/]"
+        )
     chain = " → ".join(e["chain"])
     out.print(f"  chain: {escape(chain)}")
     if e["ambiguous"]:
@@ -943,6 +984,16 @@ def models_quantize(
         f"  AUC (answerable vs not): {auc(b['auc'])} -> {auc(c['auc'])}\n"
         f"  passages/s: {b['passages_per_second']:.1f} -> {c['passages_per_second']:.1f}"
     )
+
+
+def _register_authoring() -> None:
+    # SPEC §8.4: the authoring commands live beside their logic and import it only when run.
+    from recall.authoring import forget_cli
+
+    forget_cli.register(app)
+
+
+_register_authoring()
 
 
 def main() -> None:

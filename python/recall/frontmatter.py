@@ -71,6 +71,8 @@ class Frontmatter:
     supersedes: tuple[str, ...]
     errors: tuple[FieldError, ...]
     empty_window: bool
+    #: 1-based line in the text where each key is written (the last one, for a duplicate key).
+    lines: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
 
 def parse_date(value: str) -> datetime.date:
@@ -94,9 +96,9 @@ def parse(text: str) -> Frontmatter:
     found = _find_block(text, n_bom)
     if found is None:
         return _without_block(text, n_bom)
-    members, body_start = found
+    members, body_start, first_line = found
 
-    fields, raws = _read_members(members)
+    fields, raws, lines = _read_members(members, first_line)
     errors: list[FieldError] = []
     valid_from = _date_field(_VALID_FROM, fields, raws, errors)
     valid_until = _date_field(_VALID_UNTIL, fields, raws, errors)
@@ -116,6 +118,7 @@ def parse(text: str) -> Frontmatter:
         supersedes=_references(fields.get(_SUPERSEDES)),
         errors=tuple(errors),
         empty_window=empty_window,
+        lines=MappingProxyType(lines),
     )
 
 
@@ -142,8 +145,9 @@ def _utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _find_block(text: str, pos: int) -> tuple[list[str], int] | None:
-    """Member lines and the body's start index, or None when the text opens with no block."""
+def _find_block(text: str, pos: int) -> tuple[list[str], int, int] | None:
+    """Member lines, the body's start index and the 1-based line of the first member, or None
+    when the text opens with no block."""
     n = len(text)
     # Only `\n` ends a line, so `\r\n` files keep a trailing `\r` that rstrip() removes.
     while True:
@@ -160,6 +164,7 @@ def _find_block(text: str, pos: int) -> tuple[list[str], int] | None:
 
     members: list[str] = []
     has_mapping = False
+    first_line = text.count("\n", 0, nl) + 2
     pos = nl + 1
     while pos <= n:
         nl = text.find("\n", pos)
@@ -169,7 +174,7 @@ def _find_block(text: str, pos: int) -> tuple[list[str], int] | None:
             # Two thematic breaks around prose are not a block: the prose stays body. SPEC §2.1
             if not has_mapping:
                 return None
-            return members, (n if nl < 0 else nl + 1)
+            return members, (n if nl < 0 else nl + 1), first_line
         members.append(line)
         if not has_mapping and _KEY_LINE.fullmatch(line) is not None:
             has_mapping = True
@@ -180,14 +185,18 @@ def _find_block(text: str, pos: int) -> tuple[list[str], int] | None:
     return None
 
 
-def _read_members(members: list[str]) -> tuple[dict[str, str | tuple[str, ...]], dict[str, str]]:
-    """Values by key (last duplicate wins) and the written text of each sequence value."""
+def _read_members(
+    members: list[str], first_line: int
+) -> tuple[dict[str, str | tuple[str, ...]], dict[str, str], dict[str, int]]:
+    """Values by key (last duplicate wins), the written text of each sequence value, and the
+    line of each key."""
     fields: dict[str, str | tuple[str, ...]] = {}
     raws: dict[str, str] = {}
+    lines: dict[str, int] = {}
     # The key whose value was empty on its own line: only it can collect `- item` lines.
     open_key: str | None = None
     items: list[str] = []
-    for line in members:
+    for number, line in enumerate(members, first_line):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -196,6 +205,7 @@ def _read_members(members: list[str]) -> tuple[dict[str, str | tuple[str, ...]],
             key = key_match.group(1)
             value = _strip_comment((key_match.group(2) or "").strip())
             raws[key] = value
+            lines[key] = number
             if value:
                 fields[key] = _scalar_or_flow(value)
                 open_key = None
@@ -214,7 +224,7 @@ def _read_members(members: list[str]) -> tuple[dict[str, str | tuple[str, ...]],
             continue
         # Nested mappings and continuation lines are outside the subset SPEC §2 needs.
         open_key = None
-    return fields, raws
+    return fields, raws, lines
 
 
 def _strip_comment(value: str) -> str:

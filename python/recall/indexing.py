@@ -9,6 +9,7 @@ chunk boundaries (`chunking`) or vectors (`embedders`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,35 +28,30 @@ from recall import _core
 from recall.chunking import Chunk, chunk
 from recall.embedders import Embedder
 from recall.errors import PruneRefusedError, UsageError
-from recall.frontmatter import Frontmatter, parse
+from recall.frontmatter import Frontmatter
+from recall.vocabularies import SETTINGS, Declarations, declare
+from recall.walk import (
+    MAX_FILE_BYTES,
+    OPEN_FLAGS,
+    TEXT_SUFFIXES,
+    Skipped,
+    discover,
+    storable,
+    why,
+)
 
 __all__ = ["IndexReport", "Progress", "Skipped", "run_index"]
 
-#: SPEC §2.1: indexed by default; `.txt` is body only (no frontmatter).
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
-TEXT_SUFFIXES = frozenset({".txt"})
-#: SPEC §2.5 default size cap.
-MAX_FILE_BYTES = 10 * 1024 * 1024
-#: Opening a note never blocks (FIFOs) and never leaks into child processes.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
 #: Chunks embedded per batch: bounds memory on large corpora.
 EMBED_BATCH = 512
 
+#: The version of the declarations reader (`recall.vocabularies`): a store whose documents were
+#: declared by another version has them read again on its next index run.
+DECLARATIONS_VERSION = "1"
+_DECLARATIONS_KEY = "declarations_version"
+
 #: Called after each file with (files done, files in the run, chunks embedded so far).
 Progress = Callable[[int, int, int], None]
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A file or folder the run did not index, and why (SPEC §2.5)."""
-
-    path: str
-    reason: str
 
 
 @dataclass
@@ -103,163 +99,20 @@ class _Pending:
     mtime_ns: int | None
     digest: str
     fm: Frontmatter | None
+    decl: Declarations | None
     title: str
     chunks: list[Chunk]
     is_new: bool
 
 
-@dataclass
-class _Corpus:
-    """The eligible files under one root, found before anything is written.
-
-    SPEC §11: what could not be read keeps its indexed documents. `kept` holds the relative
-    paths of unreadable files and `kept_folders` the prefixes of unreadable folders ("" is the
-    whole root); no document they match is pruned.
-    """
-
-    source: Path
-    files: list[tuple[str, str]] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    refused: list[Skipped] = field(default_factory=list)
-    kept: set[str] = field(default_factory=set)
-    kept_folders: list[str] = field(default_factory=list)
-    whole_folder: bool = True
-
-    def keeps(self, rel: str) -> bool:
-        return rel in self.kept or any(rel.startswith(p) for p in self.kept_folders)
-
-    def refuse_folder(self, prefix: str, shown: str, err: OSError) -> None:
-        self.kept_folders.append(prefix)
-        self.refused.append(Skipped(shown, f"unreadable folder: {_why(err)}"))
-
-    def refuse_entry(self, rel: str, err: OSError) -> None:
-        # Neither a file nor a folder for sure: keep both what it was and what was under it.
-        self.kept.add(rel)
-        self.kept_folders.append(rel + "/")
-        self.refused.append(Skipped(_shown(rel), f"unreadable: {_why(err)}"))
-
-
-def _why(err: OSError) -> str:
-    return err.strerror or str(err)
-
-
-def _shown(name: str) -> str:
-    """A path as text that is always valid UTF-8: undecodable bytes appear as `\\xe9`."""
-    try:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")
-    except UnicodeError:
-        return name.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _storable(name: str) -> bool:
-    """True when `name` is valid UTF-8, as the store (and every report reader) needs."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _within(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
-def _walk(root: Path) -> _Corpus:
-    """SPEC §2.5: hidden folders and symlinks leaving the root are skipped with a reason.
-
-    Folders are listed one by one (not `os.walk`, which drops a folder it cannot list without a
-    word) so that a folder or entry that cannot be read is refused and its documents kept.
-    Symlinked folders are never followed, so a symlink loop cannot recur; a folder that is a
-    mount of one above it is skipped.
-    """
-    corpus = _Corpus(root)
-    suffixes = MARKDOWN_SUFFIXES | TEXT_SUFFIXES
-    # Depth first, files of a folder before those of its subfolders, names in sorted order.
-    # Each folder carries the (device, inode) of the folders above it, to see a mount loop.
-    stack: list[tuple[Path, str, frozenset[tuple[int, int]]]] = [(root, "", frozenset())]
-    while stack:
-        folder, prefix, above = stack.pop()
-        try:
-            with os.scandir(folder) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-            st = os.stat(folder)
-        except OSError as err:
-            shown = _shown(prefix) if prefix else _shown(os.path.join(root, ""))
-            corpus.refuse_folder(prefix, shown, err)
-            continue
-        here = (st.st_dev, st.st_ino)
-        if st.st_ino and here in above:
-            corpus.skipped.append(Skipped(_shown(prefix), "a mount of a folder above it (a loop)"))
-            continue
-        subfolders: list[tuple[Path, str, frozenset[tuple[int, int]]]] = []
-        files: list[tuple[str, str, str, bool]] = []
-        for entry in entries:
-            rel = prefix + entry.name
-            try:
-                is_link = entry.is_symlink()
-            except OSError as err:
-                corpus.refuse_entry(rel, err)
-                continue
-            try:
-                is_dir = entry.is_dir()
-            except OSError as err:
-                if not is_link:
-                    corpus.refuse_entry(rel, err)
-                    continue
-                is_dir = False  # a symlink loop or an unreachable target: read as a file
-            if is_dir:
-                reason = _folder_skip(entry.name, Path(entry.path), is_link, root)
-                if reason:
-                    corpus.skipped.append(Skipped(_shown(rel) + "/", reason))
-                else:
-                    subfolders.append((Path(entry.path), rel + "/", above | {here}))
-            elif os.path.splitext(entry.name)[1].lower() in suffixes:
-                # Plain strings: a 50k-note walk pays for every object made per file.
-                files.append((rel, entry.path, entry.name, is_link))
-        for rel, path, name, is_link in files:
-            reason = _file_skip(name, path, is_link, root)
-            if reason:
-                corpus.skipped.append(Skipped(_shown(rel), reason))
-            else:
-                corpus.files.append((rel, path))
-        stack.extend(reversed(subfolders))
-    return corpus
-
-
-def _target(path: Path) -> Path:
-    return Path(os.path.realpath(path))
-
-
-def _folder_skip(name: str, path: Path, is_link: bool, root: Path) -> str | None:
-    if name.startswith("."):
-        return "hidden folder"
-    if not _storable(name):
-        return "folder name is not valid UTF-8 (rename it to index its notes)"
-    if is_link:
-        target = _target(path)
-        if _within(target, root):
-            return "symlinked folder inside the corpus (its target is indexed directly)"
-        return f"symlink leaves the corpus root (points to {_shown(str(target))})"
-    return None
-
-
-def _file_skip(name: str, path: str, is_link: bool, root: Path) -> str | None:
-    if name.startswith("."):
-        return "hidden file"
-    if not _storable(name):
-        return "file name is not valid UTF-8 (rename it to index it)"
-    if is_link:
-        target = _target(Path(path))
-        if not _within(target, root):
-            return f"symlink leaves the corpus root (points to {_shown(str(target))})"
-    return None
-
-
-def _title(fm: Frontmatter | None, chunks: Sequence[Chunk], rel: str) -> str:
+def _title(
+    fm: Frontmatter | None,
+    chunks: Sequence[Chunk],
+    rel: str,
+    decl: Declarations | None = None,
+) -> str:
+    if decl is not None and decl.title:
+        return decl.title
     if fm is not None:
         declared = fm.fields.get("title")
         if isinstance(declared, str) and declared.strip():
@@ -284,23 +137,31 @@ def run_index(
     instant: str,
     allow_prune: bool = False,
     progress: Progress | None = None,
+    vocabularies: str | None = None,
 ) -> IndexReport:
     """Index files and folders incrementally in one store transaction (SPEC §3).
 
     Batches of chunks are embedded on a worker thread while the next files are read and parsed
     and the previous batch is written (onnxruntime and the Rust store release the GIL).
+    `vocabularies` (none|frontmatter|all) sets which declarations are in force for the store
+    from this run on; None keeps the store's setting (`all` for a new store).
     """
+    if vocabularies is not None and vocabularies not in SETTINGS:
+        raise UsageError(
+            f"recall index: unknown vocabularies setting {vocabularies!r}; "
+            f"choose one of {', '.join(SETTINGS)}"
+        )
     started = time.perf_counter()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    corpora = [_discover(Path(p)) for p in paths]
+    corpora = [discover(Path(p)) for p in paths]
     report = IndexReport(embedder=embedder.name)
 
     known: dict[str, dict[str, _Known]] = {
         str(c.source): {
             path: (h, size, mtime) for path, h, size, mtime in store.known_documents(str(c.source))
         }
-        if _storable(str(c.source))
+        if storable(str(c.source))
         else {}
         for c in corpora
     }
@@ -311,6 +172,15 @@ def run_index(
     for c in corpora:
         report.skipped.extend(c.skipped)
         report.refused.extend(c.refused)
+        # SPEC §8.4: a forgotten document stays out of the store until `forget --undo`.
+        forgotten = set(store.forgotten_paths(str(c.source))) if storable(str(c.source)) else ()
+        if forgotten:
+            report.skipped.extend(
+                Skipped(rel, "forgotten (recall forget --undo brings it back)")
+                for rel, _ in c.files
+                if rel in forgotten
+            )
+            c.files = [(rel, p) for rel, p in c.files if rel not in forgotten]
         if c.whole_folder:
             on_disk = {rel for rel, _ in c.files}
             # SPEC §11: a document whose file or folder could not be read is never "gone".
@@ -328,6 +198,10 @@ def run_index(
 
     work = [(c.source, rel, p) for c in corpora for rel, p in c.files]
     retimed: list[tuple[str, str, int]] = []
+    # Declarations read by an older reader are read again from unchanged files (no embedding).
+    redeclared: list[tuple[str, str, Declarations]] | None = None
+    if store.meta(_DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
+        redeclared = []
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
         for root, gone in removals.items():
@@ -338,7 +212,16 @@ def run_index(
             pending: list[_Pending] = []
             pending_chunks = 0
             for done, (source, rel, file) in enumerate(work, 1):
-                doc = _read(source, rel, file, known[str(source)], report, trusted_before, retimed)
+                doc = _read(
+                    source,
+                    rel,
+                    file,
+                    known[str(source)],
+                    report,
+                    trusted_before,
+                    retimed,
+                    redeclared,
+                )
                 if doc is not None:
                     pending.append(doc)
                     pending_chunks += len(doc.chunks)
@@ -356,45 +239,20 @@ def run_index(
             _write(store, pending, _embed(embedder, pending), instant, report)
         for source_text, rel, mtime_ns in retimed:
             store.set_file_time(source_text, rel, mtime_ns)
+        for source_text, rel, decl in redeclared or ():
+            store.set_declarations(
+                source_text, rel, _edge_rows(decl), decl.alias, _retired_row(decl)
+            )
+        if redeclared is not None or store.meta(_DECLARATIONS_KEY) is None:
+            store.set_meta(_DECLARATIONS_KEY, DECLARATIONS_VERSION)
+        if vocabularies is not None and store.meta("vocabularies") != vocabularies:
+            store.set_meta("vocabularies", vocabularies)
         report.generation = store.commit(instant)
     except BaseException:
         store.rollback()
         raise
     report.seconds = round(time.perf_counter() - started, 3)
     return report
-
-
-def _discover(path: Path) -> _Corpus:
-    try:
-        resolved = _target(path)
-        st = os.stat(resolved)
-    except (FileNotFoundError, NotADirectoryError):
-        raise UsageError(
-            f"recall index: {_shown(str(path))} does not exist; pass a folder of notes"
-        ) from None
-    except OSError as err:
-        # It may exist but cannot be reached: refused, and with no listing nothing is pruned.
-        corpus = _Corpus(Path(os.path.abspath(path)), whole_folder=False)
-        corpus.refused.append(Skipped(_shown(str(path)), f"unreadable: {_why(err)}"))
-        return corpus
-    folder = stat.S_ISDIR(st.st_mode)
-    source = resolved if folder else resolved.parent
-    if not _storable(str(source)):
-        corpus = _Corpus(source, whole_folder=False)
-        corpus.refused.append(
-            Skipped(_shown(str(source)), "folder name is not valid UTF-8 (rename it to index it)")
-        )
-        return corpus
-    if folder:
-        return _walk(resolved)
-    corpus = _Corpus(source, whole_folder=False)
-    if _storable(resolved.name):
-        corpus.files.append((resolved.name, str(resolved)))
-    else:
-        corpus.refused.append(
-            Skipped(_shown(str(path)), "file name is not valid UTF-8 (rename it to index it)")
-        )
-    return corpus
 
 
 def _read(
@@ -405,12 +263,14 @@ def _read(
     report: IndexReport,
     trusted_before: int,
     retimed: list[tuple[str, str, int]],
+    redeclared: list[tuple[str, str, Declarations]] | None = None,
 ) -> _Pending | None:
     """Read, hash, parse and chunk one file; None when unchanged, skipped or refused. A file
     with the size and modification time recorded when it was last read is unchanged without
-    being read (SPEC §3: an update costs what changed)."""
+    being read (SPEC §3: an update costs what changed). With `redeclared`, unchanged files are
+    read anyway and their declarations collected there (the vocabularies' reader changed)."""
     prior = known.get(rel)
-    if prior is not None and prior[2] is not None:
+    if prior is not None and prior[2] is not None and redeclared is None:
         try:
             seen = os.stat(file)
         except OSError:
@@ -426,7 +286,7 @@ def _read(
     try:
         # Non-blocking, and checked on the open file: a FIFO named `x.md` must not hang the
         # run, and a file swapped between listing and reading is judged as what was opened.
-        with os.fdopen(os.open(file, _OPEN_FLAGS), "rb") as handle:
+        with os.fdopen(os.open(file, OPEN_FLAGS), "rb") as handle:
             st = os.fstat(handle.fileno())
             if not stat.S_ISREG(st.st_mode):
                 report.skipped.append(Skipped(rel, "not a regular file"))
@@ -439,7 +299,7 @@ def _read(
             data = handle.read()
     except OSError as err:
         # SPEC §11: gone or unreadable since it was listed: refused, its indexed version kept.
-        report.refused.append(Skipped(rel, f"unreadable: {_why(err)}"))
+        report.refused.append(Skipped(rel, f"unreadable: {why(err)}"))
         return None
     size = len(data)
     mtime_ns = st.st_mtime_ns if st.st_mtime_ns < trusted_before else None
@@ -448,6 +308,9 @@ def _read(
         report.unchanged += 1
         if mtime_ns is not None and mtime_ns != prior[2]:
             retimed.append((str(source), rel, mtime_ns))  # not read again next run
+        if redeclared is not None:
+            with contextlib.suppress(UnicodeDecodeError):
+                redeclared.append((str(source), rel, declare(rel, data.decode("utf-8"))))
         return None
     if b"\x00" in data:
         report.skipped.append(Skipped(rel, "not text (contains NUL bytes)"))
@@ -457,11 +320,11 @@ def _read(
     except UnicodeDecodeError as err:
         report.skipped.append(Skipped(rel, f"not UTF-8 text (byte {err.start})"))
         return None
-    if os.path.splitext(file)[1].lower() in TEXT_SUFFIXES:
-        fm = None
+    decl = None if os.path.splitext(file)[1].lower() in TEXT_SUFFIXES else declare(rel, text)
+    fm = decl.frontmatter if decl is not None else None
+    if fm is None:
         chunks = chunk(text)
     else:
-        fm = parse(text)
         if fm.errors:
             problems = "; ".join(f"{e.key}: {e.value!r} {e.message}" for e in fm.errors)
             report.refused.append(Skipped(rel, f"malformed frontmatter: {problems}"))
@@ -474,7 +337,8 @@ def _read(
         mtime_ns=mtime_ns,
         digest=digest,
         fm=fm,
-        title=_title(fm, chunks, rel),
+        decl=decl,
+        title=_title(fm, chunks, rel, decl),
         chunks=chunks,
         is_new=rel not in known,
     )
@@ -519,7 +383,6 @@ def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str
             f"empty validity window: valid_from {fm.valid_from_raw} is after "
             f"valid_until {fm.valid_until_raw}"
         )
-    refs = list(fm.supersedes) if fm is not None else []
     store.put_document(
         source=d.source,
         path=d.rel,
@@ -546,7 +409,34 @@ def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str
             for c in d.chunks
         ],
         vectors=vectors.tobytes(),
-        edges=[(ref, _core.resolution_key(ref)) for ref in refs],
+        edges=_edge_rows(d.decl),
         now=instant,
         mtime_ns=d.mtime_ns,
+        alias=d.decl.alias if d.decl is not None else None,
+        retired=_retired_row(d.decl),
     )
+
+
+def _edge_rows(decl: Declarations | None) -> list[tuple[str, str, bool, str, int, str, bool]]:
+    if decl is None:
+        return []
+    return [
+        (
+            e.reference,
+            e.key,
+            e.reversed,
+            e.origin.vocabulary,
+            e.origin.line,
+            e.origin.text,
+            e.overridden,
+        )
+        for e in decl.edges
+    ]
+
+
+def _retired_row(decl: Declarations | None) -> tuple[str, str | None, str, int, str, bool] | None:
+    r = decl.retired if decl is not None else None
+    if r is None:
+        return None
+    since = r.since.isoformat() if r.since is not None else None
+    return (r.state, since, r.origin.vocabulary, r.origin.line, r.origin.text, r.overridden)

@@ -35,10 +35,23 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class Retired:
+    """A terminal state a header declared (SPEC §8.4): the note is `expired` from `since`
+    (None: at every instant). `vocabulary`, `line` and `statement` say where it was written."""
+
+    state: str
+    since: str | None
+    vocabulary: str
+    line: int | None
+    statement: str
+
+
+@dataclass(frozen=True)
 class Validity:
     valid_from: str | None
     valid_until: str | None
     superseded_by: str | None
+    retired: Retired | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +176,13 @@ def abstention_reason(
     v = top.validity
     if top.verdict == "superseded":
         return f"the best match {name} is superseded by {v.superseded_by}, which did not qualify"
+    if top.verdict == "expired" and v.retired is not None and v.valid_until is None:
+        r = v.retired
+        since = f" since {r.since}" if r.since else ""
+        return (
+            f"the best match {name} is {r.state}{since} "
+            f"({r.vocabulary} line {r.line}: {r.statement})"
+        )
     if top.verdict == "expired":
         return f"the best match {name} expired: valid until {v.valid_until}"
     if top.verdict == "not_yet_valid":

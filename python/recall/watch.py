@@ -63,13 +63,13 @@ def watch(
     except ImportError as err:
         raise UsageError(INSTALL_HINT) from err
     import recall
-    from recall.indexing import MARKDOWN_SUFFIXES, TEXT_SUFFIXES
+    from recall.walk import NOTE_SUFFIXES
 
     folders = [os.fspath(r) for r in roots]
     for folder in folders:
         if not os.path.isdir(folder):
             raise UsageError(f"recall watch: {folder} is not a folder")
-    suffixes = tuple(MARKDOWN_SUFFIXES | TEXT_SUFFIXES)
+    suffixes = tuple(NOTE_SUFFIXES)
     stop = stop or threading.Event()
 
     def notes_only(change: watchfiles.Change, path: str) -> bool:

@@ -6,7 +6,7 @@
 
 use crate::dense::DenseIndex;
 use crate::errors::Result;
-use crate::graph::{Graph, Node};
+use crate::graph::{Declared, Graph, Node};
 use crate::trust::Window;
 
 use super::{parse_instant_us, Store};
@@ -23,9 +23,27 @@ pub(crate) struct SearchCache {
     pub(crate) doc_ids: Vec<i64>,
     pub(crate) graph: Graph,
     pub(crate) windows: Vec<Window>,
-    /// Per document: (source, path); per edge (as given to the graph): the reference as written.
+    /// Per document: (source, path); per edge (as given to the graph): where it was written.
     pub(crate) locations: Vec<(String, String)>,
-    pub(crate) edge_raw: Vec<String>,
+    pub(crate) edge_meta: Vec<EdgeMeta>,
+}
+
+/// Where an edge in force was written (SPEC §8.4), for explain.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EdgeMeta {
+    pub(crate) raw: String,
+    pub(crate) vocabulary: String,
+    pub(crate) line: Option<i64>,
+    pub(crate) statement: String,
+}
+
+/// SPEC §8.4 `--vocabularies`: which vocabularies' declarations are in force for a store.
+pub(crate) fn vocabulary_in_force(setting: &str, vocabulary: &str) -> bool {
+    match setting {
+        "none" => false,
+        "frontmatter" => vocabulary == "frontmatter",
+        _ => true,
+    }
 }
 
 impl Store {
@@ -59,6 +77,8 @@ impl Store {
     fn load_cache(&self) -> Result<SearchCache> {
         let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
+        let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
+        let frontmatter = vocabulary_in_force(&setting, "frontmatter");
         let mut doc_ids = Vec::new();
         let mut nodes = Vec::new();
         let mut windows = Vec::new();
@@ -67,7 +87,8 @@ impl Store {
         {
             let mut stmt = self.conn.prepare(
                 "SELECT id, key, path, first_indexed_at, valid_from_raw, valid_until_raw,
-                        metadata_error, source FROM documents ORDER BY id",
+                        metadata_error, source, alias, retired_state, retired_since,
+                        retired_vocabulary, retired_overridden FROM documents ORDER BY id",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
@@ -89,26 +110,54 @@ impl Store {
                     key: r.get::<_, String>(1).unwrap_or_default(),
                     path: r.get::<_, String>(2).unwrap_or_default(),
                     first_indexed_us: first.as_deref().and_then(parse_instant_us),
+                    alias: r.get::<_, Option<String>>(8).ok().flatten(),
                 });
+                let retired_state = r.get::<_, Option<String>>(9).ok().flatten();
+                let retired_vocabulary = r.get::<_, Option<String>>(11).ok().flatten();
+                let retired_overridden = r.get::<_, Option<bool>>(12).ok().flatten();
                 windows.push(Window {
-                    valid_from_raw: from.ok().flatten(),
-                    valid_until_raw: until.ok().flatten(),
-                    metadata_error: broken || err.ok().flatten().is_some(),
+                    valid_from_raw: from.ok().flatten().filter(|_| frontmatter),
+                    valid_until_raw: until.ok().flatten().filter(|_| frontmatter),
+                    metadata_error: broken || (frontmatter && err.ok().flatten().is_some()),
+                    retired: retired_state.is_some()
+                        && retired_overridden == Some(false)
+                        && retired_vocabulary.is_some_and(|v| vocabulary_in_force(&setting, &v)),
+                    retired_since_raw: r.get::<_, Option<String>>(10).ok().flatten(),
                 });
             }
         }
         let mut edges = Vec::new();
-        let mut edge_raw = Vec::new();
+        let mut edge_meta = Vec::new();
         {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT doc_id, key, raw_ref FROM edges ORDER BY id")?;
+            // Overridden header statements and vocabularies the setting leaves out are not in
+            // force; explain reads them from the table.
+            let mut stmt = self.conn.prepare(
+                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line, statement FROM edges
+                 WHERE overridden = 0 ORDER BY id",
+            )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
                 let doc_id: i64 = r.get(0)?;
+                let vocabulary = r.get::<_, String>(4).unwrap_or_default();
+                if !vocabulary_in_force(&setting, &vocabulary) {
+                    continue;
+                }
                 if let (Some(&d), Ok(key)) = (index_of.get(&doc_id), r.get::<_, String>(1)) {
-                    edges.push((d, key));
-                    edge_raw.push(r.get::<_, String>(2).unwrap_or_default());
+                    edges.push(Declared {
+                        declarer: d,
+                        key,
+                        reversed: r.get::<_, bool>(3).unwrap_or(false),
+                    });
+                    edge_meta.push(EdgeMeta {
+                        raw: r.get::<_, String>(2).unwrap_or_default(),
+                        vocabulary,
+                        line: r.get::<_, Option<i64>>(5).ok().flatten(),
+                        statement: r
+                            .get::<_, Option<String>>(6)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                    });
                 }
             }
         }
@@ -138,10 +187,10 @@ impl Store {
             row_doc,
             doc_rows,
             doc_ids,
-            graph: Graph::build(nodes, &edges),
+            graph: Graph::build_declared(nodes, &edges),
             windows,
             locations,
-            edge_raw,
+            edge_meta,
         })
     }
 }

@@ -9,6 +9,9 @@ use std::path::Path;
 use crate::errors::Result;
 use crate::trust::{self, Candidate, Policy};
 
+use rusqlite::OptionalExtension;
+
+use super::cache::vocabulary_in_force;
 use super::Store;
 
 /// How deep `explain` looks into each leg for a document's rank.
@@ -25,6 +28,45 @@ pub struct ClaimView {
     pub targets: Vec<String>,
     pub recorded_at_us: Option<i64>,
     pub applies: bool,
+    /// The reference names the declarer's successor (`Superseded-By:`).
+    pub reversed: bool,
+    /// Where it was written (SPEC §8.4): vocabulary, line, the words.
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
+}
+
+/// A declaration of the document that is not in force: a header statement frontmatter
+/// overrode, or a vocabulary the store's setting leaves out (SPEC §8.4).
+#[derive(Debug, Clone)]
+pub struct IgnoredDeclaration {
+    /// "edge" or "retirement".
+    pub kind: &'static str,
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
+    /// "overridden by frontmatter" or "vocabulary not in force".
+    pub why: &'static str,
+}
+
+/// (state, since, vocabulary, line, statement, overridden) as stored.
+type RetiredColumns = (
+    String,
+    Option<String>,
+    String,
+    Option<i64>,
+    Option<String>,
+    bool,
+);
+
+/// A terminal state the document declares (SPEC §8.4).
+#[derive(Debug, Clone)]
+pub struct RetiredView {
+    pub state: String,
+    pub since: Option<String>,
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
 }
 
 /// Why one document gets its verdict for a query (SPEC §8.2 `explain`).
@@ -52,6 +94,10 @@ pub struct Explanation {
     pub lexical: f32,
     pub identifiers: Vec<String>,
     pub identifiers_held: bool,
+    pub alias: Option<String>,
+    /// The retirement in force, if any.
+    pub retired: Option<RetiredView>,
+    pub ignored: Vec<IgnoredDeclaration>,
 }
 
 impl Store {
@@ -92,14 +138,19 @@ impl Store {
                     ("ambiguous", ts.iter().map(|&t| path_of(t)).collect())
                 }
             };
+            let meta = cache.edge_meta.get(c.edge).cloned().unwrap_or_default();
             ClaimView {
                 declarer: path_of(c.declarer),
-                reference: cache.edge_raw.get(c.edge).cloned().unwrap_or_default(),
+                reference: meta.raw,
                 key: c.key.clone(),
                 resolution,
                 targets,
                 recorded_at_us: g.node(c.declarer).first_indexed_us,
                 applies: g.claim_applies(id, k),
+                reversed: c.reversed,
+                vocabulary: meta.vocabulary,
+                line: meta.line,
+                statement: meta.statement,
             }
         };
         let best_chunk = if query.len() == cache.dense.dim() {
@@ -118,6 +169,7 @@ impl Store {
         let (verdict, successor) =
             trust::verdict(g, &cache.windows, d, cand.proven(policy), policy);
         let w = &cache.windows[d];
+        let (retired, ignored) = self.declarations_of(cache.doc_ids[d], w.retired)?;
         Ok(Some(Explanation {
             path: path_of(d),
             key: g.node(d).key.clone(),
@@ -151,6 +203,85 @@ impl Store {
             lexical: cand.lexical,
             identifiers: ev.identifiers().to_vec(),
             identifiers_held: cand.identifiers_held,
+            alias: g.node(d).alias.clone(),
+            retired,
+            ignored,
         }))
+    }
+
+    /// A document's retirement (when in force) and its declarations not in force.
+    fn declarations_of(
+        &self,
+        doc_id: i64,
+        retired_in_force: bool,
+    ) -> Result<(Option<RetiredView>, Vec<IgnoredDeclaration>)> {
+        let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
+        let why = |overridden: bool| {
+            if overridden {
+                "overridden by frontmatter"
+            } else {
+                "vocabulary not in force"
+            }
+        };
+        let mut ignored = Vec::new();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT vocabulary, line, statement, overridden FROM edges WHERE doc_id = ?1
+             ORDER BY id",
+        )?;
+        let mut rows = stmt.query([doc_id])?;
+        while let Some(r) = rows.next()? {
+            let vocabulary: String = r.get(0)?;
+            let overridden: bool = r.get(3)?;
+            if overridden || !vocabulary_in_force(&setting, &vocabulary) {
+                ignored.push(IgnoredDeclaration {
+                    kind: "edge",
+                    vocabulary,
+                    line: r.get(1)?,
+                    statement: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                    why: why(overridden),
+                });
+            }
+        }
+        let row: Option<RetiredColumns> = self
+            .conn
+            .query_row(
+                "SELECT retired_state, retired_since, retired_vocabulary, retired_line,
+                            retired_statement, retired_overridden
+                     FROM documents WHERE id = ?1 AND retired_state IS NOT NULL",
+                [doc_id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let mut retired = None;
+        if let Some((state, since, vocabulary, line, statement, overridden)) = row {
+            let statement = statement.unwrap_or_default();
+            if retired_in_force {
+                retired = Some(RetiredView {
+                    state,
+                    since,
+                    vocabulary,
+                    line,
+                    statement,
+                });
+            } else {
+                ignored.push(IgnoredDeclaration {
+                    kind: "retirement",
+                    vocabulary,
+                    line,
+                    statement,
+                    why: why(overridden),
+                });
+            }
+        }
+        Ok((retired, ignored))
     }
 }

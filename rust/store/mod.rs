@@ -12,6 +12,7 @@
 mod cache;
 mod doctor;
 mod explain;
+mod forget;
 mod lexical_files;
 mod schema;
 mod search;
@@ -29,12 +30,13 @@ use crate::trust;
 
 pub(crate) use cache::SearchCache;
 pub use doctor::Check;
-pub use explain::{ClaimView, Explanation, EXPLAIN_DEPTH};
+pub use explain::{ClaimView, Explanation, IgnoredDeclaration, RetiredView, EXPLAIN_DEPTH};
+pub use forget::{ForgetPlan, Forgotten};
 pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
 pub use search::{HitRow, SearchOutcome};
 pub use stats::Stats;
-pub use write::{KnownDocument, NewChunk, NewDocument};
+pub use write::{Declarations, KnownDocument, NewChunk, NewDocument, NewEdge, NewRetirement};
 
 /// Name of the sqlite-vec table holding one vector per chunk (`chunk_id` = `chunks.id`).
 pub const VEC_TABLE: &str = "vec_chunks";
@@ -457,7 +459,15 @@ pub(crate) mod fixtures {
                 })
                 .collect(),
             vectors: (0..n_chunks * dim).map(|i| (i % 7) as f32 + 1.0).collect(),
-            edges: vec![("[[b]]".into(), "b".into())],
+            declarations: Declarations {
+                edges: vec![NewEdge {
+                    raw: "[[b]]".into(),
+                    key: "b".into(),
+                    vocabulary: "frontmatter".into(),
+                    ..NewEdge::default()
+                }],
+                ..Declarations::default()
+            },
         }
     }
 

@@ -9,7 +9,7 @@ use crate::errors::{CoreError, Result};
 use super::Store;
 
 /// Bumped with every migration appended to `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -69,6 +69,38 @@ CREATE TABLE lexical_files (
 -- The file's modification time when it was read (ns), so an unchanged file (same size, same
 -- time) is not read again; NULL when it was too recent to be trusted or is unknown.
 ALTER TABLE documents ADD COLUMN mtime_ns INTEGER;
+"#,
+    r#"
+-- SPEC §8.4 edge vocabularies: where each declaration was written, and which way it points.
+-- `reversed` = 1: the reference supersedes the declaring document (`Superseded-By:`).
+-- `overridden` = 1: a header statement frontmatter overrode (kept for explain and lint).
+ALTER TABLE edges ADD COLUMN reversed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE edges ADD COLUMN vocabulary TEXT NOT NULL DEFAULT 'frontmatter';
+ALTER TABLE edges ADD COLUMN line INTEGER;
+ALTER TABLE edges ADD COLUMN statement TEXT;
+ALTER TABLE edges ADD COLUMN overridden INTEGER NOT NULL DEFAULT 0;
+-- The name a numbered reference resolves to (`pep-0008`, `adr-0005`), besides the key.
+ALTER TABLE documents ADD COLUMN alias TEXT;
+CREATE INDEX documents_alias ON documents(alias);
+-- A terminal state a header declares (withdrawn, rejected, deprecated, superseded): the
+-- document is expired from `retired_since` (NULL: at every instant).
+ALTER TABLE documents ADD COLUMN retired_state TEXT;
+ALTER TABLE documents ADD COLUMN retired_since TEXT;
+ALTER TABLE documents ADD COLUMN retired_vocabulary TEXT;
+ALTER TABLE documents ADD COLUMN retired_line INTEGER;
+ALTER TABLE documents ADD COLUMN retired_statement TEXT;
+ALTER TABLE documents ADD COLUMN retired_overridden INTEGER NOT NULL DEFAULT 0;
+-- SPEC §8.4 forget: documents removed from the store while their files stay; the index run
+-- skips them until `recall forget --undo`, which brings back their first indexing time.
+CREATE TABLE forgotten (
+    source           TEXT NOT NULL,
+    path             TEXT NOT NULL,
+    content_hash     TEXT NOT NULL,
+    first_indexed_at TEXT NOT NULL,
+    forgotten_at     TEXT NOT NULL,
+    undone_at        TEXT,
+    PRIMARY KEY (source, path)
+);
 "#,
 ];
 

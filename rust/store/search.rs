@@ -14,6 +14,9 @@ use crate::trust::{self, Candidate, Policy};
 
 use super::{lexical_body, Store};
 
+/// (state, since, vocabulary, line, statement) of a retirement in force.
+pub type Retired = (String, Option<String>, String, Option<i64>, String);
+
 /// One judged hit with what the caller shows about it (SPEC §5.1).
 #[derive(Debug, Clone)]
 pub struct HitRow {
@@ -32,6 +35,8 @@ pub struct HitRow {
     pub valid_from: Option<String>,
     pub valid_until: Option<String>,
     pub superseded_by: Option<String>,
+    /// A terminal state in force (SPEC §8.4): (state, since, vocabulary, line, statement).
+    pub retired: Option<Retired>,
     pub verdict: &'static str,
     pub confidence: f64,
     pub score: f32,
@@ -181,13 +186,29 @@ impl Store {
         let mut hits = Vec::with_capacity(judged.len());
         let mut stmt = self.conn.prepare_cached(
             "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
-                    c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw
+                    c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw,
+                    d.retired_state, d.retired_since, d.retired_vocabulary, d.retired_line,
+                    d.retired_statement
              FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
         )?;
         for h in judged {
             let superseded_by = h.superseded_by.map(|s| cache.graph.node(s).path.clone());
             let promoted_from = h.promoted_from.map(|s| cache.graph.node(s).path.clone());
+            let retired_in_force = cache.windows[h.doc].retired;
             let row = stmt.query_row([h.chunk], |r| {
+                let retired = match r.get::<_, Option<String>>(12).ok().flatten() {
+                    Some(state) if retired_in_force => Some((
+                        state,
+                        r.get(13).ok().flatten(),
+                        r.get(14).unwrap_or_default(),
+                        r.get(15).ok().flatten(),
+                        r.get::<_, Option<String>>(16)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                    )),
+                    _ => None,
+                };
                 Ok(HitRow {
                     retrieval: retrieval.get(&h.chunk).cloned(),
                     source: r.get(0)?,
@@ -203,6 +224,7 @@ impl Store {
                     valid_from: r.get(10).ok().flatten(),
                     valid_until: r.get(11).ok().flatten(),
                     superseded_by: superseded_by.clone(),
+                    retired,
                     verdict: h.verdict.as_str(),
                     confidence: h.confidence,
                     score: h.score,

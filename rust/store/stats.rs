@@ -5,6 +5,7 @@
 
 use crate::errors::Result;
 
+use super::cache::vocabulary_in_force;
 use super::{EmbedderInfo, Store, VEC_TABLE};
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,6 +25,14 @@ pub struct Stats {
     pub edges_self: i64,
     pub metadata_errors: i64,
     pub chunk_churn: i64,
+    /// SPEC §8.4: the `--vocabularies` setting in force, and per vocabulary the edges
+    /// (in force, overridden by frontmatter).
+    pub vocabularies: String,
+    pub edges_by_vocabulary: Vec<(String, i64, i64)>,
+    /// Documents with a terminal state in force (withdrawn, rejected, deprecated, superseded).
+    pub retired: i64,
+    /// Documents forgotten and not brought back.
+    pub forgotten: i64,
 }
 
 impl Store {
@@ -60,20 +69,50 @@ impl Store {
         } else {
             0
         };
-        // Each edge resolves against every document's key (SPEC §2.3): none = dangling, only the
-        // declaring document = self-reference, exactly one other = resolved, two or more =
-        // ambiguous.
+        let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
+        // Each edge in force resolves against every document's key and alias (SPEC §2.3):
+        // none = dangling, only the declaring document = self-reference, exactly one other =
+        // resolved, two or more = ambiguous.
         let (resolved, dangling, ambiguous, selfref) = self.conn.query_row(
             "SELECT
                  coalesce(sum(n = 1 AND own = 0), 0),
                  coalesce(sum(n = 0), 0),
                  coalesce(sum(n >= 2), 0),
                  coalesce(sum(n = 1 AND own = 1), 0)
-             FROM (SELECT (SELECT count(*) FROM documents d WHERE d.key = e.key) AS n,
-                          (SELECT count(*) FROM documents d WHERE d.key = e.key AND d.id = e.doc_id) AS own
-                   FROM edges e)",
-            [],
+             FROM (SELECT (SELECT count(*) FROM documents d
+                           WHERE d.key = e.key OR d.alias = e.key) AS n,
+                          (SELECT count(*) FROM documents d
+                           WHERE (d.key = e.key OR d.alias = e.key) AND d.id = e.doc_id) AS own
+                   FROM edges e
+                   WHERE e.overridden = 0
+                     AND (?1 = 'all' OR (?1 = 'frontmatter' AND e.vocabulary = 'frontmatter')))",
+            [&setting],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        let mut by_vocabulary = Vec::new();
+        {
+            let mut stmt = self.conn.prepare(
+                "SELECT vocabulary, sum(overridden = 0), sum(overridden = 1) FROM edges
+                 GROUP BY vocabulary ORDER BY vocabulary",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let vocabulary: String = r.get(0)?;
+                let (in_force, overridden): (i64, i64) = (r.get(1)?, r.get(2)?);
+                let in_force = if vocabulary_in_force(&setting, &vocabulary) {
+                    in_force
+                } else {
+                    0
+                };
+                by_vocabulary.push((vocabulary, in_force, overridden));
+            }
+        }
+        let retired = self.conn.query_row(
+            "SELECT count(*) FROM documents WHERE retired_state IS NOT NULL
+                 AND retired_overridden = 0
+                 AND (?1 = 'all' OR (?1 = 'frontmatter' AND retired_vocabulary = 'frontmatter'))",
+            [&setting],
+            |r| r.get(0),
         )?;
         let page_size = count("PRAGMA page_size")?;
         let page_count = count("PRAGMA page_count")?;
@@ -108,6 +147,10 @@ impl Store {
             metadata_errors: count(
                 "SELECT count(*) FROM documents WHERE metadata_error IS NOT NULL",
             )?,
+            vocabularies: setting,
+            edges_by_vocabulary: by_vocabulary,
+            retired,
+            forgotten: count("SELECT count(*) FROM forgotten WHERE undone_at IS NULL")?,
         })
     }
 }

@@ -44,8 +44,43 @@ pub struct NewDocument {
     pub frontmatter: String,
     pub chunks: Vec<NewChunk>,
     pub vectors: Vec<f32>,
-    /// (raw reference as written, its resolution key)
-    pub edges: Vec<(String, String)>,
+    pub declarations: Declarations,
+}
+
+/// One declared supersession (SPEC §2.3, §8.4) with where it was written.
+#[derive(Debug, Clone, Default)]
+pub struct NewEdge {
+    /// The reference as written.
+    pub raw: String,
+    /// Its resolution key, or the alias a PEP or ADR number names.
+    pub key: String,
+    /// True: the reference supersedes the declaring document (`Superseded-By:`).
+    pub reversed: bool,
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
+    /// A header statement frontmatter overrode: stored for explain, never in force.
+    pub overridden: bool,
+}
+
+/// A terminal state a document declares (withdrawn, rejected, deprecated, superseded).
+#[derive(Debug, Clone, Default)]
+pub struct NewRetirement {
+    pub state: String,
+    /// `YYYY-MM-DD` of the state change; None: it holds at every instant.
+    pub since: Option<String>,
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
+    pub overridden: bool,
+}
+
+/// What a document declares besides its window: edges, alias and retirement.
+#[derive(Debug, Clone, Default)]
+pub struct Declarations {
+    pub edges: Vec<NewEdge>,
+    pub alias: Option<String>,
+    pub retired: Option<NewRetirement>,
 }
 
 impl Store {
@@ -109,7 +144,7 @@ impl Store {
         bound
     }
 
-    fn require_write(&self) -> Result<()> {
+    pub(super) fn require_write(&self) -> Result<()> {
         if self.in_write {
             Ok(())
         } else {
@@ -202,6 +237,13 @@ impl Store {
             Some(id) => self.delete_chunks_of(id)?,
             None => 0,
         };
+        // SPEC §2.4: a document brought back after `forget --undo` keeps its transaction time.
+        let first_indexed_at: String = match existing {
+            Some(_) => now.to_string(),
+            None => self
+                .take_undone_forget(&doc.source, &doc.path)?
+                .unwrap_or_else(|| now.to_string()),
+        };
         // An edited chunk counts once: max(old, new), not old + new.
         self.add_churn(replaced.max(doc.chunks.len()))?;
         // SPEC §2.4: an upsert that never touches first_indexed_at of an existing row.
@@ -209,7 +251,7 @@ impl Store {
             "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
                  first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
                  valid_from, valid_until, metadata_error, frontmatter, mtime_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?15, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
              ON CONFLICT(source, path) DO UPDATE SET
                  key = excluded.key, title = excluded.title,
                  content_hash = excluded.content_hash, size_bytes = excluded.size_bytes,
@@ -233,7 +275,8 @@ impl Store {
                 doc.valid_until,
                 doc.metadata_error,
                 doc.frontmatter,
-                doc.mtime_ns
+                doc.mtime_ns,
+                first_indexed_at
             ],
             |r| r.get(0),
         )?;
@@ -264,12 +307,72 @@ impl Store {
                 .index
                 .add(chunk_id, &body)?;
         }
-        let mut edge_stmt = self
+        self.write_declarations(doc_id, &doc.declarations)
+    }
+
+    /// Replace what a document declares, leaving its text, chunks and vectors alone: an index
+    /// run re-reads declarations this way when the vocabularies' reader changed. Returns false
+    /// when the document is not in the store.
+    pub fn set_declarations(
+        &mut self,
+        source: &str,
+        path: &str,
+        declarations: &Declarations,
+    ) -> Result<bool> {
+        self.require_write()?;
+        let id: Option<i64> = self
             .conn
-            .prepare_cached("INSERT INTO edges(doc_id, raw_ref, key) VALUES (?1, ?2, ?3)")?;
-        for (raw, key) in &doc.edges {
-            edge_stmt.execute(params![doc_id, raw, key])?;
+            .query_row(
+                "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
+                params![source, path],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(id) = id else {
+            return Ok(false);
+        };
+        self.conn
+            .prepare_cached("DELETE FROM edges WHERE doc_id = ?1")?
+            .execute([id])?;
+        self.write_declarations(id, declarations)?;
+        Ok(true)
+    }
+
+    fn write_declarations(&self, doc_id: i64, d: &Declarations) -> Result<()> {
+        let mut edge_stmt = self.conn.prepare_cached(
+            "INSERT INTO edges(doc_id, raw_ref, key, reversed, vocabulary, line, statement,
+                 overridden) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )?;
+        for e in &d.edges {
+            edge_stmt.execute(params![
+                doc_id,
+                e.raw,
+                e.key,
+                e.reversed,
+                e.vocabulary,
+                e.line,
+                e.statement,
+                e.overridden
+            ])?;
         }
+        let r = d.retired.as_ref();
+        self.conn
+            .prepare_cached(
+                "UPDATE documents SET alias = ?2, retired_state = ?3, retired_since = ?4,
+                     retired_vocabulary = ?5, retired_line = ?6, retired_statement = ?7,
+                     retired_overridden = ?8
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                doc_id,
+                d.alias,
+                r.map(|r| &r.state),
+                r.and_then(|r| r.since.as_ref()),
+                r.map(|r| &r.vocabulary),
+                r.and_then(|r| r.line),
+                r.map(|r| &r.statement),
+                r.is_some_and(|r| r.overridden)
+            ])?;
         Ok(())
     }
 

@@ -1,0 +1,153 @@
+"""A folder of notes as the authoring tools read it: every eligible file, its text, what it
+declares, and how each declared reference resolves among the files (SPEC §2.3, §8.4).
+
+Owns: reading the notes found by `recall.walk` (size cap, non-blocking open, UTF-8), running
+`recall.vocabularies.declare` on each, the key and alias index, and resolving a declared edge to
+documents exactly as the store's graph does: exact match on the key or alias, dangling,
+self-reference, ambiguous. Does not own: rules (lint), proposals (fix, check) or the store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from recall import _core
+from recall.vocabularies import SETTINGS, Declarations, Edge, declare
+from recall.walk import MAX_FILE_BYTES, OPEN_FLAGS, Skipped, discover, shown, why
+
+__all__ = ["Corpus", "Note", "Target", "read_note", "scan"]
+
+# A numbered reference as people write it in prose: `ADR-0005`, `ADR 5`, `PEP 8`, `pep-0008`.
+_NUMBERED = re.compile(r"(adr|pep)[-_ #]?0*([0-9]{1,5})", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Note:
+    """One eligible file. `text` and `declarations` are None when it could not be read as text,
+    and `problem` says why."""
+
+    root: str
+    rel: str
+    path: str
+    shown: str
+    text: str | None
+    problem: str | None
+    declarations: Declarations | None
+    key: str
+    alias: str | None
+
+
+@dataclass(frozen=True)
+class Target:
+    """How one edge resolved: `resolved` (one note), `dangling` (none), `self` (the declarer) or
+    `ambiguous` (two or more notes share the key)."""
+
+    kind: Literal["resolved", "dangling", "self", "ambiguous"]
+    notes: tuple[int, ...] = ()
+
+
+@dataclass
+class Corpus:
+    """Notes in walk order, the files and folders that were skipped or refused, and the index
+    from resolution key (and alias) to notes."""
+
+    notes: list[Note] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    refused: list[Skipped] = field(default_factory=list)
+    vocabularies: frozenset[str] = SETTINGS["all"]
+    by_key: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, note: Note) -> int:
+        index = len(self.notes)
+        self.notes.append(note)
+        self.by_key.setdefault(note.key, []).append(index)
+        if note.alias is not None and note.alias != note.key:
+            self.by_key.setdefault(note.alias, []).append(index)
+        return index
+
+    def edges(self, index: int) -> list[Edge]:
+        """The edges note `index` declares that are in force under the corpus's setting."""
+        d = self.notes[index].declarations
+        return d.active_edges(self.vocabularies) if d is not None else []
+
+    def resolve(self, index: int, edge: Edge) -> Target:
+        matches = tuple(self.by_key.get(edge.key, ()))
+        if not matches:
+            return Target("dangling")
+        if matches == (index,):
+            return Target("self", matches)
+        if len(matches) == 1:
+            return Target("resolved", matches)
+        return Target("ambiguous", matches)
+
+    def find(self, reference: str) -> list[int]:
+        """Notes a reference written by a person names (SPEC §2.3 key, or a PEP/ADR alias:
+        `ADR-0005`, `adr 5`, `PEP 8` name the notes whose alias is `adr-0005`, `pep-0008`)."""
+        key = _core.resolution_key(reference)
+        found = self.by_key.get(key)
+        if not found:
+            numbered = _NUMBERED.fullmatch(key)
+            if numbered is not None:
+                alias = f"{numbered.group(1).lower()}-{int(numbered.group(2)):04d}"
+                found = self.by_key.get(alias)
+        return list(found or ())
+
+
+def read_note(path: str) -> tuple[str | None, str | None]:
+    """(text, None) or (None, the reason it cannot be read as a note)."""
+    try:
+        with os.fdopen(os.open(path, OPEN_FLAGS), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file"
+            if st.st_size > MAX_FILE_BYTES:
+                return None, f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB cap"
+            data = handle.read()
+    except OSError as err:
+        return None, f"unreadable: {why(err)}"
+    if b"\x00" in data:
+        return None, "not text (contains NUL bytes)"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as err:
+        return None, f"not UTF-8 text (byte {err.start})"
+
+
+def scan(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    vocabularies: str = "all",
+    command: str = "recall lint",
+) -> Corpus:
+    """Read every eligible note under `paths` (folders or files). Raises UsageError when a path
+    does not exist; everything else is recorded, never raised."""
+    corpus = Corpus(vocabularies=SETTINGS[vocabularies])
+    for given in paths:
+        listing = discover(Path(given), command)
+        corpus.skipped.extend(listing.skipped)
+        corpus.refused.extend(listing.refused)
+        root = str(listing.source)
+        base = os.fspath(given) if listing.whole_folder else os.path.dirname(os.fspath(given))
+        for rel, path in listing.files:
+            text, problem = read_note(path)
+            declarations = declare(rel, text) if text is not None else None
+            corpus.add(
+                Note(
+                    root=root,
+                    rel=rel,
+                    path=path,
+                    shown=shown(os.path.join(base, rel)) if base else shown(rel),
+                    text=text,
+                    problem=problem,
+                    declarations=declarations,
+                    key=_core.resolution_key(rel),
+                    alias=declarations.alias if declarations is not None else None,
+                )
+            )
+    return corpus

@@ -1,0 +1,178 @@
+"""Forgetting (SPEC §8.4): removing documents from the store while their files stay.
+
+Owns: choosing the documents a `forget` names (files or folders on disk, stored paths, or
+everything first indexed before a date), the report a dry run shows (chunks, and the notes whose
+edges toward them will dangle), applying it in one write, the journal listing, and undo. An
+index run skips a forgotten file until it is brought back, and brings it back with its first
+indexing time (the store's write path). Does not own: SQL (the Rust store) or formatting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from recall import _core
+from recall.errors import UsageError
+from recall.instants import format_instant, parse_stored, utc
+
+__all__ = ["ForgetReport", "Forgotten", "ForgottenDocument", "forget", "forgotten", "undo"]
+
+
+@dataclass(frozen=True)
+class ForgottenDocument:
+    """A document a forget removes (or would remove): `referenced_by` lists the notes whose
+    declared edges name it, which dangle once it is gone (and revive if it comes back)."""
+
+    source: str
+    path: str
+    first_indexed_at: str
+    chunks: int
+    referenced_by: list[str]
+
+
+@dataclass
+class ForgetReport:
+    """What `forget` did (`applied`) or would do (a dry run)."""
+
+    applied: bool
+    documents: list[ForgottenDocument] = field(default_factory=list)
+    generation: int | None = None
+
+    @property
+    def chunks(self) -> int:
+        return sum(d.chunks for d in self.documents)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["chunks"] = self.chunks
+        return data
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """One journal entry: a forgotten document, and when it was brought back (None: still
+    forgotten)."""
+
+    source: str
+    path: str
+    first_indexed_at: str
+    forgotten_at: str
+    undone_at: str | None
+
+
+def _matches(
+    documents: list[tuple[str, str, str]], given: str
+) -> list[tuple[str, str]]:
+    """Documents a path names: a stored path as written, or a file or folder on disk."""
+    target = os.path.realpath(os.path.abspath(given))
+    found = []
+    for source, path, _ in documents:
+        full = os.path.join(source, path)
+        if path == given or full == target or full.startswith(target.rstrip(os.sep) + os.sep):
+            found.append((source, path))
+    return found
+
+
+def _select(
+    store: _core.Store, paths: Iterable[str], older_than: dt.datetime | None
+) -> list[tuple[str, str]]:
+    documents = store.document_list()
+    chosen: dict[tuple[str, str], None] = {}
+    for given in paths:
+        found = _matches(documents, given)
+        if not found:
+            raise UsageError(
+                f"recall forget: no indexed document matches {given}; give a file or folder "
+                "that was indexed, or a path as 'recall search' shows it"
+            )
+        chosen.update(dict.fromkeys(found))
+    if older_than is not None:
+        cutoff = utc(older_than)
+        for source, path, first in documents:
+            when = parse_stored(first)
+            if when is not None and when < cutoff:
+                chosen[(source, path)] = None
+    return list(chosen)
+
+
+def _bound_begin(store: _core.Store) -> None:
+    embedder = store.stats()["embedder"]
+    if embedder is None:
+        raise UsageError("recall forget: the store has no documents; nothing to forget")
+    name, dim, fingerprint = embedder
+    store.begin(name, dim, fingerprint)
+
+
+def forget(
+    store: _core.Store,
+    paths: Iterable[str],
+    *,
+    older_than: dt.datetime | None,
+    apply: bool,
+    now: dt.datetime,
+) -> ForgetReport:
+    """Remove the documents `paths` name (and those first indexed before `older_than`) from the
+    store; a dry run unless `apply`."""
+    targets = _select(store, paths, older_than)
+    plan = [
+        ForgottenDocument(
+            source=source,
+            path=path,
+            first_indexed_at=first,
+            chunks=chunks,
+            referenced_by=[p for s, p in referrers if (s, p) not in targets],
+        )
+        for source, path, first, chunks, referrers in store.forget_plan(targets)
+    ]
+    report = ForgetReport(applied=False, documents=plan)
+    if not apply or not plan:
+        return report
+    instant = format_instant(utc(now))
+    _bound_begin(store)
+    try:
+        store.forget([(d.source, d.path) for d in plan], instant)
+        report.generation = store.commit(instant)
+    except BaseException:
+        store.rollback()
+        raise
+    report.applied = True
+    return report
+
+
+def forgotten(store: _core.Store) -> list[Forgotten]:
+    """The journal, oldest first."""
+    return [Forgotten(*row) for row in store.forgotten()]
+
+
+def undo(store: _core.Store, paths: Iterable[str], *, now: dt.datetime) -> list[Forgotten]:
+    """Bring forgotten documents back (every one when `paths` is empty): the next index run
+    indexes their files again, with their first indexing time. Returns those brought back."""
+    journal = [f for f in forgotten(store) if f.undone_at is None]
+    wanted = list(paths)
+    if wanted:
+        chosen: list[Forgotten] = []
+        for given in wanted:
+            rows = [(f.source, f.path, f.first_indexed_at) for f in journal]
+            found = set(_matches(rows, given))
+            if not found:
+                raise UsageError(
+                    f"recall forget --undo: nothing forgotten matches {given}; "
+                    "'recall forget --list' shows the journal"
+                )
+            chosen.extend(f for f in journal if (f.source, f.path) in found)
+        journal = list(dict.fromkeys(chosen))
+    if not journal:
+        return []
+    instant = format_instant(utc(now))
+    _bound_begin(store)
+    try:
+        store.undo_forget([(f.source, f.path) for f in journal], instant)
+        store.commit(instant)
+    except BaseException:
+        store.rollback()
+        raise
+    return journal

@@ -1,0 +1,240 @@
+"""Finding a corpus's notes: the walk that every reader of notes shares (the indexer, lint,
+check and fix).
+
+Owns: which files are eligible (suffixes, hidden names, symlinks leaving the root, names that are
+not UTF-8, mount loops), refusing what cannot be listed with the reason and remembering what must
+therefore be kept (SPEC §11), and opening a note without blocking. Does not own: reading, parsing
+or storing documents.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recall.errors import UsageError
+
+__all__ = [
+    "MARKDOWN_SUFFIXES",
+    "MAX_FILE_BYTES",
+    "NOTE_SUFFIXES",
+    "RST_SUFFIXES",
+    "OPEN_FLAGS",
+    "Listing",
+    "Skipped",
+    "TEXT_SUFFIXES",
+    "discover",
+    "shown",
+    "storable",
+    "why",
+]
+
+#: SPEC §2.1: indexed by default; `.txt` is body only (no frontmatter); `.rst` is body plus a
+#: PEP-style preamble (SPEC §8.4).
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+RST_SUFFIXES = frozenset({".rst"})
+TEXT_SUFFIXES = frozenset({".txt"})
+NOTE_SUFFIXES = MARKDOWN_SUFFIXES | RST_SUFFIXES | TEXT_SUFFIXES
+#: SPEC §2.5 default size cap.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+#: Opening a note never blocks (FIFOs) and never leaks into child processes.
+OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file or folder the run did not index, and why (SPEC §2.5)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Listing:
+    """The eligible files under one root, found before anything is written.
+
+    SPEC §11: what could not be read keeps its indexed documents. `kept` holds the relative
+    paths of unreadable files and `kept_folders` the prefixes of unreadable folders ("" is the
+    whole root); no document they match is pruned.
+    """
+
+    source: Path
+    files: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    refused: list[Skipped] = field(default_factory=list)
+    kept: set[str] = field(default_factory=set)
+    kept_folders: list[str] = field(default_factory=list)
+    whole_folder: bool = True
+
+    def keeps(self, rel: str) -> bool:
+        return rel in self.kept or any(rel.startswith(p) for p in self.kept_folders)
+
+    def refuse_folder(self, prefix: str, name: str, err: OSError) -> None:
+        self.kept_folders.append(prefix)
+        self.refused.append(Skipped(name, f"unreadable folder: {why(err)}"))
+
+    def refuse_entry(self, rel: str, err: OSError) -> None:
+        # Neither a file nor a folder for sure: keep both what it was and what was under it.
+        self.kept.add(rel)
+        self.kept_folders.append(rel + "/")
+        self.refused.append(Skipped(shown(rel), f"unreadable: {why(err)}"))
+
+
+def why(err: OSError) -> str:
+    return err.strerror or str(err)
+
+
+def shown(name: str) -> str:
+    """A path as text that is always valid UTF-8: undecodable bytes appear as `\\xe9`."""
+    try:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    except UnicodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def storable(name: str) -> bool:
+    """True when `name` is valid UTF-8, as the store (and every report reader) needs."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _within(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def walk(root: Path) -> Listing:
+    """SPEC §2.5: hidden folders and symlinks leaving the root are skipped with a reason.
+
+    Folders are listed one by one (not `os.walk`, which drops a folder it cannot list without a
+    word) so that a folder or entry that cannot be read is refused and its documents kept.
+    Symlinked folders are never followed, so a symlink loop cannot recur; a folder that is a
+    mount of one above it is skipped.
+    """
+    corpus = Listing(root)
+    # Depth first, files of a folder before those of its subfolders, names in sorted order.
+    # Each folder carries the (device, inode) of the folders above it, to see a mount loop.
+    stack: list[tuple[Path, str, frozenset[tuple[int, int]]]] = [(root, "", frozenset())]
+    while stack:
+        folder, prefix, above = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+            st = os.stat(folder)
+        except OSError as err:
+            name = shown(prefix) if prefix else shown(os.path.join(root, ""))
+            corpus.refuse_folder(prefix, name, err)
+            continue
+        here = (st.st_dev, st.st_ino)
+        if st.st_ino and here in above:
+            corpus.skipped.append(Skipped(shown(prefix), "a mount of a folder above it (a loop)"))
+            continue
+        subfolders: list[tuple[Path, str, frozenset[tuple[int, int]]]] = []
+        files: list[tuple[str, str, str, bool]] = []
+        for entry in entries:
+            rel = prefix + entry.name
+            try:
+                is_link = entry.is_symlink()
+            except OSError as err:
+                corpus.refuse_entry(rel, err)
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError as err:
+                if not is_link:
+                    corpus.refuse_entry(rel, err)
+                    continue
+                is_dir = False  # a symlink loop or an unreachable target: read as a file
+            if is_dir:
+                reason = _folder_skip(entry.name, Path(entry.path), is_link, root)
+                if reason:
+                    corpus.skipped.append(Skipped(shown(rel) + "/", reason))
+                else:
+                    subfolders.append((Path(entry.path), rel + "/", above | {here}))
+            elif os.path.splitext(entry.name)[1].lower() in NOTE_SUFFIXES:
+                # Plain strings: a 50k-note walk pays for every object made per file.
+                files.append((rel, entry.path, entry.name, is_link))
+        for rel, path, name, is_link in files:
+            reason = _file_skip(name, path, is_link, root)
+            if reason:
+                corpus.skipped.append(Skipped(shown(rel), reason))
+            else:
+                corpus.files.append((rel, path))
+        stack.extend(reversed(subfolders))
+    return corpus
+
+
+def _target(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _folder_skip(name: str, path: Path, is_link: bool, root: Path) -> str | None:
+    if name.startswith("."):
+        return "hidden folder"
+    if not storable(name):
+        return "folder name is not valid UTF-8 (rename it to index its notes)"
+    if is_link:
+        target = _target(path)
+        if _within(target, root):
+            return "symlinked folder inside the corpus (its target is indexed directly)"
+        return f"symlink leaves the corpus root (points to {shown(str(target))})"
+    return None
+
+
+def _file_skip(name: str, path: str, is_link: bool, root: Path) -> str | None:
+    if name.startswith("."):
+        return "hidden file"
+    if not storable(name):
+        return "file name is not valid UTF-8 (rename it to index it)"
+    if is_link:
+        target = _target(Path(path))
+        if not _within(target, root):
+            return f"symlink leaves the corpus root (points to {shown(str(target))})"
+    return None
+
+
+def discover(path: Path, command: str = "recall index") -> Listing:
+    """The eligible files of a folder (walked) or one file; UsageError when it does not exist."""
+    try:
+        resolved = _target(path)
+        st = os.stat(resolved)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UsageError(
+            f"{command}: {shown(str(path))} does not exist; pass a folder of notes"
+        ) from None
+    except OSError as err:
+        # It may exist but cannot be reached: refused, and with no listing nothing is pruned.
+        corpus = Listing(Path(os.path.abspath(path)), whole_folder=False)
+        corpus.refused.append(Skipped(shown(str(path)), f"unreadable: {why(err)}"))
+        return corpus
+    folder = stat.S_ISDIR(st.st_mode)
+    source = resolved if folder else resolved.parent
+    if not storable(str(source)):
+        corpus = Listing(source, whole_folder=False)
+        corpus.refused.append(
+            Skipped(shown(str(source)), "folder name is not valid UTF-8 (rename it to index it)")
+        )
+        return corpus
+    if folder:
+        return walk(resolved)
+    corpus = Listing(source, whole_folder=False)
+    if storable(resolved.name):
+        corpus.files.append((resolved.name, str(resolved)))
+    else:
+        corpus.refused.append(
+            Skipped(shown(str(path)), "file name is not valid UTF-8 (rename it to index it)")
+        )
+    return corpus

@@ -1,0 +1,308 @@
+"""Edge vocabularies (SPEC §8.4): PEP preambles, MADR and Nygard ADRs as declared edges and
+retirements, frontmatter's precedence, the `--vocabularies` setting, and what the store, search,
+explain and stats make of them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+import recall
+from recall.vocabularies import declare
+
+from .conftest import write_corpus
+from .test_search import certified
+
+NOW = dt.datetime(2026, 11, 30, tzinfo=dt.timezone.utc)
+
+PEP_OLD = """PEP: 1
+Title: Tabs for indentation
+Author: A. Writer
+Status: Superseded
+Type: Standards Track
+Superseded-By: 2
+
+Abstract
+========
+Indent with one tab per level in every module.
+"""
+PEP_NEW = """PEP: 2
+Title: Spaces for indentation
+Status: Final
+Replaces: 1
+
+Abstract
+========
+Indent with four spaces per level in every module.
+"""
+PEP_WITHDRAWN = """PEP: 3
+Title: Lambda sugar for the standard library
+Status: Withdrawn
+Created: 01-Jan-2020
+
+Lambda sugar lets a reader write shorter anonymous callbacks in the standard library.
+"""
+NYGARD_OLD = """# 1. Store sessions in memcached
+
+Date: 2019-04-02
+
+## Status
+
+Superseded by [3. Store sessions in Redis](0003-sessions-in-redis.md)
+
+## Context
+
+Sessions live in memcached with a one hour expiry.
+"""
+NYGARD_NEW = """# 3. Store sessions in Redis
+
+## Status
+
+Accepted
+
+Supersedes [1. Store sessions in memcached](0001-sessions-in-memcached.md)
+
+## Decision
+
+Sessions live in Redis with a one hour expiry and persistence enabled.
+"""
+MADR_OLD = """---
+status: "superseded by ADR-0005"
+date: 2021-03-04
+---
+# Queue jobs in RabbitMQ
+
+Background jobs go through RabbitMQ with manual acknowledgements.
+"""
+MADR_NEW = """---
+status: accepted
+date: 2022-01-10
+---
+# Queue jobs in Postgres
+
+Background jobs go through a Postgres table with SKIP LOCKED workers.
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "edges", "retired", "alias"),
+    [
+        ("pep-0001.rst", PEP_OLD, [("2", "pep-0002", True, 6)], ("superseded", 4), "pep-0001"),
+        ("pep-0002.rst", PEP_NEW, [("1", "pep-0001", False, 4)], None, "pep-0002"),
+        ("pep-0003.rst", PEP_WITHDRAWN, [], ("withdrawn", 3), "pep-0003"),
+        (
+            "0001-sessions-in-memcached.md",
+            NYGARD_OLD,
+            [("0003-sessions-in-redis.md", "0003-sessions-in-redis", True, 7)],
+            ("superseded", 7),
+            "adr-0001",
+        ),
+        (
+            "0003-sessions-in-redis.md",
+            NYGARD_NEW,
+            [("0001-sessions-in-memcached.md", "0001-sessions-in-memcached", False, 7)],
+            None,
+            "adr-0003",
+        ),
+        (
+            "0004-jobs.md",
+            MADR_OLD,
+            [("ADR-0005", "adr-0005", True, 2)],
+            ("superseded", 2),
+            "adr-0004",
+        ),
+        ("0005-jobs.md", MADR_NEW, [], None, "adr-0005"),
+        # MADR 2 bullets, with the date of the state change.
+        ("x.md", "# X\n\n* Status: deprecated\n* Date: 2020-05-01\n", [], ("deprecated", 3), None),
+        # The template's list of choices is no status; prose is no preamble.
+        ("y.md", "---\nstatus: '[proposed | rejected | accepted]'\n---\n", [], None, None),
+        ("z.rst", "Note: this is prose\n\nmore prose\n", [], None, None),
+        ("w.md", "# W\n\nThe old flow was superseded by the new one.\n", [], None, None),
+    ],
+)
+def test_declarations_by_vocabulary(
+    path: str,
+    text: str,
+    edges: list[tuple[str, str, bool, int]],
+    retired: tuple[str, int] | None,
+    alias: str | None,
+) -> None:
+    d = declare(path, text)
+    assert [(e.reference, e.key, e.reversed, e.origin.line) for e in d.edges] == edges
+    got = (d.retired.state, d.retired.origin.line) if d.retired else None
+    assert got == retired
+    assert d.alias == alias
+    if path == "x.md":
+        assert d.retired is not None and d.retired.since == dt.date(2020, 5, 1)
+
+
+def test_frontmatter_wins_where_both_speak() -> None:
+    edges = "---\nsupersedes: a.md\n---\n# Note\n\n## Status\n\nSupersedes [B](b.md)\n"
+    d = declare("n.md", edges)
+    assert [(e.key, e.origin.vocabulary) for e in d.active_edges()] == [("a", "frontmatter")]
+    assert [(e.key, e.origin.vocabulary, e.overridden) for e in d.edges if e.overridden] == [
+        ("b", "nygard", True)
+    ]
+    window = "---\nvalid_until: 2999-12-31\nstatus: deprecated\n---\n# Note\n"
+    d = declare("n.md", window)
+    # The header's terminal state is kept for explain, but frontmatter's window is in force.
+    assert d.retired is not None and d.retired.overridden and d.active_retirement() is None
+    # A reversed edge has no frontmatter counterpart: it stays in force beside `supersedes:`.
+    both = "---\nsupersedes: a.md\nstatus: superseded by [c](c.md)\n---\n# Note\n"
+    assert [(e.key, e.reversed) for e in declare("n.md", both).active_edges()] == [
+        ("a", False),
+        ("c", True),
+    ]
+
+
+def _corpus(root: Path) -> Path:
+    return write_corpus(
+        root,
+        {
+            "peps/pep-0001.rst": PEP_OLD,
+            "peps/pep-0002.rst": PEP_NEW,
+            "peps/pep-0003.rst": PEP_WITHDRAWN,
+            "adr/0001-sessions-in-memcached.md": NYGARD_OLD,
+            "adr/0003-sessions-in-redis.md": NYGARD_NEW,
+            "adr/0004-jobs.md": MADR_OLD,
+            "adr/0005-jobs.md": MADR_NEW,
+            "notes/disagree.md": "---\nvalid_until: 2999-12-31\nstatus: rejected\n---\n"
+            "# Cache warmup\n\nWarm the cache with the top thousand keys at deploy.\n",
+        },
+    )
+
+
+def _verdicts(mem: recall.Memory, query: str) -> dict[str, recall.Hit]:
+    res = mem.search(query, k=10, now=NOW, mode="development")
+    return {h.provenance.file: h for h in res.hits}
+
+
+def test_store_judges_header_vocabularies(tmp_path: Path, corpus: Path) -> None:
+    _corpus(corpus)
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=NOW)
+        assert report.ok and len(report.added) == 8
+        hits = _verdicts(mem, "indentation tabs spaces per level")
+        old = hits["peps/pep-0001.rst"]
+        assert old.verdict == "superseded"
+        assert old.validity.superseded_by == "peps/pep-0002.rst"
+        assert hits["peps/pep-0002.rst"].verdict != "superseded"
+        assert old.title == "Tabs for indentation"
+
+        hits = _verdicts(mem, "lambda sugar anonymous callbacks")
+        withdrawn = hits["peps/pep-0003.rst"]
+        assert withdrawn.verdict == "expired"
+        assert withdrawn.validity.retired == recall.Retired(
+            "withdrawn", None, "pep", 3, "Status: Withdrawn"
+        )
+
+        hits = _verdicts(mem, "sessions expiry memcached redis")
+        assert hits["adr/0001-sessions-in-memcached.md"].validity.superseded_by == (
+            "adr/0003-sessions-in-redis.md"
+        )
+        hits = _verdicts(mem, "background jobs queue workers")
+        assert hits["adr/0004-jobs.md"].verdict == "superseded"
+        assert hits["adr/0004-jobs.md"].validity.superseded_by == "adr/0005-jobs.md"
+
+        # Frontmatter's valid_until overrides the header's terminal state.
+        hits = _verdicts(mem, "warm the cache top keys at deploy")
+        assert hits["notes/disagree.md"].verdict == "unverified"
+        e = mem.explain("warm the cache top keys at deploy", "notes/disagree.md", now=NOW)
+        assert e["retired"] is None
+        assert e["ignored"] == [
+            {
+                "kind": "retirement",
+                "vocabulary": "madr",
+                "line": 3,
+                "statement": "status: rejected",
+                "why": "overridden by frontmatter",
+            }
+        ]
+
+        e = mem.explain("indentation", "peps/pep-0001.rst", now=NOW)
+        assert e["alias"] == "pep-0001"
+        reversed_claims = [c for c in e["claims_out"] if c["reversed"]]
+        assert [
+            (c["vocabulary"], c["line"], c["statement"], c["targets"]) for c in reversed_claims
+        ] == [("pep", 6, "Superseded-By: 2", ["peps/pep-0002.rst"])]
+
+        st = mem.stats()
+        assert st.vocabularies == "all"
+        assert dict((v, n) for v, n, _ in st.edges_by_vocabulary) == {
+            "madr": 1,
+            "nygard": 2,
+            "pep": 2,
+        }
+        assert st.edges_resolved == 5 and st.edges_dangling == 0
+        assert st.retired == 4  # pep-0001, pep-0003, 0001 and 0004; disagree.md is overridden
+
+
+def test_abstention_names_the_retired_note(tmp_path: Path, corpus: Path) -> None:
+    _corpus(corpus)
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=NOW)
+        certified(mem, threshold=0.2)
+        res = mem.search("lambda sugar anonymous callbacks standard library", now=NOW)
+        assert res.abstained
+        assert "pep-0003.rst is withdrawn (pep line 3: Status: Withdrawn)" in res.reason
+
+
+@pytest.mark.parametrize(
+    ("setting", "pep_verdict", "frontmatter_edge"),
+    [
+        ("all", "superseded", True),
+        ("frontmatter", "unverified", True),
+        ("none", "unverified", False),
+    ],
+)
+def test_vocabularies_setting(
+    tmp_path: Path, corpus: Path, setting: str, pep_verdict: str, frontmatter_edge: bool
+) -> None:
+    _corpus(corpus)
+    write_corpus(
+        corpus,
+        {
+            "notes/retry-v1.md": "# Retry\n\nRetry three times with backoff.\n",
+            "notes/retry-v2.md": "---\nsupersedes: retry-v1.md\n---\n# Retry\n\n"
+            "Retry five times with jittered backoff.\n",
+        },
+    )
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=NOW)
+        report = mem.index(corpus, now=NOW, vocabularies=setting)
+        assert report.embedded == 0  # a setting changes what is in force, not the vectors
+        assert mem.stats().vocabularies == setting
+        hits = _verdicts(mem, "indentation tabs spaces per level")
+        assert hits["peps/pep-0001.rst"].verdict == pep_verdict
+        hits = _verdicts(mem, "retry backoff times")
+        assert (hits["notes/retry-v1.md"].verdict == "superseded") is frontmatter_edge
+        # Kept by the next run that does not name a setting.
+        mem.index(corpus, now=NOW)
+        assert mem.stats().vocabularies == setting
+
+
+def test_bad_vocabularies_setting_is_a_usage_error(tmp_path: Path, corpus: Path) -> None:
+    _corpus(corpus)
+    with recall.open(tmp_path / "m.db") as mem, pytest.raises(recall.UsageError, match="none"):
+        mem.index(corpus, now=NOW, vocabularies="some")
+
+
+def test_declarations_read_again_after_a_reader_change(tmp_path: Path, corpus: Path) -> None:
+    _corpus(corpus)
+    with recall.open(tmp_path / "m.db") as mem:
+        mem.index(corpus, now=NOW)
+        store = mem._store
+        # A store declared by an older reader: no header edges, an older version mark.
+        store.begin(*store.stats()["embedder"])
+        for path in ("peps/pep-0001.rst", "peps/pep-0002.rst"):
+            store.set_declarations(str(corpus.resolve()), path, [], None, None)
+        store.set_meta("declarations_version", "0")
+        store.commit("2026-11-30T00:00:00.000000Z")
+        assert _verdicts(mem, "indentation tabs")["peps/pep-0001.rst"].verdict == "unverified"
+
+        report = mem.index(corpus, now=NOW)
+        assert report.embedded == 0 and report.unchanged == 8
+        assert _verdicts(mem, "indentation tabs")["peps/pep-0001.rst"].verdict == "superseded"
+        assert store.meta("declarations_version") == "1"
