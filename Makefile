@@ -46,6 +46,7 @@ bench: ## Benchmarks (figures go to benches/RESULTS.md; several minutes)
 	$(BIN)/python benches/mcp_latency.py
 	$(BIN)/python benches/update_cost.py
 	$(BIN)/python benches/hashing_dim.py
+	$(BIN)/python benches/lint_speed.py
 
 ci: ## What CI runs, on this checkout
 	bash .ci/run

@@ -111,3 +111,17 @@ def test_cli_forget(tmp_path: Path, corpus: Path) -> None:
     absent = tmp_path / "absent.db"
     assert runner.invoke(app, ["forget", "x.md", "--db", str(absent)]).exit_code == 2
     assert not absent.exists()
+
+
+def test_memory_lint_reads_the_stores_roots(tmp_path: Path, corpus: Path) -> None:
+    _files(corpus)
+    write_corpus(corpus, {"misc/dangling.md": "---\nsupersedes: gone.md\n---\n# D\n"})
+    with recall.open(tmp_path / "m.db") as mem:
+        with pytest.raises(recall.UsageError, match="pass the paths"):
+            mem.lint()
+        mem.index(corpus, now=T0)
+        report = mem.lint()
+        assert report.files == 4
+        assert [(f.code, f.line) for f in report.findings if f.severity == "error"] == [("E001", 2)]
+        mem.index(corpus, now=T0, vocabularies="none")
+        assert mem.lint().errors == 0

@@ -87,7 +87,7 @@ def by_file(judgment: dict[str, Any]) -> dict[str, dict[str, Any]]:
 async def check_tool_list(session: Session) -> None:
     listed = (await session.list_tools()).tools
     tools = {t.name: t for t in listed}
-    assert set(tools) == {"search", "explain", "stats", "index", "remember"}
+    assert set(tools) == {"search", "explain", "stats", "lint", "index", "remember"}
     for tool in listed:
         assert tool.input_schema["type"] == "object", tool.name
         assert tool.input_schema["additionalProperties"] is False
@@ -349,6 +349,20 @@ def test_remember_names_are_sanitised_and_never_collide(tools: Any) -> None:
     assert named.data["file"] == "etude-cafe.md"
     blank = tools.call("remember", {"title": "!!!", "text": "x"})
     assert blank.data["file"] == "note.md"
+
+
+def test_lint_reports_the_corpus_declarations(tools: Any) -> None:
+    root = tools.roots[0]
+    before = tools.call("lint", {})
+    assert not before.is_error, before.text
+    # The example notes declare one dangling and one ambiguous reference on purpose.
+    assert before.data["counts"] == {"E001": 1, "E006": 1} and before.data["files"] > 0
+    (root / "broken.md").write_text("---\nsupersedes: no-such-note.md\n---\n# Broken\n")
+    reply = tools.call("lint", {})
+    assert reply.data["ok"] is False and reply.data["truncated"] == 0
+    broken = [f for f in reply.data["findings"] if f["file"].endswith("broken.md")]
+    assert [(f["code"], f["line"], f["severity"]) for f in broken] == [("E001", 2, "error")]
+    assert tools.call("lint", {"paths": ["x"]}).is_error
 
 
 def test_internal_errors_are_tool_errors(tools: Any, monkeypatch: pytest.MonkeyPatch) -> None:

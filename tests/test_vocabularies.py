@@ -306,3 +306,25 @@ def test_declarations_read_again_after_a_reader_change(tmp_path: Path, corpus: P
         assert report.embedded == 0 and report.unchanged == 8
         assert _verdicts(mem, "indentation tabs")["peps/pep-0001.rst"].verdict == "superseded"
         assert store.meta("declarations_version") == "1"
+
+
+def test_cli_shows_vocabularies(tmp_path: Path, corpus: Path) -> None:
+    from typer.testing import CliRunner
+
+    from recall.cli import app
+
+    _corpus(corpus)
+    db = str(tmp_path / "m.db")
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(corpus), "--db", db]).exit_code == 0
+    q = "lambda sugar anonymous callbacks"
+    found = runner.invoke(app, ["search", q, "--db", db, "--mode", "development"])
+    assert "withdrawn (pep line 3)" in found.output
+    why = runner.invoke(app, ["explain", q, "peps/pep-0003.rst", "--db", db])
+    assert why.exit_code == 0 and "retired: withdrawn" in why.output
+    claims = runner.invoke(app, ["explain", q, "peps/pep-0001.rst", "--db", db])
+    assert "is superseded by '2'" in claims.output and "pep line 6" in claims.output
+    stats = runner.invoke(app, ["stats", "--db", db])
+    assert "all: madr 1 · nygard 2 · pep 2" in stats.output
+    bad = runner.invoke(app, ["index", str(corpus), "--db", db, "--vocabularies", "x"])
+    assert bad.exit_code == 2 and "unknown vocabularies setting" in bad.output

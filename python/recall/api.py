@@ -72,6 +72,7 @@ from recall.results import (
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
 if TYPE_CHECKING:
+    from recall.authoring.lint import LintReport
     from recall.doctor import DoctorReport
     from recall.evaluation import EvalReport, Question
     from recall.forgetting import ForgetReport, Forgotten
@@ -794,6 +795,27 @@ class Memory:
             self._discard_created()
         return report
 
+    def lint(
+        self,
+        paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        *,
+        vocabularies: str | None = None,
+    ) -> LintReport:
+        """Check the notes' declarations as written (SPEC §8.4; no embedding): `paths`, or
+        every corpus root this store has indexed. `vocabularies` defaults to the store's
+        setting."""
+        from recall.authoring.lint import lint
+
+        if paths is None:
+            if not os.path.exists(self.path):
+                raise UsageError("recall lint: the store has no corpus yet; pass the paths")
+            roots = sorted({source for source, _, _ in self._store.document_list()})
+            paths = [r for r in roots if os.path.isdir(r)]
+        elif isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        if vocabularies is None:
+            vocabularies = self.stats().vocabularies if os.path.exists(self.path) else "all"
+        return lint(list(paths), vocabularies=vocabularies)
 
     def forget(
         self,

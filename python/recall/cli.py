@@ -451,6 +451,10 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
         notes = []
         if hit.validity.superseded_by:
             notes.append(f"superseded by {hit.validity.superseded_by}")
+        retired = hit.validity.retired
+        if retired is not None and not hit.validity.superseded_by:
+            since = f" since {retired.since}" if retired.since else ""
+            notes.append(f"{retired.state}{since} ({retired.vocabulary} line {retired.line})")
         if hit.validity.valid_from or hit.validity.valid_until:
             notes.append(
                 f"valid {hit.validity.valid_from or '…'} → {hit.validity.valid_until or '…'}"
@@ -988,8 +992,10 @@ def models_quantize(
 
 def _register_authoring() -> None:
     # SPEC §8.4: the authoring commands live beside their logic and import it only when run.
-    from recall.authoring import forget_cli
+    from recall.authoring import check_cli, forget_cli, lint_cli
 
+    lint_cli.register(app)
+    check_cli.register(app)
     forget_cli.register(app)
 
 

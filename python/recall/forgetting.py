@@ -64,9 +64,7 @@ class Forgotten:
     undone_at: str | None
 
 
-def _matches(
-    documents: list[tuple[str, str, str]], given: str
-) -> list[tuple[str, str]]:
+def _matches(documents: list[tuple[str, str, str]], given: str) -> list[tuple[str, str]]:
     """Documents a path names: a stored path as written, or a file or folder on disk."""
     target = os.path.realpath(os.path.abspath(given))
     found = []

@@ -60,6 +60,7 @@ MAX_PATHS = 32
 MAX_REFERENCES = 20
 MAX_REFERENCE_CHARS = 200
 MAX_NAME_CHARS = 80
+MAX_LINT_FINDINGS = 200
 MAX_FOLDER_PARTS = 8
 #: `remember` tries NAME.md, NAME-2.md, ... up to this suffix before giving up.
 MAX_NAME_TRIES = 100
@@ -404,6 +405,19 @@ class Tools:
         if self.roots:
             specs += [
                 ToolSpec(
+                    "lint",
+                    "Check the notes' declarations",
+                    "Check the notes on disk (every corpus root) for broken declarations: "
+                    "dangling, self-referencing, cyclic or ambiguous supersedes edges, malformed "
+                    "dates, empty windows, unreadable files (errors), and versioned siblings or "
+                    "prose that narrates a replacement with no declared edge (warnings). Each "
+                    f"finding has a rule code, file, line, message and a suggested fix; at most "
+                    f"{MAX_LINT_FINDINGS} are returned (errors first). Reads files only.",
+                    _object({}),
+                    read_only=True,
+                    idempotent=True,
+                ),
+                ToolSpec(
                     "index",
                     "Index notes",
                     "Bring the memory up to date with the notes on disk: incremental (unchanged "
@@ -579,6 +593,16 @@ class Tools:
         data["entailment_judge"] = self.judge
         data["corpus_roots"] = [str(r) for r in self.roots]
         return data
+
+    def _lint(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        from recall.authoring.lint import lint
+
+        setting = self.memory.stats().vocabularies if os.path.exists(self.memory.path) else "all"
+        report = lint([str(r) for r in self.roots], vocabularies=setting).to_dict()
+        findings = sorted(report["findings"], key=lambda f: f["severity"] != "error")
+        report["findings"] = findings[:MAX_LINT_FINDINGS]
+        report["truncated"] = max(0, len(findings) - MAX_LINT_FINDINGS)
+        return report
 
     def _index(self, args: Mapping[str, Any]) -> dict[str, Any]:
         paths = _strings("index", args, "paths", MAX_PATHS, MAX_PATH_CHARS)

@@ -135,9 +135,7 @@ class Declarations:
         """The edges in force under a `--vocabularies` setting."""
         return [e for e in self.edges if not e.overridden and e.origin.vocabulary in vocabularies]
 
-    def active_retirement(
-        self, vocabularies: frozenset[str] = SETTINGS[ALL]
-    ) -> Retirement | None:
+    def active_retirement(self, vocabularies: frozenset[str] = SETTINGS[ALL]) -> Retirement | None:
         r = self.retired
         if r is None or r.overridden or r.origin.vocabulary not in vocabularies:
             return None
@@ -249,9 +247,7 @@ def _adr(fm: Frontmatter, text: str) -> tuple[list[Edge], Retirement | None, boo
     if not nygard:
         return edges, retired, False
     for value, number in nygard:
-        found_edges, found_retired = _status_line(
-            value, Statement("nygard", number, value), None
-        )
+        found_edges, found_retired = _status_line(value, Statement("nygard", number, value), None)
         edges.extend(found_edges)
         if retired is None:
             retired = found_retired
