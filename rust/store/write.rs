@@ -165,6 +165,15 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
+    /// The id of the document at `path` under `source`, if it is stored.
+    fn document_id(&self, source: &str, path: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT id FROM documents WHERE source = ?1 AND path = ?2")?
+            .query_row(params![source, path], |r| r.get(0))
+            .optional()?)
+    }
+
     /// Ids of a document's chunks.
     fn chunk_ids_of(&self, doc_id: i64) -> Result<Vec<i64>> {
         let mut stmt = self
@@ -225,14 +234,7 @@ impl Store {
                 doc.vectors.len()
             )));
         }
-        let existing: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
-                params![doc.source, doc.path],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let existing = self.document_id(&doc.source, &doc.path)?;
         let replaced = match existing {
             Some(id) => self.delete_chunks_of(id)?,
             None => 0,
@@ -320,14 +322,7 @@ impl Store {
         declarations: &Declarations,
     ) -> Result<bool> {
         self.require_write()?;
-        let id: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
-                params![source, path],
-                |r| r.get(0),
-            )
-            .optional()?;
+        let id = self.document_id(source, path)?;
         let Some(id) = id else {
             return Ok(false);
         };
@@ -392,14 +387,7 @@ impl Store {
         self.require_write()?;
         let mut removed = 0;
         for path in paths {
-            let id: Option<i64> = self
-                .conn
-                .query_row(
-                    "SELECT id FROM documents WHERE source = ?1 AND path = ?2",
-                    params![source, path],
-                    |r| r.get(0),
-                )
-                .optional()?;
+            let id = self.document_id(source, path)?;
             if let Some(id) = id {
                 let chunks = self.delete_chunks_of(id)?;
                 self.add_churn(chunks)?;
