@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 # benches/ is on sys.path when this runs as a script.
-from machine import cpu_model
+from machine import cpu_model, p95, recall_command
 from zipf_corpus import ZipfCorpus
 
 import recall
@@ -43,20 +42,6 @@ TARGET_S = 0.3
 WARMUP = 2
 TOP_IMPORTS = 12
 LABELLED_PER_CLASS = 40
-
-
-def p95(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(0.95 * len(xs)))]
-
-
-def recall_command() -> list[str]:
-    """The installed `recall` console script next to this interpreter, else `-m recall.cli`."""
-    script = Path(sys.executable).with_name("recall")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("recall")
-    return [found] if found else [sys.executable, "-m", "recall.cli"]
 
 
 def clean_env(pycache: Path) -> dict[str, str]:

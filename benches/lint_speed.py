@@ -23,17 +23,15 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 # benches/ is on sys.path when this runs as a script.
-from machine import cpu_model
+from machine import cpu_model, p95, recall_command
 from zipf_corpus import ZipfCorpus
 
 from recall.authoring.fix import fix
@@ -41,19 +39,6 @@ from recall.authoring.lint import lint
 
 TARGET_S = 2.0
 FOLDERS = 10
-
-
-def p95(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(0.95 * len(xs)))]
-
-
-def recall_command() -> list[str]:
-    script = Path(sys.executable).with_name("recall")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("recall")
-    return [found] if found else [sys.executable, "-m", "recall.cli"]
 
 
 class LintCorpus:

@@ -1,9 +1,26 @@
-"""What the benchmarks print about the machine they ran on (benches/ is on sys.path when a
-script runs)."""
+"""What the benchmarks share: the machine they ran on, the p95 they print, and the `recall`
+command they run (benches/ is on sys.path when a script runs)."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import sys
+from pathlib import Path
+
+
+def p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(0.95 * len(xs)))]
+
+
+def recall_command() -> list[str]:
+    """The installed `recall` console script next to this interpreter, else `-m recall.cli`."""
+    script = Path(sys.executable).with_name("recall")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("recall")
+    return [found] if found else [sys.executable, "-m", "recall.cli"]
 
 
 def cpu_model() -> str:
