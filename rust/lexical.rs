@@ -108,6 +108,137 @@ impl Directory for TrackedDir {
 /// Files to persist after a commit: (name, bytes) written and names deleted.
 pub type FileChanges = (Vec<(String, Vec<u8>)>, Vec<String>);
 
+/// Every analysed token of `text` in order (Tantivy's `en_stem`: words split on anything not
+/// alphanumeric, long ones dropped, lower-cased, English-stemmed): what the index holds.
+pub fn analyse(text: &str) -> Vec<String> {
+    let Some(mut analyzer) = tantivy::tokenizer::TokenizerManager::default().get("en_stem") else {
+        return Vec::new();
+    };
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
+    }
+    out
+}
+
+/// The distinct analysed terms of `text`, in order of first appearance.
+pub fn terms(text: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    analyse(text)
+        .into_iter()
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// The terms of a query that are searched: its distinct analysed words, at most
+/// `MAX_QUERY_TERMS` (SPEC §11: the user's text is never query syntax).
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut t = terms(text);
+    t.truncate(MAX_QUERY_TERMS);
+    t
+}
+
+/// BM25's term-saturation and length-normalisation parameters, as Tantivy scores them.
+const BM25_K1: f32 = 1.2;
+const BM25_B: f32 = 0.75;
+
+/// Rank `pool` (chunk id, indexed text) by BM25 for `query` as this index would score it:
+/// the same analyser, Tantivy's IDF over `docs` chunks (`df` gives each term's document
+/// frequency), its one-byte length norm against `tokens / docs`, summed over the query's
+/// terms; best first, ties by chunk id. A backend whose engine only finds the matching
+/// chunks (PostgreSQL full-text search) orders them with this. Chunks matching no term drop.
+pub fn bm25_rank(
+    query: &str,
+    df: impl Fn(&str) -> u64,
+    docs: u64,
+    tokens: u64,
+    pool: &[(i64, &str)],
+) -> Vec<(i64, f32)> {
+    use tantivy::fieldnorm::FieldNormReader;
+    let terms = query_terms(query);
+    if terms.is_empty() || docs == 0 {
+        return Vec::new();
+    }
+    let average = tokens as f32 / docs as f32;
+    let weights: Vec<f32> = terms
+        .iter()
+        .map(|t| {
+            let n = df(t).min(docs);
+            let x = ((docs - n) as f32 + 0.5) / (n as f32 + 0.5);
+            (1.0 + x).ln() * (1.0 + BM25_K1)
+        })
+        .collect();
+    let mut scored: Vec<(i64, f32)> = pool
+        .iter()
+        .filter_map(|&(chunk, body)| {
+            let tokens = analyse(body);
+            let length = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+            let norm = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(length));
+            let k = BM25_K1 * (1.0 - BM25_B + BM25_B * norm as f32 / average);
+            let mut score = 0.0f32;
+            let mut matched = false;
+            for (t, w) in terms.iter().zip(&weights) {
+                let tf = tokens.iter().filter(|x| *x == t).count() as f32;
+                if tf > 0.0 {
+                    matched = true;
+                    score += w * (tf / (tf + k));
+                }
+            }
+            matched.then_some((chunk, score))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored
+}
+
+/// PostgreSQL's limits on a `tsvector`: the highest position, and positions kept per lexeme.
+const TSVECTOR_MAX_POSITION: usize = 16_383;
+const TSVECTOR_POSITIONS: usize = 255;
+
+fn ts_quote(term: &str) -> String {
+    format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// `text`'s analysed tokens as a PostgreSQL `tsvector` literal with positions, so a server's
+/// full-text search matches exactly the terms this analyser makes (no second analyser).
+pub fn tsvector_literal(text: &str) -> String {
+    let mut positions: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, token) in analyse(text).into_iter().enumerate() {
+        let pos = (i + 1).min(TSVECTOR_MAX_POSITION);
+        let slot = *at.entry(token.clone()).or_insert_with(|| {
+            positions.push((token, Vec::new()));
+            positions.len() - 1
+        });
+        let list = &mut positions[slot].1;
+        if list.len() < TSVECTOR_POSITIONS && list.last() != Some(&pos) {
+            list.push(pos);
+        }
+    }
+    positions
+        .iter()
+        .map(|(t, p)| {
+            let p: Vec<String> = p.iter().map(usize::to_string).collect();
+            format!("{}:{}", ts_quote(t), p.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A query's searched terms as a PostgreSQL `tsquery` literal: the OR of its words, as the
+/// index's BM25 query is; None when it has no words.
+pub fn tsquery_literal(text: &str) -> Option<String> {
+    let terms = query_terms(text);
+    (!terms.is_empty()).then(|| {
+        terms
+            .iter()
+            .map(|t| ts_quote(t))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    })
+}
+
 pub struct LexicalIndex {
     index: Index,
     reader: IndexReader,
@@ -241,19 +372,7 @@ impl LexicalIndex {
 
     /// The analysed terms of `text` (the index's own English stemming analyser), distinct.
     pub fn terms(&self, text: &str) -> Vec<String> {
-        let Ok(mut analyzer) = self.index.tokenizers().get("en_stem").ok_or(()) else {
-            return Vec::new();
-        };
-        let mut stream = analyzer.token_stream(text);
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        while stream.advance() {
-            let t = stream.token().text.clone();
-            if seen.insert(t.clone()) {
-                out.push(t);
-            }
-        }
-        out
+        terms(text)
     }
 
     /// BM25 IDF of each analysed term of `text` over the committed chunks (SPEC §7 evidence).
@@ -276,8 +395,7 @@ impl LexicalIndex {
     /// text field, so `chunk:3`, quotes, `AND`, `*` or `-x` are searched as words or not at all
     /// and never reach another field or raise.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<(i64, f32)>> {
-        let mut terms = self.terms(query);
-        terms.truncate(MAX_QUERY_TERMS);
+        let terms = query_terms(query);
         if k == 0 || terms.is_empty() {
             return Ok(Vec::new());
         }
@@ -315,6 +433,70 @@ impl LexicalIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bm25_rank_scores_as_the_index_does() {
+        let texts = [
+            "The gateway returns HTTP 429 when rate limited; the rate limit is 100 rps",
+            "Backups run nightly with WAL archiving",
+            "Rate limits per tenant: the gateway allows bursts",
+            "A very long note about the gateway, the gateway and the gateway again, with \
+             many other words that make it longer than the rest of the notes here",
+            "rate",
+        ];
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            idx.add(i as i64 + 1, t).unwrap();
+        }
+        idx.commit().unwrap();
+        let tokens: u64 = texts.iter().map(|t| analyse(t).len() as u64).sum();
+        let pool: Vec<(i64, &str)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i as i64 + 1, *t))
+            .collect();
+        for query in [
+            "gateway rate limit",
+            "nightly backups",
+            "429",
+            "rate",
+            "nothing here",
+        ] {
+            let df = |t: &str| {
+                texts
+                    .iter()
+                    .filter(|x| analyse(x).iter().any(|y| y == t))
+                    .count() as u64
+            };
+            let ours = bm25_rank(query, df, texts.len() as u64, tokens, &pool);
+            let theirs = idx.search(query, 10).unwrap();
+            assert_eq!(ours.len(), theirs.len(), "{query}");
+            for ((a, sa), (b, sb)) in ours.iter().zip(&theirs) {
+                assert_eq!(a, b, "{query}");
+                assert!((sa - sb).abs() < 1e-5, "{query}: {sa} vs {sb}");
+            }
+        }
+    }
+
+    #[test]
+    fn tsvector_and_tsquery_literals_hold_the_analysed_terms() {
+        assert_eq!(
+            tsvector_literal("Backups back up; backup O'Neil"),
+            "'backup':1,4 'back':2 'up':3 'o':5 'neil':6"
+        );
+        assert_eq!(
+            tsquery_literal("rate-limits & 429!").as_deref(),
+            Some("'rate' | 'limit' | '429'")
+        );
+        assert_eq!(tsquery_literal("?!"), None);
+        let many = "word ".repeat(300);
+        let literal = tsvector_literal(&many);
+        assert_eq!(
+            literal.matches(',').count(),
+            254,
+            "at most 255 positions per term"
+        );
+    }
 
     #[test]
     fn add_search_delete_persist_reload() {

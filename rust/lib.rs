@@ -7,7 +7,9 @@ pub mod evidence;
 pub mod fusion;
 pub mod graph;
 pub mod hashing;
+pub mod judgment;
 pub mod lexical;
+mod py_corpus;
 pub mod store;
 pub mod trust;
 
@@ -234,7 +236,7 @@ impl PyStore {
 
     #[pyo3(signature = (*, source, path, key, title, content_hash, size_bytes, valid_from_raw,
         valid_until_raw, valid_from, valid_until, metadata_error, frontmatter, chunks, vectors,
-        edges, now, mtime_ns = None, alias = None, retired = None))]
+        edges, now, mtime_ns = None, alias = None, retired = None, first_indexed_at = None))]
     #[allow(clippy::too_many_arguments)]
     fn put_document(
         &self,
@@ -258,6 +260,7 @@ impl PyStore {
         mtime_ns: Option<i64>,
         alias: Option<String>,
         retired: Option<RetiredRow>,
+        first_indexed_at: Option<String>,
     ) -> PyResult<()> {
         let vectors = f32s(vectors, "vectors")?;
         let doc = NewDocument {
@@ -293,7 +296,7 @@ impl PyStore {
             vectors,
             declarations: declarations(edges, alias, retired),
         };
-        py.detach(|| self.with(|s| s.put_document(&doc, &now)))
+        py.detach(|| self.with(|s| s.put_document_as(&doc, &now, first_indexed_at.as_deref())))
     }
 
     /// Replace what a stored document declares (edges, alias, retirement), in the open write.
@@ -376,6 +379,79 @@ impl PyStore {
         py.detach(|| self.with(|s| s.remove_documents(&source, &paths)))
     }
 
+    /// Up to `limit` documents with ids above `after`, each as `put_document` takes it back
+    /// (keyword arguments) plus `id`, `first_indexed_at` and `indexed_at` (`recall migrate`).
+    #[pyo3(signature = (after = 0, limit = 256))]
+    fn export<'py>(
+        &self,
+        py: Python<'py>,
+        after: i64,
+        limit: usize,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let docs = py.detach(|| self.with(|s| s.export_documents(after, limit)))?;
+        docs.into_iter()
+            .map(|e| {
+                let (doc, d) = (e.doc, PyDict::new(py));
+                d.set_item("id", e.id)?;
+                d.set_item("first_indexed_at", e.first_indexed_at)?;
+                d.set_item("indexed_at", e.indexed_at)?;
+                d.set_item("source", doc.source)?;
+                d.set_item("path", doc.path)?;
+                d.set_item("key", doc.key)?;
+                d.set_item("title", doc.title)?;
+                d.set_item("content_hash", doc.content_hash)?;
+                d.set_item("size_bytes", doc.size_bytes)?;
+                d.set_item("mtime_ns", doc.mtime_ns)?;
+                d.set_item("valid_from_raw", doc.valid_from_raw)?;
+                d.set_item("valid_until_raw", doc.valid_until_raw)?;
+                d.set_item("valid_from", doc.valid_from)?;
+                d.set_item("valid_until", doc.valid_until)?;
+                d.set_item("metadata_error", doc.metadata_error)?;
+                d.set_item("frontmatter", doc.frontmatter)?;
+                let chunks: Vec<ChunkRow> = doc
+                    .chunks
+                    .into_iter()
+                    .map(|c| {
+                        let (o, t, h) = (c.ordinal, c.text, c.heading_path);
+                        (o, t, c.byte_start, c.byte_end, c.line_start, c.line_end, h)
+                    })
+                    .collect();
+                d.set_item("chunks", chunks)?;
+                d.set_item("vectors", PyBytes::new(py, &store::f32_blob(&doc.vectors)))?;
+                let decl = doc.declarations;
+                let edges: Vec<EdgeRow> = decl
+                    .edges
+                    .into_iter()
+                    .map(|e| {
+                        (
+                            e.raw,
+                            e.key,
+                            e.reversed,
+                            e.vocabulary,
+                            e.line,
+                            e.statement,
+                            e.overridden,
+                        )
+                    })
+                    .collect();
+                d.set_item("edges", edges)?;
+                d.set_item("alias", decl.alias)?;
+                let retired: Option<RetiredRow> = decl.retired.map(|r| {
+                    (
+                        r.state,
+                        r.since,
+                        r.vocabulary,
+                        r.line,
+                        r.statement,
+                        r.overridden,
+                    )
+                });
+                d.set_item("retired", retired)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
     fn commit(&self, py: Python<'_>, now: String) -> PyResult<i64> {
         py.detach(|| self.with(|s| s.commit(&now)))
     }
@@ -442,15 +518,7 @@ impl PyStore {
             d.set_item("identifier_match", h.identifier_match)?;
             let retrieval = h
                 .retrieval
-                .map(|f| {
-                    let r = PyDict::new(py);
-                    r.set_item("dense_rank", f.dense_rank)?;
-                    r.set_item("lexical_rank", f.lexical_rank)?;
-                    r.set_item("dense_rrf", fusion::contribution(f.dense_rank))?;
-                    r.set_item("lexical_rrf", fusion::contribution(f.lexical_rank))?;
-                    r.set_item("fused", f.score)?;
-                    Ok::<_, PyErr>(r)
-                })
+                .map(|f| py_corpus::retrieval_dict(py, &f))
                 .transpose()?;
             d.set_item("retrieval", retrieval)?;
             hits.append(d)?;
@@ -757,6 +825,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
     m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
+    m.add_class::<py_corpus::PyCorpus>()?;
+    m.add_function(wrap_pyfunction!(py_corpus::lexical_terms, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::lexical_length, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::bm25_rank, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::tsvector_literal, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::tsquery_literal, m)?)?;
     m.add_function(wrap_pyfunction!(rrf, m)?)?;
     Ok(())
 }

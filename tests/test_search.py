@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,16 @@ def certified(mem: recall.Memory, threshold: float = 0.3, **extra: Any) -> None:
 
 
 @pytest.fixture
-def examples(tmp_path: Path) -> Iterator[recall.Memory]:
+def examples(backend: Callable[[str], str]) -> Iterator[recall.Memory]:
+    """The example corpus indexed on 2026-03-01, on each backend."""
+    with recall.open(backend("m.db")) as mem:
+        mem.index(EXAMPLES, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+        yield mem
+
+
+@pytest.fixture
+def examples_file(tmp_path: Path) -> Iterator[recall.Memory]:
+    """The example corpus in a store file (for what only the file has: sqlite-vec, explain)."""
     with recall.open(tmp_path / "m.db") as mem:
         mem.index(EXAMPLES, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
         yield mem
@@ -121,10 +130,10 @@ def test_low_confidence_abstains_with_gap(examples: recall.Memory) -> None:
     assert "calibrated threshold" in res.reason or "best match" in res.reason
 
 
-def test_known_as_of_hides_later_documents(tmp_path: Path, corpus: Path) -> None:
+def test_known_as_of_hides_later_documents(backend: Callable[[str], str], corpus: Path) -> None:
     t0, t1 = (dt.datetime(2026, m, 1, tzinfo=dt.timezone.utc) for m in (1, 2))
     write_corpus(corpus, {"v1.md": "# Quota\n\nThe storage quota is 10 GB per tenant.\n"})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus, now=t0)
         write_corpus(
             corpus,
@@ -163,11 +172,11 @@ def test_hand_corrupted_metadata_fails_closed(tmp_path: Path) -> None:
     assert by_file(res)["rate-limits-v1.md"].verdict == "superseded"
 
 
-def test_strict_refusals(tmp_path: Path) -> None:
-    with recall.open(tmp_path / "empty.db") as mem, pytest.raises(recall.TrustRefusal) as err:
+def test_strict_refusals(backend: Callable[[str], str]) -> None:
+    with recall.open(backend("empty.db")) as mem, pytest.raises(recall.TrustRefusal) as err:
         mem.search("anything")
     assert err.value.code == "INDEX_NOT_READY" and "recall index" in str(err.value)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(EXAMPLES)
         with pytest.raises(recall.TrustRefusal) as err:
             mem.search(RATE_Q)
@@ -176,7 +185,7 @@ def test_strict_refusals(tmp_path: Path) -> None:
         with pytest.raises(recall.TrustRefusal) as err:
             mem.search(RATE_Q)
         assert err.value.code == "CALIBRATION_UNCERTIFIED"
-    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+    with recall.open(backend("m.db"), embedder="hashing-64") as mem:
         with pytest.raises(recall.TrustRefusal) as err:
             mem.search(RATE_Q, mode="development")
         assert err.value.code == "LINEAGE_MISMATCH" and "hashing-512" in str(err.value)
@@ -259,15 +268,15 @@ def _dense_and_vec0(mem: recall.Memory, con: Any, query: bytes) -> tuple[list[An
     return raw["dense"], knn
 
 
-def test_dense_leg_equals_sqlite_vec_knn(examples: recall.Memory) -> None:
+def test_dense_leg_equals_sqlite_vec_knn(examples_file: recall.Memory) -> None:
     apsw = pytest.importorskip("apsw")
     sqlite_vec = pytest.importorskip("sqlite_vec")
-    con = apsw.Connection(examples.path, flags=apsw.SQLITE_OPEN_READONLY)
+    con = apsw.Connection(examples_file.path, flags=apsw.SQLITE_OPEN_READONLY)
     con.enable_load_extension(True)
     con.load_extension(sqlite_vec.loadable_path())
     for query in (RATE_Q, "backups and restores", "gateway load balancers", "onboarding access"):
-        vector = examples.embedder.embed([query])[0].astype("<f4")
-        ours, knn = _dense_and_vec0(examples, con, vector.tobytes())
+        vector = examples_file.embedder.embed([query])[0].astype("<f4")
+        ours, knn = _dense_and_vec0(examples_file, con, vector.tobytes())
         assert [c for c, _ in ours] == [c for c, _ in knn] or sorted(
             round(s, 5) for _, s in ours
         ) == sorted(round(1 - d, 5) for _, d in knn)
@@ -298,9 +307,9 @@ def test_cli_search_json_and_refusal_exit_codes(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--as-of" in bad.stderr
 
 
-def test_explain_shows_claims_chain_window_and_threshold(examples: recall.Memory) -> None:
-    certified(examples)
-    e = examples.explain(RATE_Q, "rate-limits-v1.md", now=NOW)
+def test_explain_shows_claims_chain_window_and_threshold(examples_file: recall.Memory) -> None:
+    certified(examples_file)
+    e = examples_file.explain(RATE_Q, "rate-limits-v1.md", now=NOW)
     assert (e["verdict"], e["superseded_by"], e["key"]) == (
         "superseded",
         "rate-limits-v2.md",
@@ -311,20 +320,20 @@ def test_explain_shows_claims_chain_window_and_threshold(examples: recall.Memory
     assert claim["declarer"] == "rate-limits-v2.md" and claim["resolution"] == "resolved"
     assert claim["reference"] == "rate-limits-v1.md" and claim["applies"]
     assert e["threshold"] == 0.3 and e["calibrated"] and e["best_chunk"]["score"] > 0.3
-    amb = examples.explain("restart", "teams/search/runbook.md", now=NOW)
+    amb = examples_file.explain("restart", "teams/search/runbook.md", now=NOW)
     assert amb["verdict"] == "ambiguous_supersession" and amb["ambiguous"]
     assert amb["claims_in"][0]["targets"] == [
         "teams/platform/runbook.md",
         "teams/search/runbook.md",
     ]
-    dangling = examples.explain("onboarding", str(EXAMPLES / "onboarding.md"), now=NOW)
+    dangling = examples_file.explain("onboarding", str(EXAMPLES / "onboarding.md"), now=NOW)
     assert [c["resolution"] for c in dangling["claims_out"]] == ["dangling"]
-    before = examples.explain(
+    before = examples_file.explain(
         RATE_Q, "rate-limits-v1.md", now=NOW, known_as_of=dt.datetime(2026, 2, 1)
     )
     assert before["claims_in"][0]["applies"] is False and before["superseded_by"] is None
     with pytest.raises(recall.UsageError, match="not an indexed document"):
-        examples.explain(RATE_Q, "nope.md")
+        examples_file.explain(RATE_Q, "nope.md")
 
 
 def test_cli_explain_json(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The trust layer (SPEC §2.3, §2.4, §5): verdicts, the supersession graph, promotion, ordering.
 
-`recall._core.judge` is checked against the reference model in `oracle.py` on random corpora,
+`recall._core.judge` (and `_core.Corpus.judge`, the entry point of a PostgreSQL store) is checked
+against the reference model in `oracle.py` on random corpora,
 against invariants on its own output, and on one worked example per rule.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -77,12 +79,80 @@ def call(
     )
 
 
-@pytest.fixture(params=["rust", "oracle"])
+def _instant(first_us: int | None) -> str | None:
+    if first_us is None:
+        return None
+    when = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=first_us)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _unit(score: float) -> bytes:
+    """A 2-d vector whose cosine with the query (1, 0) is exactly `score` in float32."""
+    return struct.pack("<2f", score, math.sqrt(max(0.0, 1.0 - score * score)))
+
+
+def judge_via_corpus(
+    docs: list[Doc],
+    edges: list[tuple[int, str]],
+    candidates: list[tuple[int, float]],
+    fetchable: dict[int, float],
+    now_us: int,
+    known_as_of_us: int | None,
+    threshold: float,
+    scale: float,
+    unverified: bool,
+) -> list[tuple[Any, ...]]:
+    """The same judgment through `_core.Corpus`, the entry point a PostgreSQL store uses: the
+    candidates become chunks of unit vectors whose cosines are the given scores."""
+    corpus = _core.Corpus(
+        [
+            (i, "/notes", path, key, _instant(first), vf, vu, err is not None, None, None)
+            for i, (key, path, vf, vu, err, first) in enumerate(docs)
+        ],
+        [(d, key, key, False, "frontmatter", None, "", False) for d, key in edges],
+    )
+    chunks = {n: (d, _unit(score), "") for n, (d, score) in enumerate(candidates)}
+    fetched = {d: [(10_000 + d, _unit(score), "")] for d, score in fetchable.items()}
+    out = corpus.judge(
+        struct.pack("<2f", 1.0, 0.0),
+        text="",
+        # The lexical leg keeps the order it is given (the dense one is re-sorted by cosine),
+        # so the candidates reach the trust layer in the order the case lists them.
+        dense=[],
+        lexical=list(chunks),
+        chunks=chunks,
+        term_dfs=[],
+        chunk_count=len(chunks),
+        fetch=lambda d: fetched.get(d, []),
+        k=len(candidates),
+        candidates=len(candidates),
+        now_us=now_us,
+        known_as_of_us=known_as_of_us,
+        threshold=threshold,
+        scale=scale,
+        unverified=unverified,
+    )
+    index = {path: i for i, (_, path, *_) in enumerate(docs)}
+    return [
+        (
+            h["doc_id"],
+            h["verdict"],
+            h["confidence"],
+            None if h["superseded_by"] is None else index[h["superseded_by"]],
+            h["promoted"],
+            h["fetched"],
+            h["score"],
+            None if h["promoted_from"] is None else index[h["promoted_from"]],
+        )
+        for h in out["hits"]
+    ]
+
+
+@pytest.fixture(params=["rust", "corpus", "oracle"])
 def judge(request: pytest.FixtureRequest) -> Judge:
-    """Examples run against the extension and, as a check on the model, against the oracle."""
-    if request.param == "rust":
-        return _core.judge
-    return judge_oracle
+    """Examples run against the extension (the store's entry point and the one a PostgreSQL
+    store judges through) and, as a check on the model, against the oracle."""
+    return {"rust": _core.judge, "corpus": judge_via_corpus, "oracle": judge_oracle}[request.param]
 
 
 def verdicts(hits: list[tuple[Any, ...]]) -> dict[int, str]:
@@ -517,9 +587,11 @@ def without_confidence(hits: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def assert_matches_the_oracle(case: dict[str, Any]) -> None:
-    got, want = run(_core.judge, case), run(judge_oracle, case)
-    assert without_confidence(got) == without_confidence(want)
-    assert [h[2] for h in got] == pytest.approx([h[2] for h in want], abs=1e-9)
+    want = run(judge_oracle, case)
+    for fn in (_core.judge, judge_via_corpus):
+        got = run(fn, case)
+        assert without_confidence(got) == without_confidence(want)
+        assert [h[2] for h in got] == pytest.approx([h[2] for h in want], abs=1e-9)
 
 
 @given(cases())

@@ -1,8 +1,10 @@
 # Hand-written stub of the Rust extension; checked with `python -m mypy.stubtest recall._core`.
 
+from collections.abc import Callable
 from typing import Any, final
 
 __all__ = [
+    "Corpus",
     "EmbedderMismatchError",
     "RecallError",
     "SCHEMA_VERSION",
@@ -11,9 +13,14 @@ __all__ = [
     "StoreLockedError",
     "hashing_embed",
     "identifiers",
+    "bm25_rank",
     "judge",
+    "lexical_length",
+    "lexical_terms",
     "resolution_key",
     "rrf",
+    "tsquery_literal",
+    "tsvector_literal",
 ]
 
 SCHEMA_VERSION: int
@@ -64,7 +71,9 @@ class Store:
         mtime_ns: int | None = None,
         alias: str | None = None,
         retired: _RetiredRow | None = None,
+        first_indexed_at: str | None = None,
     ) -> None: ...
+    def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]: ...
     def set_declarations(
         self,
         source: str,
@@ -135,3 +144,64 @@ def judge(
     scale: float,
     unverified: bool,
 ) -> list[tuple[int, str, float, int | None, bool, bool, float, int | None]]: ...
+
+# (id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw, metadata_error,
+#  alias, (retired_state, retired_since, retired_vocabulary, retired_overridden) | None)
+_DocumentRow = tuple[
+    int,
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    str | None,
+    bool,
+    str | None,
+    tuple[str, str | None, str, bool] | None,
+]
+# (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden)
+_CorpusEdgeRow = tuple[int, str, str, bool, str, int | None, str, bool]
+
+@final
+class Corpus:
+    def __new__(
+        cls,
+        documents: list[_DocumentRow],
+        edges: list[_CorpusEdgeRow],
+        vocabularies: str = "all",
+    ) -> Corpus: ...
+    def __len__(self) -> int: ...
+    def judge(
+        self,
+        query: bytes,
+        *,
+        text: str,
+        dense: list[int],
+        lexical: list[int],
+        chunks: dict[int, tuple[int, bytes, str]],
+        term_dfs: list[tuple[str, int]],
+        chunk_count: int,
+        fetch: Callable[[int], list[tuple[int, bytes, str]]],
+        k: int,
+        candidates: int,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        unverified: bool,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any]: ...
+
+def lexical_terms(text: str) -> list[str]: ...
+def lexical_length(text: str) -> int: ...
+def bm25_rank(
+    text: str,
+    pool: list[tuple[int, str]],
+    term_dfs: list[tuple[str, int]],
+    chunk_count: int,
+    token_count: int,
+    limit: int,
+) -> list[tuple[int, float]]: ...
+def tsvector_literal(text: str) -> str: ...
+def tsquery_literal(text: str) -> str | None: ...

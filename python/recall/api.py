@@ -58,6 +58,7 @@ from recall.embedders import (
 )
 from recall.errors import JudgeError, StoreError, TrustRefusal, UsageError
 from recall.instants import format_instant, format_micros, micros, parse_stored, utc
+from recall.postgres import is_postgres
 from recall.results import (
     Hit,
     Provenance,
@@ -78,6 +79,10 @@ if TYPE_CHECKING:
     from recall.forgetting import ForgetReport, Forgotten
     from recall.indexing import IndexReport, Progress, Skipped
     from recall.judge import EntailmentJudge
+    from recall.postgres.store import PgStore
+
+    #: A memory's store: the single file, or a PostgreSQL namespace.
+    Store = _core.Store | PgStore
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
@@ -151,6 +156,7 @@ class Memory:
         judge: str | os.PathLike[str] | EntailmentJudge | None = None,
         *,
         read_only: bool = False,
+        namespace: str | None = None,
     ):
         path = path_arg("open", "path", path)
         embedder = embedder_arg(embedder)
@@ -159,10 +165,19 @@ class Memory:
         self._read_only = flag_arg("open", "read_only", read_only)
         # SPEC §11: an existing file is opened (and refused here when it is not a recall
         # store); a missing one is created by the first index run, never by a read.
-        self._handle: _core.Store | None = None
+        self._handle: Store | None = None
         self._empty: _core.Store | None = None
         self._closed = False
-        if read_only or os.path.exists(path):
+        #: A PostgreSQL namespace (recall.postgres) rather than a file.
+        self._remote = is_postgres(path)
+        if namespace is not None and not self._remote:
+            raise UsageError("recall: namespace applies to a postgresql:// store, not a file")
+        if self._remote:
+            from recall.postgres.store import PgStore
+
+            self._handle = PgStore(path, namespace=namespace, read_only=self._read_only)
+            self.path = self._handle.path
+        elif read_only or os.path.exists(path):
             self._handle = _core.Store(path, create=False, read_only=read_only)
         else:
             folder = os.path.dirname(os.path.abspath(path))
@@ -191,10 +206,12 @@ class Memory:
                 store.close()
 
     @property
-    def _store(self) -> _core.Store:
+    def _store(self) -> Store:
         """The store; while its file does not exist, an empty one in memory answers reads."""
         if self._closed:
             raise StoreError(f"recall store: {self.path} is closed")
+        if self._remote and self._handle is not None:
+            return self._handle
         if self._handle is None and os.path.exists(self.path):
             self._handle = _core.Store(self.path, create=False, read_only=self._read_only)
         if self._handle is not None:
@@ -203,8 +220,20 @@ class Memory:
             self._empty = _core.Store(":memory:")
         return self._empty
 
-    def _writable_store(self) -> tuple[_core.Store, bool]:
+    def _local_only(self, verb: str) -> _core.Store:
+        """The single-file store, for what a PostgreSQL namespace does not do yet."""
+        store = self._store
+        if not isinstance(store, _core.Store):
+            raise UsageError(
+                f"recall {verb} is not available on a PostgreSQL store yet; 'recall migrate' "
+                "the namespace into a file to use it there"
+            )
+        return store
+
+    def _writable_store(self) -> tuple[Store, bool]:
         """The store for a write, creating its file when missing; and whether it was."""
+        if self._remote:
+            return self._store, False
         if self._handle is None and not self._closed and not os.path.exists(self.path):
             self._handle = _core.Store(self.path, create=True)
             return self._handle, True
@@ -776,6 +805,9 @@ class Memory:
 
         embedder = self.embedder  # a model that will not load fails before a file is made
         store, created = self._writable_store()
+        if self._remote:
+            # SPEC §2.4: transaction time from the server's clock, unless an instant is given.
+            store.use_server_clock(now is None)  # type: ignore[union-attr]
         try:
             report = run_index(
                 store,
@@ -807,14 +839,15 @@ class Memory:
         from recall.authoring.lint import lint
 
         if paths is None:
-            if not os.path.exists(self.path):
+            if not self._remote and not os.path.exists(self.path):
                 raise UsageError("recall lint: the store has no corpus yet; pass the paths")
             roots = sorted({source for source, _, _ in self._store.document_list()})
             paths = [r for r in roots if os.path.isdir(r)]
         elif isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         if vocabularies is None:
-            vocabularies = self.stats().vocabularies if os.path.exists(self.path) else "all"
+            exists = self._remote or os.path.exists(self.path)
+            vocabularies = self.stats().vocabularies if exists else "all"
         return lint(list(paths), vocabularies=vocabularies)
 
     def forget(
@@ -839,13 +872,14 @@ class Memory:
         older = instant_arg("forget", "older_than", older_than) if older_than else None
         apply = flag_arg("forget", "apply", apply)
         when = instant_arg("forget", "now", now)
-        return forget(self._store, given, older_than=older, apply=apply, now=when or _now())
+        store = self._local_only("forget")
+        return forget(store, given, older_than=older, apply=apply, now=when or _now())
 
     def forgotten(self) -> list[Forgotten]:
         """The forget journal: every forgotten document, and when it was brought back."""
         from recall.forgetting import forgotten
 
-        return forgotten(self._store)
+        return forgotten(self._local_only("forget"))
 
     def undo_forget(
         self,
@@ -860,7 +894,7 @@ class Memory:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         when = instant_arg("forget", "now", now)
-        return undo(self._store, [os.fspath(p) for p in paths], now=when or _now())
+        return undo(self._local_only("forget"), [os.fspath(p) for p in paths], now=when or _now())
 
 
 def _now() -> dt.datetime:
@@ -904,8 +938,14 @@ def open(  # noqa: A001
     judge: str | os.PathLike[str] | EntailmentJudge | None = None,
     *,
     read_only: bool = False,
+    namespace: str | None = None,
 ) -> Memory:
     """Open the store at `path`; a missing file becomes a store at the first `index` run.
+
+    `path` may also be a PostgreSQL URL (`postgresql://user@host/db`; libpq's `PG*`
+    environment variables fill in what it leaves out): the memory then lives in the schema
+    `namespace` (default `recall`, or the URL's `namespace=` parameter) with pgvector and
+    full-text search, judged by the same trust layer. See README, "Moving to PostgreSQL".
 
     A file that is not a recall store is refused (`StoreError`) and left untouched. A store
     whose file cannot be written, or opened with `read_only=True`, answers search, stats and
@@ -920,4 +960,4 @@ def open(  # noqa: A001
     what it accepts, at the call; an embedder name that names no embedder (`'bert'`) is refused
     before the store file is created.
     """
-    return Memory(path, embedder, judge, read_only=read_only)
+    return Memory(path, embedder, judge, read_only=read_only, namespace=namespace)

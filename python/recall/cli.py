@@ -12,8 +12,11 @@ import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from urllib.parse import urlencode
 
 import typer
+
+from recall.postgres import is_postgres
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -34,16 +37,34 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 DbOption = typer.Option(
     None,
     "--db",
-    help="Store file. Default: $RECALL_DB, else ./recall.db.",
+    help="Store file, or a postgresql:// URL. Default: $RECALL_DB, else ./recall.db.",
+    show_default=False,
+)
+NamespaceOption = typer.Option(
+    None,
+    "--namespace",
+    envvar="RECALL_NAMESPACE",
+    help="Namespace of a postgresql:// store (default: recall).",
     show_default=False,
 )
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
-def _db_path(db: Optional[Path]) -> str:
-    if db is not None:
-        return str(db)
-    return os.environ.get("RECALL_DB") or "recall.db"
+def _db_path(db: Optional[str], namespace: Optional[str] = None) -> str:
+    """The store to open: --db, else $RECALL_DB, else ./recall.db; a namespace is carried in
+    a postgresql:// URL as its `namespace=` parameter."""
+    target = db if db is not None else os.environ.get("RECALL_DB") or "recall.db"
+    if namespace is None:
+        return target
+    if not is_postgres(target):
+        _fail(f"recall: --namespace applies to a postgresql:// store, not {target}")
+    sep = "&" if "?" in target else "?"
+    return f"{target}{sep}{urlencode({'namespace': namespace})}"
+
+
+def _missing(db_path: str) -> bool:
+    """A store file that does not exist (a PostgreSQL namespace answers for itself)."""
+    return not is_postgres(db_path) and not Path(db_path).exists()
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
@@ -67,7 +88,8 @@ def _size(n: int) -> str:
 @app.command()
 def index(
     paths: list[Path] = typer.Argument(..., help="Folders or files of markdown notes."),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     as_json: bool = JsonOption,
     allow_prune: bool = typer.Option(
         False, "--allow-prune", help="Allow removing more than half of the indexed documents."
@@ -90,7 +112,7 @@ def index(
     import recall
     from recall.errors import RecallError
 
-    db_path = _db_path(db)
+    db_path = _db_path(db, namespace)
     try:
         with recall.open(db_path, embedder=embedder) as mem:
             if as_json or not sys.stderr.isatty():
@@ -163,13 +185,17 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
 
 
 @app.command()
-def stats(db: Optional[Path] = DbOption, as_json: bool = JsonOption) -> None:
+def stats(
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Summarise the store: documents, chunks, embedder, freshness, size, edges."""
     import recall
     from recall.errors import RecallError
 
-    db_path = _db_path(db)
-    if not Path(db_path).exists():
+    db_path = _db_path(db, namespace)
+    if _missing(db_path):
         _fail(f"recall stats: {db_path} does not exist; run 'recall index PATH' first")
     try:
         with recall.open(db_path) as mem:
@@ -183,14 +209,18 @@ def stats(db: Optional[Path] = DbOption, as_json: bool = JsonOption) -> None:
 
 
 @app.command()
-def doctor(db: Optional[Path] = DbOption, as_json: bool = JsonOption) -> None:
+def doctor(
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Check the store file: SQLite's integrity, the vectors and lexical index against the
     chunks, the calibration records; say what to do when something is damaged (exit 1)."""
     import recall
     from recall.errors import RecallError
 
-    db_path = _db_path(db)
-    if not Path(db_path).exists():
+    db_path = _db_path(db, namespace)
+    if _missing(db_path):
         _fail(f"recall doctor: {db_path} does not exist")
     try:
         with recall.open(db_path, read_only=True) as mem:
@@ -251,6 +281,12 @@ def _print_stats(st: StoreStats) -> None:
     ]
     if st.forgotten:
         rows.append(("forgotten", f"{st.forgotten} (recall forget --list)"))
+    if is_postgres(st.path):
+        from urllib.parse import parse_qs, urlsplit
+
+        namespace = parse_qs(urlsplit(st.path).query).get("namespace", ["recall"])[-1]
+        rows[0:1] = [("store", st.path.split("?", 1)[0]), ("namespace", namespace)]
+        rows = [("size", value) if name == "file size" else (name, value) for name, value in rows]
     for name, value in rows:
         table.add_row(name, value)
 
@@ -273,7 +309,8 @@ def _instant(value: Optional[str], option: str) -> Optional[dt.datetime]:
 def search(
     query: str = typer.Argument(..., help="The question."),
     k: int = typer.Option(5, "--k", min=1, max=100, help="Documents to judge."),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     as_json: bool = JsonOption,
     as_of: Optional[str] = typer.Option(
         None, "--as-of", help="Judge validity windows at this date/time instead of now."
@@ -301,8 +338,8 @@ def search(
     import recall
     from recall.errors import RecallError, TrustRefusal
 
-    db_path = _db_path(db)
-    if not Path(db_path).exists():
+    db_path = _db_path(db, namespace)
+    if _missing(db_path):
         _fail(f"recall search: {db_path} does not exist; run 'recall index PATH' first")
     now = _instant(as_of, "--as-of")
     known = _instant(known_as_of, "--known-as-of")
@@ -326,7 +363,8 @@ def search(
 def explain(
     query: str = typer.Argument(..., help="The question."),
     file: str = typer.Argument(..., help="A document, as shown by 'recall search'."),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     as_json: bool = JsonOption,
     as_of: Optional[str] = typer.Option(None, "--as-of", help="Judge the window at this time."),
     known_as_of: Optional[str] = typer.Option(
@@ -337,8 +375,8 @@ def explain(
     import recall
     from recall.errors import RecallError
 
-    db_path = _db_path(db)
-    if not Path(db_path).exists():
+    db_path = _db_path(db, namespace)
+    if _missing(db_path):
         _fail(f"recall explain: {db_path} does not exist; run 'recall index PATH' first")
     now = _instant(as_of, "--as-of")
     known = _instant(known_as_of, "--known-as-of")
@@ -501,7 +539,8 @@ def calibrate(
     queries: Optional[Path] = typer.Argument(
         None, help='Labelled queries: JSONL lines {"query": ..., "answerable": true|false}.'
     ),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     as_json: bool = JsonOption,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of the fit."),
     replace: bool = typer.Option(
@@ -530,8 +569,8 @@ def calibrate(
     from recall.calibration import plot as plot_fit
     from recall.errors import RecallError
 
-    db_path = _db_path(db)
-    if not Path(db_path).exists():
+    db_path = _db_path(db, namespace)
+    if _missing(db_path):
         _fail(f"recall calibrate: {db_path} does not exist; run 'recall index PATH' first")
     actions = (queries is not None, import_file is not None, export_file is not None)
     if sum(actions) + list_history + (use is not None) != 1:
@@ -783,7 +822,8 @@ def evaluate(
         help="Labelled questions (JSONL, see recall/evalset/README.md) to run against --db. "
         "Default: the shipped evaluation set, indexed and cross-fitted per embedder.",
     ),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     embedder: Optional[list[str]] = typer.Option(
         None, "--embedder", help="Shipped set: an embedder to evaluate (repeat for several)."
     ),
@@ -807,8 +847,8 @@ def evaluate(
         else:
             if embedder and len(embedder) > 1:
                 _fail("recall eval: a store has one embedder; pass at most one --embedder")
-            db_path = _db_path(db)
-            if not Path(db_path).exists():
+            db_path = _db_path(db, namespace)
+            if _missing(db_path):
                 _fail(f"recall eval: {db_path} does not exist; run 'recall index PATH' first")
             with recall.open(db_path, embedder=embedder[0] if embedder else None) as mem:
                 reports = [
@@ -828,7 +868,8 @@ def evaluate(
 
 @app.command()
 def serve(
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     corpus: Optional[list[Path]] = typer.Option(
         None,
         "--corpus",
@@ -853,9 +894,8 @@ def serve(
     from recall.mcp_server import serve as run_server
 
     try:
-        run_server(
-            _db_path(db), [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch
-        )
+        target = _db_path(db, namespace)
+        run_server(target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch)
     except RecallError as err:
         _fail(str(err))
 
@@ -863,7 +903,8 @@ def serve(
 @app.command("watch")
 def watch_cmd(
     paths: list[Path] = typer.Argument(..., help="Folders of notes to follow."),
-    db: Optional[Path] = DbOption,
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Index the folders, then re-index whatever changes in them until interrupted (Ctrl-C).
@@ -892,7 +933,7 @@ def watch_cmd(
             )
 
     try:
-        watch(_db_path(db), [str(p) for p in paths], on_batch=show)
+        watch(_db_path(db, namespace), [str(p) for p in paths], on_batch=show)
     except RecallError as err:
         _fail(str(err))
 
@@ -993,10 +1034,12 @@ def models_quantize(
 def _register_authoring() -> None:
     # SPEC §8.4: the authoring commands live beside their logic and import it only when run.
     from recall.authoring import check_cli, forget_cli, lint_cli
+    from recall.postgres import migrate_cli
 
     lint_cli.register(app)
     check_cli.register(app)
     forget_cli.register(app)
+    migrate_cli.register(app)
 
 
 _register_authoring()

@@ -39,6 +39,7 @@ from recall.errors import (
     UsageError,
 )
 from recall.instants import parse_when
+from recall.postgres import is_postgres
 
 if TYPE_CHECKING:
     from recall.api import Memory
@@ -597,7 +598,8 @@ class Tools:
     def _lint(self, args: Mapping[str, Any]) -> dict[str, Any]:
         from recall.authoring.lint import lint
 
-        setting = self.memory.stats().vocabularies if os.path.exists(self.memory.path) else "all"
+        exists = is_postgres(self.memory.path) or os.path.exists(self.memory.path)
+        setting = self.memory.stats().vocabularies if exists else "all"
         report = lint([str(r) for r in self.roots], vocabularies=setting).to_dict()
         findings = sorted(report["findings"], key=lambda f: f["severity"] != "error")
         report["findings"] = findings[:MAX_LINT_FINDINGS]
@@ -854,7 +856,7 @@ def serve(
 
             threading.Thread(target=following, name="recall-watch", daemon=True).start()
         tools = Tools(memory, corpus, mode=chosen, judge=has_judge)
-        if os.path.exists(db) and memory.stats().embedder is not None:
+        if (is_postgres(db) or os.path.exists(db)) and memory.stats().embedder is not None:
             # Warm: the embedder loads now, not inside the first call. A model that will not
             # load is reported by the calls that need it.
             with contextlib.suppress(RecallError):

@@ -1,15 +1,14 @@
 //! The search cache: what every query needs in memory, loaded once per store generation.
 //!
-//! Owns: deciding when the cache is stale and loading documents, windows, edges and vectors in
-//! one read snapshot. Does not own: how vectors are read from sqlite-vec (vectors.rs) or how a
-//! query uses the cache (search.rs, explain.rs).
+//! Owns: deciding when the cache is stale and reading documents, edges and vectors in one read
+//! snapshot. Does not own: turning the rows into the corpus (judgment.rs), how vectors are read
+//! from sqlite-vec (vectors.rs) or how a query uses the cache (search.rs, explain.rs).
 
 use crate::dense::DenseIndex;
 use crate::errors::Result;
-use crate::graph::{Declared, Graph, Node};
-use crate::trust::Window;
+use crate::judgment::{Corpus, DocumentRecord, EdgeRecord};
 
-use super::{parse_instant_us, Store};
+use super::Store;
 
 /// Everything a search needs in memory, loaded once per store generation (SPEC §1: vectors are
 /// loaded once per open store, not per query, and kept in step with writes).
@@ -20,30 +19,8 @@ pub(crate) struct SearchCache {
     pub(crate) chunk_row: std::collections::HashMap<i64, usize>,
     pub(crate) row_doc: Vec<usize>,
     pub(crate) doc_rows: Vec<Vec<usize>>,
-    pub(crate) doc_ids: Vec<i64>,
-    pub(crate) graph: Graph,
-    pub(crate) windows: Vec<Window>,
-    /// Per document: (source, path); per edge (as given to the graph): where it was written.
-    pub(crate) locations: Vec<(String, String)>,
-    pub(crate) edge_meta: Vec<EdgeMeta>,
-}
-
-/// Where an edge in force was written (SPEC §8.4), for explain.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct EdgeMeta {
-    pub(crate) raw: String,
-    pub(crate) vocabulary: String,
-    pub(crate) line: Option<i64>,
-    pub(crate) statement: String,
-}
-
-/// SPEC §8.4 `--vocabularies`: which vocabularies' declarations are in force for a store.
-pub(crate) fn vocabulary_in_force(setting: &str, vocabulary: &str) -> bool {
-    match setting {
-        "none" => false,
-        "frontmatter" => vocabulary == "frontmatter",
-        _ => true,
-    }
+    /// Documents, windows and the graph of the edges in force.
+    pub(crate) corpus: Corpus,
 }
 
 impl Store {
@@ -78,12 +55,7 @@ impl Store {
         let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
-        let frontmatter = vocabulary_in_force(&setting, "frontmatter");
-        let mut doc_ids = Vec::new();
-        let mut nodes = Vec::new();
-        let mut windows = Vec::new();
-        let mut locations = Vec::new();
-        let mut index_of = std::collections::HashMap::new();
+        let mut docs = Vec::new();
         {
             let mut stmt = self.conn.prepare(
                 "SELECT id, key, path, first_indexed_at, valid_from_raw, valid_until_raw,
@@ -92,85 +64,67 @@ impl Store {
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let id: i64 = r.get(0)?;
-                index_of.insert(id, doc_ids.len());
-                doc_ids.push(id);
                 // SPEC §2.5: hand-written garbage never crashes a search; unreadable text
                 // fields fail closed as invalid metadata.
-                let first: Option<String> = r.get(3).ok().flatten();
                 let from = r.get::<_, Option<String>>(4);
                 let until = r.get::<_, Option<String>>(5);
                 let err = r.get::<_, Option<String>>(6);
-                let broken = from.is_err() || until.is_err() || err.is_err();
-                locations.push((
-                    r.get::<_, String>(7).unwrap_or_default(),
-                    r.get::<_, String>(2).unwrap_or_default(),
-                ));
-                nodes.push(Node {
-                    key: r.get::<_, String>(1).unwrap_or_default(),
+                docs.push(DocumentRecord {
+                    id: r.get(0)?,
+                    source: r.get::<_, String>(7).unwrap_or_default(),
                     path: r.get::<_, String>(2).unwrap_or_default(),
-                    first_indexed_us: first.as_deref().and_then(parse_instant_us),
-                    alias: r.get::<_, Option<String>>(8).ok().flatten(),
-                });
-                let retired_state = r.get::<_, Option<String>>(9).ok().flatten();
-                let retired_vocabulary = r.get::<_, Option<String>>(11).ok().flatten();
-                let retired_overridden = r.get::<_, Option<bool>>(12).ok().flatten();
-                windows.push(Window {
-                    valid_from_raw: from.ok().flatten().filter(|_| frontmatter),
-                    valid_until_raw: until.ok().flatten().filter(|_| frontmatter),
-                    metadata_error: broken || (frontmatter && err.ok().flatten().is_some()),
-                    retired: retired_state.is_some()
-                        && retired_overridden == Some(false)
-                        && retired_vocabulary.is_some_and(|v| vocabulary_in_force(&setting, &v)),
-                    retired_since_raw: r.get::<_, Option<String>>(10).ok().flatten(),
+                    key: r.get::<_, String>(1).unwrap_or_default(),
+                    first_indexed_at: r.get(3).ok().flatten(),
+                    unreadable: from.is_err() || until.is_err() || err.is_err(),
+                    valid_from_raw: from.ok().flatten(),
+                    valid_until_raw: until.ok().flatten(),
+                    metadata_error: err.ok().flatten().is_some(),
+                    alias: r.get(8).ok().flatten(),
+                    retired_state: r.get(9).ok().flatten(),
+                    retired_since: r.get(10).ok().flatten(),
+                    retired_vocabulary: r.get(11).ok().flatten(),
+                    retired_overridden: r.get::<_, Option<bool>>(12).ok().flatten() != Some(false),
                 });
             }
         }
         let mut edges = Vec::new();
-        let mut edge_meta = Vec::new();
         {
-            // Overridden header statements and vocabularies the setting leaves out are not in
-            // force; explain reads them from the table.
             let mut stmt = self.conn.prepare(
-                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line, statement FROM edges
-                 WHERE overridden = 0 ORDER BY id",
+                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden
+                 FROM edges ORDER BY id",
             )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let doc_id: i64 = r.get(0)?;
-                let vocabulary = r.get::<_, String>(4).unwrap_or_default();
-                if !vocabulary_in_force(&setting, &vocabulary) {
+                let Ok(key) = r.get::<_, String>(1) else {
                     continue;
-                }
-                if let (Some(&d), Ok(key)) = (index_of.get(&doc_id), r.get::<_, String>(1)) {
-                    edges.push(Declared {
-                        declarer: d,
-                        key,
-                        reversed: r.get::<_, bool>(3).unwrap_or(false),
-                    });
-                    edge_meta.push(EdgeMeta {
-                        raw: r.get::<_, String>(2).unwrap_or_default(),
-                        vocabulary,
-                        line: r.get::<_, Option<i64>>(5).ok().flatten(),
-                        statement: r
-                            .get::<_, Option<String>>(6)
-                            .ok()
-                            .flatten()
-                            .unwrap_or_default(),
-                    });
-                }
+                };
+                edges.push(EdgeRecord {
+                    doc_id: r.get(0)?,
+                    key,
+                    raw: r.get::<_, String>(2).unwrap_or_default(),
+                    reversed: r.get::<_, bool>(3).unwrap_or(false),
+                    vocabulary: r.get::<_, String>(4).unwrap_or_default(),
+                    line: r.get(5).ok().flatten(),
+                    statement: r
+                        .get::<_, Option<String>>(6)
+                        .ok()
+                        .flatten()
+                        .unwrap_or_default(),
+                    overridden: r.get::<_, bool>(7).unwrap_or(false),
+                });
             }
         }
+        let corpus = Corpus::build(docs, edges, &setting);
         let (ids, dense) = if dim > 0 {
-            self.load_vectors(dim, |doc| index_of.contains_key(&doc))?
+            self.load_vectors(dim, |doc| corpus.index_of.contains_key(&doc))?
         } else {
             (Vec::new(), DenseIndex::new(0))
         };
         let mut row_chunk = Vec::with_capacity(ids.len());
         let mut row_doc = Vec::with_capacity(ids.len());
-        let mut doc_rows = vec![Vec::new(); doc_ids.len()];
+        let mut doc_rows = vec![Vec::new(); corpus.doc_ids.len()];
         for (row, (chunk_id, doc_id)) in ids.into_iter().enumerate() {
-            let d = index_of[&doc_id];
+            let d = corpus.index_of[&doc_id];
             doc_rows[d].push(row);
             row_chunk.push(chunk_id);
             row_doc.push(d);
@@ -186,11 +140,7 @@ impl Store {
             row_chunk,
             row_doc,
             doc_rows,
-            doc_ids,
-            graph: Graph::build_declared(nodes, &edges),
-            windows,
-            locations,
-            edge_meta,
+            corpus,
         })
     }
 }

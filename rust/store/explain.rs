@@ -11,8 +11,8 @@ use crate::trust::{self, Candidate, Policy};
 
 use rusqlite::OptionalExtension;
 
-use super::cache::vocabulary_in_force;
 use super::Store;
+use crate::judgment::vocabulary_in_force;
 
 /// How deep `explain` looks into each leg for a document's rank.
 pub const EXPLAIN_DEPTH: usize = 100;
@@ -121,11 +121,11 @@ impl Store {
             .index
             .search(text, EXPLAIN_DEPTH)?;
         let cache = self.cache.as_ref().expect("cache loaded above");
-        let found = cache.locations.iter().position(|(source, path)| {
+        let found = cache.corpus.locations.iter().position(|(source, path)| {
             path == file || Path::new(source).join(path) == Path::new(file)
         });
         let Some(d) = found else { return Ok(None) };
-        let g = &cache.graph;
+        let g = &cache.corpus.graph;
         let k = policy.known_as_of_us;
         let path_of = |i: usize| g.node(i).path.clone();
         let view = |id: usize| {
@@ -138,7 +138,12 @@ impl Store {
                     ("ambiguous", ts.iter().map(|&t| path_of(t)).collect())
                 }
             };
-            let meta = cache.edge_meta.get(c.edge).cloned().unwrap_or_default();
+            let meta = cache
+                .corpus
+                .edge_meta
+                .get(c.edge)
+                .cloned()
+                .unwrap_or_default();
             ClaimView {
                 declarer: path_of(c.declarer),
                 reference: meta.raw,
@@ -167,9 +172,9 @@ impl Store {
             None => Candidate::dense(d, -1, f32::NEG_INFINITY),
         };
         let (verdict, successor) =
-            trust::verdict(g, &cache.windows, d, cand.proven(policy), policy);
-        let w = &cache.windows[d];
-        let (retired, ignored) = self.declarations_of(cache.doc_ids[d], w.retired)?;
+            trust::verdict(g, &cache.corpus.windows, d, cand.proven(policy), policy);
+        let w = &cache.corpus.windows[d];
+        let (retired, ignored) = self.declarations_of(cache.corpus.doc_ids[d], w.retired)?;
         Ok(Some(Explanation {
             path: path_of(d),
             key: g.node(d).key.clone(),

@@ -5,13 +5,15 @@
 //! share. One file per job: `schema` (tables and forward migrations), `write` (the write path of
 //! an index run, one transaction per run, SPEC §1), `lexical_files` (the lexical leg's files kept
 //! in the store), `cache` (the in-memory search cache), `vectors` (reading sqlite-vec's storage),
-//! `stats` (read-only summaries), `search` and `explain` (the read path of a query). Does not
+//! `stats` (read-only summaries), `search` and `explain` (the read path of a query), `export`
+//! (reading a store out whole for `recall migrate`). Does not
 //! own: parsing, chunking, embedding (Python), any trust rule (trust.rs), scoring inside a leg
 //! (dense.rs, lexical.rs) or fusion (fusion.rs).
 
 mod cache;
 mod doctor;
 mod explain;
+mod export;
 mod forget;
 mod lexical_files;
 mod schema;
@@ -28,9 +30,11 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use crate::errors::{CoreError, Result};
 use crate::trust;
 
+pub(crate) use crate::judgment::lexical_body;
 pub(crate) use cache::SearchCache;
 pub use doctor::Check;
 pub use explain::{ClaimView, Explanation, IgnoredDeclaration, RetiredView, EXPLAIN_DEPTH};
+pub use export::ExportedDocument;
 pub use forget::{ForgetPlan, Forgotten};
 pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
@@ -407,11 +411,6 @@ impl Drop for Store {
     fn drop(&mut self) {
         self.rollback();
     }
-}
-
-/// What the lexical leg indexes for a chunk: its text under its title and heading path (SPEC §4).
-pub(crate) fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
-    format!("{title}\n{heading_path}\n{text}")
 }
 
 /// Little-endian f32 bytes, the vector format sqlite-vec reads.

@@ -5,14 +5,13 @@
 //! Does not own: loading the cache (cache.rs), the per-document explanation (explain.rs), the
 //! rules (trust.rs), scoring inside each leg (dense.rs, lexical.rs) or fusion (fusion.rs).
 
-use std::collections::HashSet;
-
 use crate::errors::{CoreError, Result};
 use crate::evidence::QueryEvidence;
 use crate::fusion;
+use crate::judgment::{self, lexical_body};
 use crate::trust::{self, Candidate, Policy};
 
-use super::{lexical_body, Store};
+use super::Store;
 
 /// (state, since, vocabulary, line, statement) of a retirement in force.
 pub type Retired = (String, Option<String>, String, Option<i64>, String);
@@ -74,8 +73,7 @@ impl Store {
         Ok(QueryEvidence::new(index.term_idfs(text)?, text))
     }
 
-    /// A candidate chunk with its lexical evidence: the share of the query's IDF mass its
-    /// indexed text (title, headings, body) holds, and whether it holds the asked identifiers.
+    /// A candidate chunk with its lexical evidence (judgment.rs), its text read from the store.
     pub(super) fn candidate(
         &self,
         ev: &QueryEvidence,
@@ -83,8 +81,7 @@ impl Store {
         chunk: i64,
         score: f32,
     ) -> Candidate {
-        let mut c = Candidate::dense(doc, chunk, score);
-        let text: Option<String> = self
+        let body: Option<String> = self
             .conn
             .prepare_cached(
                 "SELECT d.title, c.heading_path, c.text FROM chunks c
@@ -100,18 +97,7 @@ impl Store {
                 })
             })
             .ok();
-        let index = &self.lexical.as_ref().expect("lexical index loaded").index;
-        match text {
-            Some(body) => {
-                let terms: HashSet<String> = index.terms(&body).into_iter().collect();
-                c.lexical = ev.lexical_share(&terms);
-                c.identifiers_held = ev.identifiers_held(&body);
-                c.identifier_match = c.identifiers_held && !ev.identifiers().is_empty();
-            }
-            // A chunk removed by a concurrent writer: no evidence for it.
-            None => c.identifiers_held = ev.identifiers().is_empty(),
-        }
-        c
+        judgment::candidate(ev, doc, chunk, score, body.as_deref())
     }
 
     /// Dense retrieval, then the trust layer (SPEC §4–§5): `candidates` dense chunks, one hit
@@ -161,20 +147,18 @@ impl Store {
         let fused = fusion::rrf(&dense_ids, &lexical_ids);
         let t_fused = std::time::Instant::now();
         let ev = self.query_evidence(text)?;
-        let mut retrieval = std::collections::HashMap::new();
-        let mut seen_docs = std::collections::HashSet::new();
-        let mut cands: Vec<Candidate> = Vec::with_capacity(k);
-        for f in &fused {
-            let row = cache.chunk_row[&f.chunk];
-            let doc = cache.row_doc[row];
-            if cands.len() < k && seen_docs.insert(doc) {
+        let (cands, retrieval) = judgment::shortlist(
+            &fused,
+            k,
+            |chunk| cache.chunk_row.get(&chunk).map(|&row| cache.row_doc[row]),
+            |f, doc| {
+                let row = cache.chunk_row[&f.chunk];
                 let score = dense
                     .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
                     .map_or_else(|| cache.dense.score(row, query), |&(_, s)| s);
-                cands.push(self.candidate(&ev, doc, f.chunk, score));
-                retrieval.insert(f.chunk, f.clone());
-            }
-        }
+                self.candidate(&ev, doc, f.chunk, score)
+            },
+        );
         let fetch = |d: usize| {
             cache.doc_rows[d]
                 .iter()
@@ -182,7 +166,13 @@ impl Store {
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|(row, score)| self.candidate(&ev, d, cache.row_chunk[row], score))
         };
-        let judged = trust::judge(&cache.graph, &cache.windows, &cands, policy, fetch);
+        let judged = trust::judge(
+            &cache.corpus.graph,
+            &cache.corpus.windows,
+            &cands,
+            policy,
+            fetch,
+        );
         let mut hits = Vec::with_capacity(judged.len());
         let mut stmt = self.conn.prepare_cached(
             "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
@@ -192,9 +182,13 @@ impl Store {
              FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
         )?;
         for h in judged {
-            let superseded_by = h.superseded_by.map(|s| cache.graph.node(s).path.clone());
-            let promoted_from = h.promoted_from.map(|s| cache.graph.node(s).path.clone());
-            let retired_in_force = cache.windows[h.doc].retired;
+            let superseded_by = h
+                .superseded_by
+                .map(|s| cache.corpus.graph.node(s).path.clone());
+            let promoted_from = h
+                .promoted_from
+                .map(|s| cache.corpus.graph.node(s).path.clone());
+            let retired_in_force = cache.corpus.windows[h.doc].retired;
             let row = stmt.query_row([h.chunk], |r| {
                 let retired = match r.get::<_, Option<String>>(12).ok().flatten() {
                     Some(state) if retired_in_force => Some((
@@ -251,7 +245,7 @@ impl Store {
             dense,
             lexical,
             generation: cache.generation,
-            documents: cache.doc_ids.len(),
+            documents: cache.corpus.doc_ids.len(),
             load_ms: ms(t0, t_loaded),
             lexical_ms: ms(t_loaded, t_lexical),
             dense_ms: ms(t1, t2),

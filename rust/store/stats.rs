@@ -5,8 +5,8 @@
 
 use crate::errors::Result;
 
-use super::cache::vocabulary_in_force;
 use super::{EmbedderInfo, Store, VEC_TABLE};
+use crate::judgment::vocabulary_in_force;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {

@@ -219,6 +219,17 @@ impl Store {
     /// Insert or replace one document with its chunks, vectors and edges. A replaced document
     /// keeps its `first_indexed_at` (SPEC §2.4).
     pub fn put_document(&mut self, doc: &NewDocument, now: &str) -> Result<()> {
+        self.put_document_as(doc, now, None)
+    }
+
+    /// `put_document`, a new document taking `first_indexed_at` when given (a memory moved
+    /// from another store keeps its transaction times; an existing row still keeps its own).
+    pub fn put_document_as(
+        &mut self,
+        doc: &NewDocument,
+        now: &str,
+        first_indexed_at: Option<&str>,
+    ) -> Result<()> {
         self.require_write()?;
         self.lexical_mut()?;
         let dim = self
@@ -240,9 +251,10 @@ impl Store {
             None => 0,
         };
         // SPEC §2.4: a document brought back after `forget --undo` keeps its transaction time.
-        let first_indexed_at: String = match existing {
-            Some(_) => now.to_string(),
-            None => self
+        let first_indexed_at: String = match (existing, first_indexed_at) {
+            (Some(_), _) => now.to_string(),
+            (None, Some(first)) => first.to_string(),
+            (None, None) => self
                 .take_undone_forget(&doc.source, &doc.path)?
                 .unwrap_or_else(|| now.to_string()),
         };

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
             False, "--undo", help="Bring forgotten documents back (all when no path is given)."
         ),
         show: bool = typer.Option(False, "--list", help="Show the forget journal."),
-        db: Optional[Path] = DbOption,
+        db: Optional[str] = DbOption,
         as_json: bool = JsonOption,
     ) -> None:
         """Remove documents from the store, never the files: a dry run unless --apply."""

@@ -1,0 +1,117 @@
+"""The tables of one memory in PostgreSQL: a schema per namespace (`recall` by default).
+
+Owns: the namespace's name rules, the DDL of its tables and indexes, and the SQL that sets up
+roles. Does not own: reading or writing rows (store.py).
+
+The tables mirror the single-file store's (documents, chunks, edges, meta) so that a memory
+moves between backends row for row; the chunk table is made by the first index run, when the
+embedder's dimension is known. Vectors are pgvector `vector(D)` with an HNSW index over cosine
+distance; the lexical leg is a `tsvector` of the core's own analysed terms with a GIN index
+(it finds the matching chunks; the core orders them by BM25), and `lexicon` keeps each term's
+document frequency for BM25 and the lexical evidence (SPEC §7).
+"""
+
+from __future__ import annotations
+
+import re
+
+from recall.errors import UsageError
+
+__all__ = ["DEFAULT_NAMESPACE", "SCHEMA_VERSION", "base_ddl", "chunks_ddl", "check_namespace"]
+
+DEFAULT_NAMESPACE = "recall"
+#: Version of the tables below (kept in `meta` as `pg_schema_version`).
+SCHEMA_VERSION = 1
+
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def check_namespace(name: str) -> str:
+    """A namespace is a PostgreSQL schema name: lower-case letters, digits and `_`."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.startswith("pg_"):
+        raise UsageError(
+            f"recall: namespace {name!r} is not usable: use lower-case letters, digits and _ "
+            "(at most 63, not starting with a digit or pg_), e.g. --namespace team_notes"
+        )
+    return name
+
+
+def base_ddl(ns: str) -> str:
+    """The namespace's tables that do not depend on the embedder (its schema exists)."""
+    return f"""
+CREATE TABLE IF NOT EXISTS {ns}.meta (
+    key   text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {ns}.documents (
+    id                 bigserial PRIMARY KEY,
+    source             text NOT NULL,
+    path               text NOT NULL,
+    key                text NOT NULL,
+    title              text NOT NULL,
+    content_hash       text NOT NULL,
+    size_bytes         bigint NOT NULL,
+    -- SPEC §2.4 transaction time, from the server clock when the run commits; never
+    -- overwritten. NULL only inside the run that adds the document.
+    first_indexed_at   text,
+    indexed_at         text,
+    valid_from_raw     text,
+    valid_until_raw    text,
+    valid_from         text,
+    valid_until        text,
+    metadata_error     text,
+    frontmatter        text NOT NULL DEFAULT '{{}}',
+    mtime_ns           bigint,
+    alias              text,
+    retired_state      text,
+    retired_since      text,
+    retired_vocabulary text,
+    retired_line       integer,
+    retired_statement  text,
+    retired_overridden boolean NOT NULL DEFAULT false,
+    UNIQUE (source, path)
+);
+CREATE INDEX IF NOT EXISTS documents_key ON {ns}.documents (key);
+CREATE INDEX IF NOT EXISTS documents_alias ON {ns}.documents (alias);
+CREATE TABLE IF NOT EXISTS {ns}.edges (
+    id         bigserial PRIMARY KEY,
+    doc_id     bigint NOT NULL REFERENCES {ns}.documents (id) ON DELETE CASCADE,
+    raw_ref    text NOT NULL,
+    key        text NOT NULL,
+    reversed   boolean NOT NULL DEFAULT false,
+    vocabulary text NOT NULL DEFAULT 'frontmatter',
+    line       integer,
+    statement  text,
+    overridden boolean NOT NULL DEFAULT false
+);
+CREATE INDEX IF NOT EXISTS edges_doc ON {ns}.edges (doc_id);
+CREATE INDEX IF NOT EXISTS edges_key ON {ns}.edges (key);
+CREATE TABLE IF NOT EXISTS {ns}.lexicon (
+    term text PRIMARY KEY,
+    df   bigint NOT NULL
+);
+"""
+
+
+def chunks_ddl(ns: str, dim: int) -> str:
+    """The chunk table for an embedder of `dim` dimensions, with both legs' indexes."""
+    return f"""
+CREATE TABLE IF NOT EXISTS {ns}.chunks (
+    id           bigserial PRIMARY KEY,
+    doc_id       bigint NOT NULL REFERENCES {ns}.documents (id) ON DELETE CASCADE,
+    ordinal      integer NOT NULL,
+    text         text NOT NULL,
+    byte_start   integer NOT NULL,
+    byte_end     integer NOT NULL,
+    line_start   integer NOT NULL,
+    line_end     integer NOT NULL,
+    heading_path text NOT NULL,
+    body         tsvector NOT NULL,
+    tokens       integer NOT NULL,           -- analysed tokens: BM25's length
+    embedding    vector({int(dim)}) NOT NULL,
+    UNIQUE (doc_id, ordinal)
+);
+CREATE INDEX IF NOT EXISTS chunks_body ON {ns}.chunks USING gin (body);
+CREATE INDEX IF NOT EXISTS chunks_embedding ON {ns}.chunks
+    USING hnsw (embedding vector_cosine_ops);
+"""

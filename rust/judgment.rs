@@ -1,0 +1,289 @@
+//! A query's judgment over any backend (SPEC §4–§5): the corpus the trust layer reasons over,
+//! built from rows as a backend reads them, and the step from the fused legs to judged hits.
+//!
+//! Owns: turning document and edge rows into the graph and validity windows (the vocabulary
+//! setting applied), a candidate's lexical evidence read from its text, and the shortlist of one
+//! candidate per document that the trust layer judges. The single-file store (store/) and the
+//! PostgreSQL backend (Python, through `Corpus` in py_corpus.rs) both go through here, so a
+//! verdict never depends on where the notes are stored. Does not own: reading rows (each
+//! backend), scoring inside a leg, fusion (fusion.rs) or the rules (trust.rs).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::evidence::QueryEvidence;
+use crate::fusion::Fused;
+use crate::graph::{Declared, Graph, Node};
+use crate::lexical;
+use crate::trust::{Candidate, Window};
+
+/// One stored document as the trust layer needs it.
+#[derive(Debug, Clone, Default)]
+pub struct DocumentRecord {
+    pub id: i64,
+    pub source: String,
+    pub path: String,
+    pub key: String,
+    /// The store's fixed-width instant; None or unparsable: undated (SPEC §2.4).
+    pub first_indexed_at: Option<String>,
+    pub valid_from_raw: Option<String>,
+    pub valid_until_raw: Option<String>,
+    pub metadata_error: bool,
+    /// A text field could not be read: the document fails closed as invalid metadata.
+    pub unreadable: bool,
+    pub alias: Option<String>,
+    pub retired_state: Option<String>,
+    pub retired_since: Option<String>,
+    pub retired_vocabulary: Option<String>,
+    pub retired_overridden: bool,
+}
+
+/// One declared edge as stored, overridden ones included.
+#[derive(Debug, Clone, Default)]
+pub struct EdgeRecord {
+    pub doc_id: i64,
+    pub key: String,
+    pub raw: String,
+    pub reversed: bool,
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
+    pub overridden: bool,
+}
+
+/// Where an edge in force was written (SPEC §8.4), for explain.
+#[derive(Debug, Clone, Default)]
+pub struct EdgeMeta {
+    pub raw: String,
+    pub vocabulary: String,
+    pub line: Option<i64>,
+    pub statement: String,
+}
+
+/// SPEC §8.4 `--vocabularies`: which vocabularies' declarations are in force for a store.
+pub fn vocabulary_in_force(setting: &str, vocabulary: &str) -> bool {
+    match setting {
+        "none" => false,
+        "frontmatter" => vocabulary == "frontmatter",
+        _ => true,
+    }
+}
+
+/// Documents, their windows and the graph of the edges in force: one generation's view.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    pub doc_ids: Vec<i64>,
+    pub index_of: HashMap<i64, usize>,
+    pub graph: Graph,
+    pub windows: Vec<Window>,
+    /// Per document: (source, path); per edge in force (as given to the graph): where it was
+    /// written.
+    pub locations: Vec<(String, String)>,
+    pub edge_meta: Vec<EdgeMeta>,
+}
+
+impl Corpus {
+    /// The corpus under vocabulary `setting` (none|frontmatter|all): declarations of the
+    /// vocabularies left out and header statements frontmatter overrode are not in force.
+    pub fn build(docs: Vec<DocumentRecord>, edges: Vec<EdgeRecord>, setting: &str) -> Corpus {
+        let frontmatter = vocabulary_in_force(setting, "frontmatter");
+        let mut c = Corpus::default();
+        let mut nodes = Vec::with_capacity(docs.len());
+        for d in docs {
+            c.index_of.insert(d.id, c.doc_ids.len());
+            c.doc_ids.push(d.id);
+            c.windows.push(Window {
+                valid_from_raw: d.valid_from_raw.filter(|_| frontmatter),
+                valid_until_raw: d.valid_until_raw.filter(|_| frontmatter),
+                metadata_error: d.unreadable || (frontmatter && d.metadata_error),
+                retired: d.retired_state.is_some()
+                    && !d.retired_overridden
+                    && d.retired_vocabulary
+                        .as_deref()
+                        .is_some_and(|v| vocabulary_in_force(setting, v)),
+                retired_since_raw: d.retired_since,
+            });
+            nodes.push(Node {
+                key: d.key,
+                path: d.path.clone(),
+                first_indexed_us: d
+                    .first_indexed_at
+                    .as_deref()
+                    .and_then(crate::store::parse_instant_us),
+                alias: d.alias,
+            });
+            c.locations.push((d.source, d.path));
+        }
+        let mut declared = Vec::new();
+        for e in edges {
+            if e.overridden || !vocabulary_in_force(setting, &e.vocabulary) {
+                continue;
+            }
+            if let Some(&d) = c.index_of.get(&e.doc_id) {
+                declared.push(Declared {
+                    declarer: d,
+                    key: e.key,
+                    reversed: e.reversed,
+                });
+                c.edge_meta.push(EdgeMeta {
+                    raw: e.raw,
+                    vocabulary: e.vocabulary,
+                    line: e.line,
+                    statement: e.statement,
+                });
+            }
+        }
+        c.graph = Graph::build_declared(nodes, &declared);
+        c
+    }
+
+    /// The document at (source, path), if stored.
+    pub fn find(&self, source: &str, path: &str) -> Option<usize> {
+        self.locations
+            .iter()
+            .position(|(s, p)| s == source && p == path)
+    }
+}
+
+/// The text a chunk's lexical evidence is read from: title, heading path and body, as indexed.
+pub fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
+    format!("{title}\n{heading_path}\n{text}")
+}
+
+/// A candidate chunk with its lexical evidence (SPEC §7): the share of the query's IDF mass its
+/// indexed text holds, and whether it holds the asked identifiers. `body` None: a chunk a
+/// concurrent writer removed, with no evidence.
+pub fn candidate(
+    ev: &QueryEvidence,
+    doc: usize,
+    chunk: i64,
+    score: f32,
+    body: Option<&str>,
+) -> Candidate {
+    let mut c = Candidate::dense(doc, chunk, score);
+    match body {
+        Some(body) => {
+            let terms: HashSet<String> = lexical::terms(body).into_iter().collect();
+            c.lexical = ev.lexical_share(&terms);
+            c.identifiers_held = ev.identifiers_held(body);
+            c.identifier_match = c.identifiers_held && !ev.identifiers().is_empty();
+        }
+        None => c.identifiers_held = ev.identifiers().is_empty(),
+    }
+    c
+}
+
+/// SPEC §4–§5: walk the fused list best first and keep each document's best chunk until `k`
+/// documents are held; `candidate(f, doc)` builds the candidate of a kept chunk. A chunk
+/// `doc_of` does not know (a concurrent writer removed it) is skipped. Returns the candidates
+/// and the retrieval of each kept chunk.
+pub fn shortlist(
+    fused: &[Fused],
+    k: usize,
+    doc_of: impl Fn(i64) -> Option<usize>,
+    mut candidate: impl FnMut(&Fused, usize) -> Candidate,
+) -> (Vec<Candidate>, HashMap<i64, Fused>) {
+    let mut retrieval = HashMap::new();
+    let mut seen = HashSet::new();
+    let mut cands = Vec::with_capacity(k);
+    for f in fused {
+        if cands.len() >= k {
+            break;
+        }
+        let Some(doc) = doc_of(f.chunk) else { continue };
+        if seen.insert(doc) {
+            cands.push(candidate(f, doc));
+            retrieval.insert(f.chunk, f.clone());
+        }
+    }
+    (cands, retrieval)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: i64, path: &str) -> DocumentRecord {
+        DocumentRecord {
+            id,
+            source: "/notes".into(),
+            path: path.into(),
+            key: crate::graph::resolution_key(path),
+            first_indexed_at: Some("2026-01-01T00:00:00.000000Z".into()),
+            ..DocumentRecord::default()
+        }
+    }
+
+    fn edge(doc_id: i64, key: &str, vocabulary: &str, overridden: bool) -> EdgeRecord {
+        EdgeRecord {
+            doc_id,
+            key: key.into(),
+            raw: key.into(),
+            vocabulary: vocabulary.into(),
+            overridden,
+            ..EdgeRecord::default()
+        }
+    }
+
+    #[test]
+    fn the_setting_decides_which_edges_are_in_force() {
+        let docs = || vec![doc(10, "a.md"), doc(20, "b.md"), doc(30, "c.md")];
+        let edges = || {
+            vec![
+                edge(20, "a", "frontmatter", false),
+                edge(30, "b", "pep", false),
+                edge(30, "a", "pep", true),
+            ]
+        };
+        let all = Corpus::build(docs(), edges(), "all");
+        assert_eq!(all.edge_meta.len(), 2);
+        assert_eq!(all.graph.successor(0, None), Some(1));
+        assert_eq!(all.graph.successor(1, None), Some(2));
+        let front = Corpus::build(docs(), edges(), "frontmatter");
+        assert_eq!(front.edge_meta.len(), 1);
+        assert_eq!(front.graph.successor(1, None), None);
+        let none = Corpus::build(docs(), edges(), "none");
+        assert!(none.edge_meta.is_empty());
+        assert_eq!(all.find("/notes", "b.md"), Some(1));
+        assert_eq!(all.index_of[&30], 2);
+    }
+
+    #[test]
+    fn unreadable_or_broken_metadata_fails_closed() {
+        let mut d = doc(1, "a.md");
+        d.metadata_error = true;
+        let mut u = doc(2, "b.md");
+        u.unreadable = true;
+        let c = Corpus::build(vec![d.clone(), u.clone()], vec![], "all");
+        assert!(c.windows[0].metadata_error && c.windows[1].metadata_error);
+        let c = Corpus::build(vec![d, u], vec![], "none");
+        assert!(!c.windows[0].metadata_error && c.windows[1].metadata_error);
+    }
+
+    #[test]
+    fn shortlist_keeps_one_chunk_per_document_up_to_k() {
+        let fused = crate::fusion::rrf(&[1, 2, 3, 4], &[5, 2]);
+        let doc_of = |c: i64| match c {
+            1 | 2 => Some(0),
+            3 => Some(1),
+            5 => Some(2),
+            _ => None,
+        };
+        let (cands, retrieval) =
+            shortlist(&fused, 2, doc_of, |f, d| Candidate::dense(d, f.chunk, 0.5));
+        let docs: Vec<usize> = cands.iter().map(|c| c.doc).collect();
+        assert_eq!(docs, vec![0, 2]);
+        assert_eq!(retrieval.len(), 2);
+    }
+
+    #[test]
+    fn evidence_reads_the_chunk_text() {
+        let ev = QueryEvidence::new(
+            vec![("retri".into(), 2.0), ("ref".into(), 1.0)],
+            "REF-7 retries",
+        );
+        let c = candidate(&ev, 0, 1, 0.4, Some("Retries for REF-7"));
+        assert!(c.identifiers_held && c.identifier_match && c.lexical > 0.6);
+        let gone = candidate(&ev, 0, 1, 0.4, None);
+        assert!(!gone.identifiers_held && gone.lexical == 0.0);
+    }
+}

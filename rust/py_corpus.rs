@@ -1,0 +1,299 @@
+//! The judgment for backends that retrieve in Python (PostgreSQL): `Corpus` holds one
+//! generation's documents, windows and graph; `Corpus.judge` takes what both legs retrieved and
+//! returns the judged hits through the same fusion, evidence and trust code as the single-file
+//! store (judgment.rs), with every dense score computed here from the stored vectors.
+//!
+//! Owns: converting Python rows and candidates to and from the judgment's types. Does not own:
+//! retrieval or SQL (the backend), or any rule (judgment.rs, trust.rs).
+
+use std::collections::HashMap;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::dense::dot;
+use crate::evidence::{idf, QueryEvidence};
+use crate::fusion::{self, Fused};
+use crate::judgment::{self, Corpus, DocumentRecord, EdgeRecord};
+use crate::lexical;
+use crate::trust::{self, Candidate, Policy};
+
+/// (id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw, metadata_error,
+/// alias, retired: (state, since, vocabulary, overridden))
+type DocumentRow = (
+    i64,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    bool,
+    Option<String>,
+    Option<(String, Option<String>, String, bool)>,
+);
+/// (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden)
+type EdgeRowIn = (i64, String, String, bool, String, Option<i64>, String, bool);
+/// A chunk as retrieved: (doc_id, float32 little-endian vector, lexical body).
+type ChunkIn = (i64, Vec<u8>, String);
+
+fn le_f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+/// A fused candidate's per-leg ranks and reciprocal-rank contributions.
+pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<'py, PyDict>> {
+    let r = PyDict::new(py);
+    r.set_item("dense_rank", f.dense_rank)?;
+    r.set_item("lexical_rank", f.lexical_rank)?;
+    r.set_item("dense_rrf", fusion::contribution(f.dense_rank))?;
+    r.set_item("lexical_rrf", fusion::contribution(f.lexical_rank))?;
+    r.set_item("fused", f.score)?;
+    Ok(r)
+}
+
+#[pyclass(name = "Corpus", module = "recall._core", frozen)]
+pub struct PyCorpus {
+    inner: Corpus,
+}
+
+#[pymethods]
+impl PyCorpus {
+    #[new]
+    #[pyo3(signature = (documents, edges, vocabularies = "all"))]
+    fn new(documents: Vec<DocumentRow>, edges: Vec<EdgeRowIn>, vocabularies: &str) -> Self {
+        let docs = documents
+            .into_iter()
+            .map(|d| DocumentRecord {
+                id: d.0,
+                source: d.1,
+                path: d.2,
+                key: d.3,
+                first_indexed_at: d.4,
+                valid_from_raw: d.5,
+                valid_until_raw: d.6,
+                metadata_error: d.7,
+                unreadable: false,
+                alias: d.8,
+                retired_overridden: d.9.as_ref().is_none_or(|r| r.3),
+                retired_state: d.9.as_ref().map(|r| r.0.clone()),
+                retired_since: d.9.as_ref().and_then(|r| r.1.clone()),
+                retired_vocabulary: d.9.map(|r| r.2),
+            })
+            .collect();
+        let edges = edges
+            .into_iter()
+            .map(|e| EdgeRecord {
+                doc_id: e.0,
+                key: e.1,
+                raw: e.2,
+                reversed: e.3,
+                vocabulary: e.4,
+                line: e.5,
+                statement: e.6,
+                overridden: e.7,
+            })
+            .collect();
+        PyCorpus {
+            inner: Corpus::build(docs, edges, vocabularies),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.doc_ids.len()
+    }
+
+    /// Judge what the legs retrieved (SPEC §4–§5). `dense` holds the nearest chunk ids (any
+    /// order: they are ordered here by the cosine of the stored vectors, ties by chunk id, as
+    /// the file store's exact scan orders them) and `lexical` the lexical leg's, best first
+    /// (`bm25_rank`); both are cut to `candidates`. `chunks` maps each id to (doc_id, vector,
+    /// lexical body); `term_dfs` gives the document frequency of each analysed query term among
+    /// `chunk_count` chunks; `fetch(doc_id)` returns a successor's chunks as [(chunk_id, vector,
+    /// body)]. Returns the hits (chunk, doc_id, verdict, confidence, …) and the dense leg's
+    /// (chunk, cosine) best first.
+    #[pyo3(signature = (query, *, text, dense, lexical, chunks, term_dfs, chunk_count, fetch, k,
+        candidates, now_us, known_as_of_us, threshold, scale, unverified, lexical_weight=0.0,
+        identifier_weight=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn judge<'py>(
+        &self,
+        py: Python<'py>,
+        query: &[u8],
+        text: &str,
+        dense: Vec<i64>,
+        lexical: Vec<i64>,
+        chunks: HashMap<i64, ChunkIn>,
+        term_dfs: Vec<(String, u64)>,
+        chunk_count: u64,
+        fetch: Bound<'py, PyAny>,
+        k: usize,
+        candidates: usize,
+        now_us: i64,
+        known_as_of_us: Option<i64>,
+        threshold: f64,
+        scale: f64,
+        unverified: bool,
+        lexical_weight: f64,
+        identifier_weight: f64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let q = le_f32s(query);
+        let corpus = &self.inner;
+        let policy = Policy {
+            now_us,
+            known_as_of_us,
+            threshold,
+            scale,
+            unverified,
+            lexical_weight,
+            identifier_weight,
+        };
+        let score_of = |vector: &[u8]| {
+            let v = le_f32s(vector);
+            if v.len() == q.len() {
+                dot(&v, &q)
+            } else {
+                0.0
+            }
+        };
+        let doc_of = |chunk: i64| {
+            chunks
+                .get(&chunk)
+                .and_then(|(doc_id, _, _)| corpus.index_of.get(doc_id).copied())
+        };
+        // SPEC §4: the dense leg's cosines, computed here from the vectors as stored, and its
+        // order, as the exact scan of the file store orders them.
+        let mut dense: Vec<(i64, f32)> = dense
+            .into_iter()
+            .filter(|&c| doc_of(c).is_some())
+            .map(|c| (c, score_of(&chunks[&c].1)))
+            .collect();
+        dense.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        dense.dedup_by_key(|d| d.0);
+        dense.truncate(candidates);
+        let dfs: HashMap<String, u64> = term_dfs.into_iter().collect();
+        let df = |t: &str| dfs.get(t).copied().unwrap_or(0);
+        let lexical_ids: Vec<i64> = lexical
+            .into_iter()
+            .filter(|&c| doc_of(c).is_some())
+            .take(candidates)
+            .collect();
+        let dense_ids: Vec<i64> = dense.iter().map(|&(c, _)| c).collect();
+        let fused = fusion::rrf(&dense_ids, &lexical_ids);
+        let terms: Vec<(String, f64)> = lexical::terms(text)
+            .into_iter()
+            .map(|t| {
+                let n = df(&t);
+                (t, idf(n, chunk_count))
+            })
+            .collect();
+        let ev = QueryEvidence::new(terms, text);
+        let (cands, retrieval) = judgment::shortlist(&fused, k, doc_of, |f, doc| {
+            let (_, vector, body) = &chunks[&f.chunk];
+            let score = dense
+                .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
+                .map_or_else(|| score_of(vector), |&(_, s)| s);
+            judgment::candidate(&ev, doc, f.chunk, score, Some(body))
+        });
+        let mut failure: Option<PyErr> = None;
+        let fetch_one = |d: usize| -> Option<Candidate> {
+            let rows = fetch
+                .call1((corpus.doc_ids[d],))
+                .and_then(|r| r.extract::<Vec<(i64, Vec<u8>, String)>>());
+            match rows {
+                Ok(rows) => rows
+                    .iter()
+                    .map(|(chunk, vector, body)| (*chunk, score_of(vector), body))
+                    .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                    .map(|(chunk, score, body)| {
+                        judgment::candidate(&ev, d, chunk, score, Some(body))
+                    }),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    None
+                }
+            }
+        };
+        let judged = trust::judge(&corpus.graph, &corpus.windows, &cands, &policy, fetch_one);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let hits = PyList::empty(py);
+        for h in judged {
+            let d = PyDict::new(py);
+            let path_of = |i: usize| corpus.graph.node(i).path.clone();
+            d.set_item("chunk", h.chunk)?;
+            d.set_item("doc_id", corpus.doc_ids[h.doc])?;
+            d.set_item("verdict", h.verdict.as_str())?;
+            d.set_item("confidence", h.confidence)?;
+            d.set_item("score", f64::from(h.score))?;
+            d.set_item("superseded_by", h.superseded_by.map(path_of))?;
+            d.set_item("promoted_from", h.promoted_from.map(path_of))?;
+            d.set_item("promoted", h.promoted)?;
+            d.set_item("fetched", h.fetched)?;
+            d.set_item("lexical", f64::from(h.lexical))?;
+            d.set_item("identifiers_held", h.identifiers_held)?;
+            d.set_item("identifier_match", h.identifier_match)?;
+            d.set_item("retired_in_force", corpus.windows[h.doc].retired)?;
+            let r = retrieval
+                .get(&h.chunk)
+                .map(|f| retrieval_dict(py, f))
+                .transpose()?;
+            d.set_item("retrieval", r)?;
+            hits.append(d)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("hits", hits)?;
+        let dense: Vec<(i64, f64)> = dense.iter().map(|&(c, s)| (c, f64::from(s))).collect();
+        out.set_item("dense", dense)?;
+        Ok(out)
+    }
+}
+
+/// The number of analysed tokens of `text` (the length BM25 normalises by).
+#[pyfunction]
+pub fn lexical_length(text: &str) -> usize {
+    lexical::analyse(text).len()
+}
+
+/// The lexical leg's order for chunks a text search matched: `pool` is [(chunk_id, lexical
+/// body)], `term_dfs` each query term's document frequency among `chunk_count` chunks holding
+/// `token_count` tokens. BM25 as the file store's index scores it, best first, ties by chunk
+/// id, at most `limit`.
+#[pyfunction]
+pub fn bm25_rank(
+    text: &str,
+    pool: Vec<(i64, String)>,
+    term_dfs: Vec<(String, u64)>,
+    chunk_count: u64,
+    token_count: u64,
+    limit: usize,
+) -> Vec<(i64, f64)> {
+    let dfs: HashMap<String, u64> = term_dfs.into_iter().collect();
+    let pool: Vec<(i64, &str)> = pool.iter().map(|(c, b)| (*c, b.as_str())).collect();
+    let df = |t: &str| dfs.get(t).copied().unwrap_or(0);
+    let mut ranked = lexical::bm25_rank(text, df, chunk_count, token_count, &pool);
+    ranked.dedup_by_key(|r| r.0);
+    ranked.truncate(limit);
+    ranked.into_iter().map(|(c, s)| (c, f64::from(s))).collect()
+}
+
+/// The distinct analysed terms of `text`, in order (the lexical leg's analyser).
+#[pyfunction]
+pub fn lexical_terms(text: &str) -> Vec<String> {
+    lexical::terms(text)
+}
+
+/// `text` as a PostgreSQL `tsvector` literal of the lexical leg's own terms, with positions.
+#[pyfunction]
+pub fn tsvector_literal(text: &str) -> String {
+    lexical::tsvector_literal(text)
+}
+
+/// A query's searched terms as a PostgreSQL `tsquery` literal (their OR); None without words.
+#[pyfunction]
+pub fn tsquery_literal(text: &str) -> Option<String> {
+    lexical::tsquery_literal(text)
+}

@@ -1,0 +1,138 @@
+//! Reading a store out whole, a page of documents at a time, for `recall migrate`.
+//!
+//! Owns: each document with its chunks, vectors, declarations and both of its times, as the
+//! write path takes them back. Does not own: writing them elsewhere (Python's migrate) or
+//! the meta records (read one by one through `meta`).
+
+use rusqlite::OptionalExtension;
+
+use crate::errors::Result;
+
+use super::{Declarations, NewChunk, NewDocument, NewEdge, NewRetirement, Store, VEC_TABLE};
+
+/// One stored document as the write path takes it back, with its id and both times.
+#[derive(Debug, Clone)]
+pub struct ExportedDocument {
+    pub id: i64,
+    pub doc: NewDocument,
+    pub first_indexed_at: String,
+    pub indexed_at: String,
+}
+
+impl Store {
+    /// Up to `limit` documents with ids above `after`, in id order.
+    pub fn export_documents(&self, after: i64, limit: usize) -> Result<Vec<ExportedDocument>> {
+        let dim = self.embedder()?.map_or(0, |e| e.dim);
+        let mut out = Vec::new();
+        let mut docs = self.conn.prepare(
+            "SELECT id, source, path, key, title, content_hash, size_bytes, mtime_ns,
+                    valid_from_raw, valid_until_raw, valid_from, valid_until, metadata_error,
+                    frontmatter, alias, retired_state, retired_since, retired_vocabulary,
+                    retired_line, retired_statement, retired_overridden, first_indexed_at,
+                    indexed_at
+             FROM documents WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let mut rows = docs.query(rusqlite::params![after, limit as i64])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let retired = r
+                .get::<_, Option<String>>(15)?
+                .map(|state| -> rusqlite::Result<NewRetirement> {
+                    Ok(NewRetirement {
+                        state,
+                        since: r.get(16)?,
+                        vocabulary: r.get::<_, Option<String>>(17)?.unwrap_or_default(),
+                        line: r.get(18)?,
+                        statement: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
+                        overridden: r.get::<_, Option<bool>>(20)?.unwrap_or(false),
+                    })
+                })
+                .transpose()?;
+            let (chunks, vectors) = self.export_chunks(id, dim)?;
+            out.push(ExportedDocument {
+                id,
+                doc: NewDocument {
+                    source: r.get(1)?,
+                    path: r.get(2)?,
+                    key: r.get(3)?,
+                    title: r.get(4)?,
+                    content_hash: r.get(5)?,
+                    size_bytes: r.get(6)?,
+                    mtime_ns: r.get(7)?,
+                    valid_from_raw: r.get(8)?,
+                    valid_until_raw: r.get(9)?,
+                    valid_from: r.get(10)?,
+                    valid_until: r.get(11)?,
+                    metadata_error: r.get(12)?,
+                    frontmatter: r.get(13)?,
+                    chunks,
+                    vectors,
+                    declarations: Declarations {
+                        edges: self.export_edges(id)?,
+                        alias: r.get(14)?,
+                        retired,
+                    },
+                },
+                first_indexed_at: r.get(21)?,
+                indexed_at: r.get(22)?,
+            });
+        }
+        Ok(out)
+    }
+
+    fn export_chunks(&self, doc_id: i64, dim: usize) -> Result<(Vec<NewChunk>, Vec<f32>)> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, ordinal, text, byte_start, byte_end, line_start, line_end, heading_path
+             FROM chunks WHERE doc_id = ?1 ORDER BY ordinal",
+        )?;
+        let mut vector = self.conn.prepare_cached(&format!(
+            "SELECT embedding FROM {VEC_TABLE} WHERE chunk_id = ?1"
+        ))?;
+        let mut chunks = Vec::new();
+        let mut vectors = Vec::new();
+        let mut rows = stmt.query([doc_id])?;
+        while let Some(r) = rows.next()? {
+            let chunk_id: i64 = r.get(0)?;
+            let blob: Option<Vec<u8>> = vector.query_row([chunk_id], |v| v.get(0)).optional()?;
+            let blob = blob.unwrap_or_default();
+            if blob.len() != dim * 4 {
+                return Err(crate::errors::CoreError::Usage(format!(
+                    "chunk {chunk_id} has no {dim}-dimension vector; run 'recall doctor'"
+                )));
+            }
+            vectors.extend(
+                blob.chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            chunks.push(NewChunk {
+                ordinal: r.get(1)?,
+                text: r.get(2)?,
+                byte_start: r.get(3)?,
+                byte_end: r.get(4)?,
+                line_start: r.get(5)?,
+                line_end: r.get(6)?,
+                heading_path: r.get(7)?,
+            });
+        }
+        Ok((chunks, vectors))
+    }
+
+    fn export_edges(&self, doc_id: i64) -> Result<Vec<NewEdge>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT raw_ref, key, reversed, vocabulary, line, statement, overridden
+             FROM edges WHERE doc_id = ?1 ORDER BY id",
+        )?;
+        let edges = stmt.query_map([doc_id], |r| {
+            Ok(NewEdge {
+                raw: r.get(0)?,
+                key: r.get(1)?,
+                reversed: r.get(2)?,
+                vocabulary: r.get(3)?,
+                line: r.get(4)?,
+                statement: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                overridden: r.get(6)?,
+            })
+        })?;
+        Ok(edges.collect::<std::result::Result<_, _>>()?)
+    }
+}

