@@ -142,6 +142,13 @@ impl Corpus {
             .iter()
             .position(|(s, p)| s == source && p == path)
     }
+
+    /// The document `file` names: a stored path, or an absolute path under an indexed root.
+    pub fn locate(&self, file: &str) -> Option<usize> {
+        self.locations.iter().position(|(source, path)| {
+            path == file || std::path::Path::new(source).join(path) == std::path::Path::new(file)
+        })
+    }
 }
 
 /// The text a chunk's lexical evidence is read from: title, heading path and body, as indexed.

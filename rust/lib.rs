@@ -4,6 +4,7 @@
 pub mod dense;
 pub mod errors;
 pub mod evidence;
+pub mod explanation;
 pub mod fusion;
 pub mod graph;
 pub mod hashing;
@@ -573,80 +574,7 @@ impl PyStore {
         let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &text, &policy)))? else {
             return Ok(None);
         };
-        let claims = |views: Vec<store::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
-            let list = pyo3::types::PyList::empty(py);
-            for c in views {
-                let d = PyDict::new(py);
-                d.set_item("declarer", c.declarer)?;
-                d.set_item("reference", c.reference)?;
-                d.set_item("key", c.key)?;
-                d.set_item("resolution", c.resolution)?;
-                d.set_item("targets", c.targets)?;
-                d.set_item("recorded_at_us", c.recorded_at_us)?;
-                d.set_item("applies", c.applies)?;
-                d.set_item("reversed", c.reversed)?;
-                d.set_item("vocabulary", c.vocabulary)?;
-                d.set_item("line", c.line)?;
-                d.set_item("statement", c.statement)?;
-                list.append(d)?;
-            }
-            Ok(list)
-        };
-        let d = PyDict::new(py);
-        d.set_item("path", e.path)?;
-        d.set_item("key", e.key)?;
-        d.set_item("first_indexed_us", e.first_indexed_us)?;
-        d.set_item("valid_from", e.valid_from)?;
-        d.set_item("valid_until", e.valid_until)?;
-        d.set_item("window_ok", e.window_ok)?;
-        d.set_item("claims_out", claims(e.claims_out)?)?;
-        d.set_item("claims_in", claims(e.claims_in)?)?;
-        d.set_item("chain", e.chain)?;
-        d.set_item("ambiguous", e.ambiguous)?;
-        d.set_item("best_chunk", e.best_chunk.map(|(c, s)| (c, f64::from(s))))?;
-        let legs = PyDict::new(py);
-        legs.set_item("dense_rank", e.dense_rank)?;
-        legs.set_item("lexical_rank", e.lexical_rank)?;
-        legs.set_item("dense_rrf", fusion::contribution(e.dense_rank))?;
-        legs.set_item("lexical_rrf", fusion::contribution(e.lexical_rank))?;
-        legs.set_item(
-            "fused",
-            fusion::contribution(e.dense_rank) + fusion::contribution(e.lexical_rank),
-        )?;
-        legs.set_item("depth", store::EXPLAIN_DEPTH)?;
-        d.set_item("retrieval", legs)?;
-        d.set_item("verdict", e.verdict)?;
-        d.set_item("confidence", e.confidence)?;
-        d.set_item("superseded_by", e.superseded_by)?;
-        d.set_item("lexical", f64::from(e.lexical))?;
-        d.set_item("identifiers", e.identifiers)?;
-        d.set_item("identifiers_held", e.identifiers_held)?;
-        d.set_item("alias", e.alias)?;
-        let retired = match e.retired {
-            Some(r) => {
-                let rd = PyDict::new(py);
-                rd.set_item("state", r.state)?;
-                rd.set_item("since", r.since)?;
-                rd.set_item("vocabulary", r.vocabulary)?;
-                rd.set_item("line", r.line)?;
-                rd.set_item("statement", r.statement)?;
-                Some(rd)
-            }
-            None => None,
-        };
-        d.set_item("retired", retired)?;
-        let ignored = pyo3::types::PyList::empty(py);
-        for i in e.ignored {
-            let id = PyDict::new(py);
-            id.set_item("kind", i.kind)?;
-            id.set_item("vocabulary", i.vocabulary)?;
-            id.set_item("line", i.line)?;
-            id.set_item("statement", i.statement)?;
-            id.set_item("why", i.why)?;
-            ignored.append(id)?;
-        }
-        d.set_item("ignored", ignored)?;
-        Ok(Some(d))
+        py_corpus::explanation_dict(py, e).map(Some)
     }
 
     fn rollback(&self) -> PyResult<()> {

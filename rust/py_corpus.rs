@@ -55,6 +55,88 @@ pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<
     Ok(r)
 }
 
+/// An explanation as the dict `Memory.explain` returns (before its times are formatted).
+pub(crate) fn explanation_dict<'py>(
+    py: Python<'py>,
+    e: crate::explanation::Explanation,
+) -> PyResult<Bound<'py, PyDict>> {
+    let claims =
+        |views: Vec<crate::explanation::ClaimView>| -> PyResult<Bound<'py, pyo3::types::PyList>> {
+            let list = pyo3::types::PyList::empty(py);
+            for c in views {
+                let d = PyDict::new(py);
+                d.set_item("declarer", c.declarer)?;
+                d.set_item("reference", c.reference)?;
+                d.set_item("key", c.key)?;
+                d.set_item("resolution", c.resolution)?;
+                d.set_item("targets", c.targets)?;
+                d.set_item("recorded_at_us", c.recorded_at_us)?;
+                d.set_item("applies", c.applies)?;
+                d.set_item("reversed", c.reversed)?;
+                d.set_item("vocabulary", c.vocabulary)?;
+                d.set_item("line", c.line)?;
+                d.set_item("statement", c.statement)?;
+                list.append(d)?;
+            }
+            Ok(list)
+        };
+    let d = PyDict::new(py);
+    d.set_item("path", e.path)?;
+    d.set_item("key", e.key)?;
+    d.set_item("first_indexed_us", e.first_indexed_us)?;
+    d.set_item("valid_from", e.valid_from)?;
+    d.set_item("valid_until", e.valid_until)?;
+    d.set_item("window_ok", e.window_ok)?;
+    d.set_item("claims_out", claims(e.claims_out)?)?;
+    d.set_item("claims_in", claims(e.claims_in)?)?;
+    d.set_item("chain", e.chain)?;
+    d.set_item("ambiguous", e.ambiguous)?;
+    d.set_item("best_chunk", e.best_chunk.map(|(c, s)| (c, f64::from(s))))?;
+    let legs = PyDict::new(py);
+    legs.set_item("dense_rank", e.dense_rank)?;
+    legs.set_item("lexical_rank", e.lexical_rank)?;
+    legs.set_item("dense_rrf", fusion::contribution(e.dense_rank))?;
+    legs.set_item("lexical_rrf", fusion::contribution(e.lexical_rank))?;
+    legs.set_item(
+        "fused",
+        fusion::contribution(e.dense_rank) + fusion::contribution(e.lexical_rank),
+    )?;
+    legs.set_item("depth", crate::explanation::EXPLAIN_DEPTH)?;
+    d.set_item("retrieval", legs)?;
+    d.set_item("verdict", e.verdict)?;
+    d.set_item("confidence", e.confidence)?;
+    d.set_item("superseded_by", e.superseded_by)?;
+    d.set_item("lexical", f64::from(e.lexical))?;
+    d.set_item("identifiers", e.identifiers)?;
+    d.set_item("identifiers_held", e.identifiers_held)?;
+    d.set_item("alias", e.alias)?;
+    let retired = match e.retired {
+        Some(r) => {
+            let rd = PyDict::new(py);
+            rd.set_item("state", r.state)?;
+            rd.set_item("since", r.since)?;
+            rd.set_item("vocabulary", r.vocabulary)?;
+            rd.set_item("line", r.line)?;
+            rd.set_item("statement", r.statement)?;
+            Some(rd)
+        }
+        None => None,
+    };
+    d.set_item("retired", retired)?;
+    let ignored = pyo3::types::PyList::empty(py);
+    for i in e.ignored {
+        let id = PyDict::new(py);
+        id.set_item("kind", i.kind)?;
+        id.set_item("vocabulary", i.vocabulary)?;
+        id.set_item("line", i.line)?;
+        id.set_item("statement", i.statement)?;
+        id.set_item("why", i.why)?;
+        ignored.append(id)?;
+    }
+    d.set_item("ignored", ignored)?;
+    Ok(d)
+}
+
 #[pyclass(name = "Corpus", module = "recall._core", frozen)]
 pub struct PyCorpus {
     inner: Corpus,
@@ -104,6 +186,86 @@ impl PyCorpus {
 
     fn __len__(&self) -> usize {
         self.inner.doc_ids.len()
+    }
+
+    /// The id of the document `file` names (a stored path, or an absolute path under an
+    /// indexed root), or None.
+    fn locate(&self, file: &str) -> Option<i64> {
+        self.inner.locate(file).map(|d| self.inner.doc_ids[d])
+    }
+
+    /// Why document `doc_id` gets its verdict for the query (SPEC §8.2), judged on its best
+    /// chunk among `chunks` [(chunk_id, vector, body)]. The backend gives the document's ranks
+    /// in each leg, its stored declarations [(vocabulary, line, statement, overridden)] and
+    /// retirement (state, since, vocabulary, line, statement, overridden), and the store's
+    /// vocabulary setting. None when the id is not in this corpus.
+    #[pyo3(signature = (doc_id, query, *, text, chunks, term_dfs, chunk_count, dense_rank,
+        lexical_rank, declarations, retired, vocabularies, now_us, known_as_of_us, threshold,
+        scale, lexical_weight=0.0, identifier_weight=0.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn explain<'py>(
+        &self,
+        py: Python<'py>,
+        doc_id: i64,
+        query: &[u8],
+        text: &str,
+        chunks: Vec<(i64, Vec<u8>, String)>,
+        term_dfs: Vec<(String, u64)>,
+        chunk_count: u64,
+        dense_rank: Option<usize>,
+        lexical_rank: Option<usize>,
+        declarations: Vec<(String, Option<i64>, Option<String>, bool)>,
+        retired: Option<crate::explanation::RetiredColumns>,
+        vocabularies: &str,
+        now_us: i64,
+        known_as_of_us: Option<i64>,
+        threshold: f64,
+        scale: f64,
+        lexical_weight: f64,
+        identifier_weight: f64,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let corpus = &self.inner;
+        let Some(&d) = corpus.index_of.get(&doc_id) else {
+            return Ok(None);
+        };
+        let q = le_f32s(query);
+        let policy = Policy {
+            now_us,
+            known_as_of_us,
+            threshold,
+            scale,
+            unverified: false,
+            lexical_weight,
+            identifier_weight,
+        };
+        let terms: Vec<(String, f64)> = term_dfs
+            .into_iter()
+            .map(|(t, df)| (t, idf(df, chunk_count)))
+            .collect();
+        let ev = QueryEvidence::new(terms, text);
+        let best = chunks
+            .iter()
+            .map(|(chunk, vector, body)| {
+                let v = le_f32s(vector);
+                let score = if v.len() == q.len() { dot(&v, &q) } else { 0.0 };
+                (*chunk, score, body)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        let cand = match best {
+            Some((chunk, score, body)) => judgment::candidate(&ev, d, chunk, score, Some(body)),
+            None => Candidate::dense(d, -1, f32::NEG_INFINITY),
+        };
+        let best = best.map(|(chunk, score, _)| (chunk, score));
+        let mut e = crate::explanation::explain(corpus, d, best, &cand, &ev, &policy);
+        e.dense_rank = dense_rank;
+        e.lexical_rank = lexical_rank;
+        (e.retired, e.ignored) = crate::explanation::declarations_view(
+            declarations,
+            retired,
+            corpus.windows[d].retired,
+            vocabularies,
+        );
+        explanation_dict(py, e).map(Some)
     }
 
     /// Judge what the legs retrieved (SPEC §4–§5). `dense` holds the nearest chunk ids (any

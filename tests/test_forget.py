@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,9 @@ def _paths(mem: recall.Memory) -> set[str]:
     return {p for _, p, _ in mem._store.document_list()}
 
 
-def test_dry_run_apply_skip_and_undo(tmp_path: Path, corpus: Path) -> None:
+def test_dry_run_apply_skip_and_undo(backend: Callable[[str], str], corpus: Path) -> None:
     _files(corpus)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus, now=T0)
         first = {p: t for _, p, t in mem._store.document_list()}
 
@@ -70,9 +71,9 @@ def test_dry_run_apply_skip_and_undo(tmp_path: Path, corpus: Path) -> None:
         assert mem.forgotten() == [] and mem.stats().edges_dangling == 0
 
 
-def test_folder_and_older_than(tmp_path: Path, corpus: Path) -> None:
+def test_folder_and_older_than(backend: Callable[[str], str], corpus: Path) -> None:
     write_corpus(corpus, {"misc/other.md": "# Lunch\n\nLunch is at noon.\n"})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus, now=T0)
         _files(corpus)
         mem.index(corpus, now=T1)
@@ -113,10 +114,10 @@ def test_cli_forget(tmp_path: Path, corpus: Path) -> None:
     assert not absent.exists()
 
 
-def test_memory_lint_reads_the_stores_roots(tmp_path: Path, corpus: Path) -> None:
+def test_memory_lint_reads_the_stores_roots(backend: Callable[[str], str], corpus: Path) -> None:
     _files(corpus)
     write_corpus(corpus, {"misc/dangling.md": "---\nsupersedes: gone.md\n---\n# D\n"})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         with pytest.raises(recall.UsageError, match="pass the paths"):
             mem.lint()
         mem.index(corpus, now=T0)

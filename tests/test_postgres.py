@@ -239,19 +239,22 @@ def _as(url: str, role: str) -> str:
 
 def test_a_read_only_role_searches_and_cannot_index(corpus: Path, pg_url: str) -> None:
     write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
-    with recall.open(pg_url, namespace="shared") as mem:
-        mem.index(corpus)
-    # README, "Moving to PostgreSQL": the SQL of a reader.
+    # README, "Moving to PostgreSQL": the SQL of a namespace, its writer and its reader.
     _sql(
         pg_url,
-        "DROP ROLE IF EXISTS recall_reader",
-        "CREATE ROLE recall_reader LOGIN",
-        "GRANT USAGE ON SCHEMA shared TO recall_reader",
-        "GRANT SELECT ON ALL TABLES IN SCHEMA shared TO recall_reader",
+        "CREATE ROLE shared_writer LOGIN",
+        "CREATE SCHEMA shared AUTHORIZATION shared_writer",
+        "CREATE ROLE shared_reader LOGIN",
+        "GRANT USAGE ON SCHEMA shared TO shared_reader",
+        "ALTER DEFAULT PRIVILEGES FOR ROLE shared_writer IN SCHEMA shared"
+        " GRANT SELECT ON TABLES TO shared_reader",
     )
-    reader = _as(pg_url, "recall_reader")
+    with recall.open(_as(pg_url, "shared_writer"), namespace="shared") as mem:
+        assert mem.read_only is None
+        mem.index(corpus)
+    reader = _as(pg_url, "shared_reader")
     with recall.open(reader, namespace="shared") as mem:
-        assert mem.read_only is not None and "recall_reader" in mem.read_only
+        assert mem.read_only is not None and "shared_reader" in mem.read_only
         assert mem.search("retry budget", mode="development").hits
         with pytest.raises(recall.StoreError, match="read-only"):
             mem.index(corpus)
@@ -297,8 +300,8 @@ def test_cli_index_search_stats_on_postgres(corpus: Path, pg_url: str) -> None:
     assert res.exit_code == 0 and '"a.md"' in res.output, res.output
     res = runner.invoke(app, ["stats", *base])
     assert res.exit_code == 0 and "namespace  " in res.output and "cli" in res.output
-    res = runner.invoke(app, ["explain", "retry", str(corpus / "a.md"), *base])
-    assert res.exit_code != 0 and "PostgreSQL" in res.output
+    res = runner.invoke(app, ["explain", "retry", str(corpus / "a.md"), *base, "--json"])
+    assert res.exit_code == 0 and '"path": "a.md"' in res.output, res.output
     res = runner.invoke(app, ["index", str(corpus), "--db", "x.db", "--namespace", "cli"])
     assert res.exit_code == 2 and "postgresql://" in res.output
 

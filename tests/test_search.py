@@ -47,7 +47,7 @@ def examples(backend: Callable[[str], str]) -> Iterator[recall.Memory]:
 
 @pytest.fixture
 def examples_file(tmp_path: Path) -> Iterator[recall.Memory]:
-    """The example corpus in a store file (for what only the file has: sqlite-vec, explain)."""
+    """The example corpus in a store file (for what only the file has: sqlite-vec)."""
     with recall.open(tmp_path / "m.db") as mem:
         mem.index(EXAMPLES, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
         yield mem
@@ -307,9 +307,9 @@ def test_cli_search_json_and_refusal_exit_codes(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--as-of" in bad.stderr
 
 
-def test_explain_shows_claims_chain_window_and_threshold(examples_file: recall.Memory) -> None:
-    certified(examples_file)
-    e = examples_file.explain(RATE_Q, "rate-limits-v1.md", now=NOW)
+def test_explain_shows_claims_chain_window_and_threshold(examples: recall.Memory) -> None:
+    certified(examples)
+    e = examples.explain(RATE_Q, "rate-limits-v1.md", now=NOW)
     assert (e["verdict"], e["superseded_by"], e["key"]) == (
         "superseded",
         "rate-limits-v2.md",
@@ -320,20 +320,20 @@ def test_explain_shows_claims_chain_window_and_threshold(examples_file: recall.M
     assert claim["declarer"] == "rate-limits-v2.md" and claim["resolution"] == "resolved"
     assert claim["reference"] == "rate-limits-v1.md" and claim["applies"]
     assert e["threshold"] == 0.3 and e["calibrated"] and e["best_chunk"]["score"] > 0.3
-    amb = examples_file.explain("restart", "teams/search/runbook.md", now=NOW)
+    amb = examples.explain("restart", "teams/search/runbook.md", now=NOW)
     assert amb["verdict"] == "ambiguous_supersession" and amb["ambiguous"]
     assert amb["claims_in"][0]["targets"] == [
         "teams/platform/runbook.md",
         "teams/search/runbook.md",
     ]
-    dangling = examples_file.explain("onboarding", str(EXAMPLES / "onboarding.md"), now=NOW)
+    dangling = examples.explain("onboarding", str(EXAMPLES / "onboarding.md"), now=NOW)
     assert [c["resolution"] for c in dangling["claims_out"]] == ["dangling"]
-    before = examples_file.explain(
+    before = examples.explain(
         RATE_Q, "rate-limits-v1.md", now=NOW, known_as_of=dt.datetime(2026, 2, 1)
     )
     assert before["claims_in"][0]["applies"] is False and before["superseded_by"] is None
     with pytest.raises(recall.UsageError, match="not an indexed document"):
-        examples_file.explain(RATE_Q, "nope.md")
+        examples.explain(RATE_Q, "nope.md")
 
 
 def test_cli_explain_json(tmp_path: Path) -> None:

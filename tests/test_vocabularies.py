@@ -5,6 +5,7 @@ explain and stats make of them."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -179,9 +180,9 @@ def _verdicts(mem: recall.Memory, query: str) -> dict[str, recall.Hit]:
     return {h.provenance.file: h for h in res.hits}
 
 
-def test_store_judges_header_vocabularies(tmp_path: Path, corpus: Path) -> None:
+def test_store_judges_header_vocabularies(backend: Callable[[str], str], corpus: Path) -> None:
     _corpus(corpus)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         report = mem.index(corpus, now=NOW)
         assert report.ok and len(report.added) == 8
         hits = _verdicts(mem, "indentation tabs spaces per level")
@@ -239,9 +240,9 @@ def test_store_judges_header_vocabularies(tmp_path: Path, corpus: Path) -> None:
         assert st.retired == 4  # pep-0001, pep-0003, 0001 and 0004; disagree.md is overridden
 
 
-def test_abstention_names_the_retired_note(tmp_path: Path, corpus: Path) -> None:
+def test_abstention_names_the_retired_note(backend: Callable[[str], str], corpus: Path) -> None:
     _corpus(corpus)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus, now=NOW)
         certified(mem, threshold=0.2)
         res = mem.search("lambda sugar anonymous callbacks standard library", now=NOW)
@@ -258,7 +259,11 @@ def test_abstention_names_the_retired_note(tmp_path: Path, corpus: Path) -> None
     ],
 )
 def test_vocabularies_setting(
-    tmp_path: Path, corpus: Path, setting: str, pep_verdict: str, frontmatter_edge: bool
+    backend: Callable[[str], str],
+    corpus: Path,
+    setting: str,
+    pep_verdict: str,
+    frontmatter_edge: bool,
 ) -> None:
     _corpus(corpus)
     write_corpus(
@@ -269,7 +274,7 @@ def test_vocabularies_setting(
             "Retry five times with jittered backoff.\n",
         },
     )
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus, now=NOW)
         report = mem.index(corpus, now=NOW, vocabularies=setting)
         assert report.embedded == 0  # a setting changes what is in force, not the vectors
@@ -289,9 +294,11 @@ def test_bad_vocabularies_setting_is_a_usage_error(tmp_path: Path, corpus: Path)
         mem.index(corpus, now=NOW, vocabularies="some")
 
 
-def test_declarations_read_again_after_a_reader_change(tmp_path: Path, corpus: Path) -> None:
+def test_declarations_read_again_after_a_reader_change(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
     _corpus(corpus)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(backend("m.db")) as mem:
         mem.index(corpus, now=NOW)
         store = mem._store
         # A store declared by an older reader: no header edges, an older version mark.

@@ -171,6 +171,28 @@ class Corpus:
         vocabularies: str = "all",
     ) -> Corpus: ...
     def __len__(self) -> int: ...
+    def locate(self, file: str) -> int | None: ...
+    def explain(
+        self,
+        doc_id: int,
+        query: bytes,
+        *,
+        text: str,
+        chunks: list[tuple[int, bytes, str]],
+        term_dfs: list[tuple[str, int]],
+        chunk_count: int,
+        dense_rank: int | None,
+        lexical_rank: int | None,
+        declarations: list[tuple[str, int | None, str | None, bool]],
+        retired: tuple[str, str | None, str, int | None, str | None, bool] | None,
+        vocabularies: str,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any] | None: ...
     def judge(
         self,
         query: bytes,

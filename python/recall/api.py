@@ -220,16 +220,6 @@ class Memory:
             self._empty = _core.Store(":memory:")
         return self._empty
 
-    def _local_only(self, verb: str) -> _core.Store:
-        """The single-file store, for what a PostgreSQL namespace does not do yet."""
-        store = self._store
-        if not isinstance(store, _core.Store):
-            raise UsageError(
-                f"recall {verb} is not available on a PostgreSQL store yet; 'recall migrate' "
-                "the namespace into a file to use it there"
-            )
-        return store
-
     def _writable_store(self) -> tuple[Store, bool]:
         """The store for a write, creating its file when missing; and whether it was."""
         if self._remote:
@@ -839,9 +829,12 @@ class Memory:
         from recall.authoring.lint import lint
 
         if paths is None:
-            if not self._remote and not os.path.exists(self.path):
+            stored = self._remote or os.path.exists(self.path)
+            roots = sorted(
+                {source for source, _, _ in self._store.document_list()} if stored else ()
+            )
+            if not roots:
                 raise UsageError("recall lint: the store has no corpus yet; pass the paths")
-            roots = sorted({source for source, _, _ in self._store.document_list()})
             paths = [r for r in roots if os.path.isdir(r)]
         elif isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -872,14 +865,13 @@ class Memory:
         older = instant_arg("forget", "older_than", older_than) if older_than else None
         apply = flag_arg("forget", "apply", apply)
         when = instant_arg("forget", "now", now)
-        store = self._local_only("forget")
-        return forget(store, given, older_than=older, apply=apply, now=when or _now())
+        return forget(self._store, given, older_than=older, apply=apply, now=when or _now())
 
     def forgotten(self) -> list[Forgotten]:
         """The forget journal: every forgotten document, and when it was brought back."""
         from recall.forgetting import forgotten
 
-        return forgotten(self._local_only("forget"))
+        return forgotten(self._store)
 
     def undo_forget(
         self,
@@ -894,7 +886,7 @@ class Memory:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         when = instant_arg("forget", "now", now)
-        return undo(self._local_only("forget"), [os.fspath(p) for p in paths], now=when or _now())
+        return undo(self._store, [os.fspath(p) for p in paths], now=when or _now())
 
 
 def _now() -> dt.datetime:

@@ -13,11 +13,13 @@ import datetime as dt
 import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recall import _core
 from recall.errors import UsageError
 from recall.instants import format_instant, parse_stored, utc
+
+if TYPE_CHECKING:
+    from recall.api import Store
 
 __all__ = ["ForgetReport", "Forgotten", "ForgottenDocument", "forget", "forgotten", "undo"]
 
@@ -76,7 +78,7 @@ def _matches(documents: list[tuple[str, str, str]], given: str) -> list[tuple[st
 
 
 def _select(
-    store: _core.Store, paths: Iterable[str], older_than: dt.datetime | None
+    store: Store, paths: Iterable[str], older_than: dt.datetime | None
 ) -> list[tuple[str, str]]:
     documents = store.document_list()
     chosen: dict[tuple[str, str], None] = {}
@@ -97,7 +99,7 @@ def _select(
     return list(chosen)
 
 
-def _bound_begin(store: _core.Store) -> None:
+def _bound_begin(store: Store) -> None:
     embedder = store.stats()["embedder"]
     if embedder is None:
         raise UsageError("recall forget: the store has no documents; nothing to forget")
@@ -106,7 +108,7 @@ def _bound_begin(store: _core.Store) -> None:
 
 
 def forget(
-    store: _core.Store,
+    store: Store,
     paths: Iterable[str],
     *,
     older_than: dt.datetime | None,
@@ -141,12 +143,12 @@ def forget(
     return report
 
 
-def forgotten(store: _core.Store) -> list[Forgotten]:
+def forgotten(store: Store) -> list[Forgotten]:
     """The journal, oldest first."""
     return [Forgotten(*row) for row in store.forgotten()]
 
 
-def undo(store: _core.Store, paths: Iterable[str], *, now: dt.datetime) -> list[Forgotten]:
+def undo(store: Store, paths: Iterable[str], *, now: dt.datetime) -> list[Forgotten]:
     """Bring forgotten documents back (every one when `paths` is empty): the next index run
     indexes their files again, with their first indexing time. Returns those brought back."""
     journal = [f for f in forgotten(store) if f.undone_at is None]

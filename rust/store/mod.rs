@@ -30,10 +30,12 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 use crate::errors::{CoreError, Result};
 use crate::trust;
 
+pub use crate::explanation::{
+    ClaimView, Explanation, IgnoredDeclaration, RetiredView, EXPLAIN_DEPTH,
+};
 pub(crate) use crate::judgment::lexical_body;
 pub(crate) use cache::SearchCache;
 pub use doctor::Check;
-pub use explain::{ClaimView, Explanation, IgnoredDeclaration, RetiredView, EXPLAIN_DEPTH};
 pub use export::ExportedDocument;
 pub use forget::{ForgetPlan, Forgotten};
 pub(crate) use lexical_files::Lexical;

@@ -17,11 +17,24 @@ import re
 
 from recall.errors import UsageError
 
-__all__ = ["DEFAULT_NAMESPACE", "SCHEMA_VERSION", "base_ddl", "chunks_ddl", "check_namespace"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "SCHEMA_VERSION",
+    "base_ddl",
+    "check_namespace",
+    "chunks_ddl",
+    "search_indexes_ddl",
+]
 
 DEFAULT_NAMESPACE = "recall"
 #: Version of the tables below (kept in `meta` as `pg_schema_version`).
 SCHEMA_VERSION = 1
+
+#: The HNSW graph's links per node and build-time candidate list: above pgvector's defaults (16,
+#: 64), which find 6 of the exact 10 for short hashed queries at 10k chunks; these find 8 at
+#: ef_search 100 and 9 at 200 (benches/postgres.py measures it on each run).
+HNSW_M = 24
+HNSW_BUILD = 128
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -90,11 +103,21 @@ CREATE TABLE IF NOT EXISTS {ns}.lexicon (
     term text PRIMARY KEY,
     df   bigint NOT NULL
 );
+-- SPEC §8.4: documents forgotten (and brought back), with the first indexing time they keep.
+CREATE TABLE IF NOT EXISTS {ns}.forgotten (
+    source           text NOT NULL,
+    path             text NOT NULL,
+    content_hash     text NOT NULL,
+    first_indexed_at text NOT NULL,
+    forgotten_at     text NOT NULL,
+    undone_at        text,
+    PRIMARY KEY (source, path)
+);
 """
 
 
 def chunks_ddl(ns: str, dim: int) -> str:
-    """The chunk table for an embedder of `dim` dimensions, with both legs' indexes."""
+    """The chunk table for an embedder of `dim` dimensions (its indexes: `search_indexes_ddl`)."""
     return f"""
 CREATE TABLE IF NOT EXISTS {ns}.chunks (
     id           bigserial PRIMARY KEY,
@@ -111,7 +134,13 @@ CREATE TABLE IF NOT EXISTS {ns}.chunks (
     embedding    vector({int(dim)}) NOT NULL,
     UNIQUE (doc_id, ordinal)
 );
+"""
+
+
+def search_indexes_ddl(ns: str) -> str:
+    """Both legs' indexes: built after the first run's rows are in, then kept by inserts."""
+    return f"""
 CREATE INDEX IF NOT EXISTS chunks_body ON {ns}.chunks USING gin (body);
 CREATE INDEX IF NOT EXISTS chunks_embedding ON {ns}.chunks
-    USING hnsw (embedding vector_cosine_ops);
+    USING hnsw (embedding vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_BUILD});
 """

@@ -33,16 +33,17 @@ from recall.postgres.schema import (
     check_namespace,
     chunks_ddl,
 )
+from recall.postgres.write import Run, body_of, vector_text
 
 __all__ = ["PgStore", "split_url"]
 
-#: HNSW candidate list per query: at least this, and twice the candidates asked for.
-EF_SEARCH = 100
+#: HNSW candidate list per query: at least this, and four times the candidates asked for.
+EF_SEARCH = 200
+#: How deep explain looks into each leg for a document's rank (as the file store does).
+EXPLAIN_DEPTH = 100
 #: Matching chunks full-text search hands the core to order by BM25: at least this, and four
 #: times the candidates asked for (all of them when fewer match).
 LEXICAL_POOL = 100
-#: The server clock as the store's fixed-width instant (SPEC §2.4).
-_CLOCK = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 
 def split_url(url: str, namespace: str | None = None) -> tuple[str, str, str]:
@@ -63,19 +64,10 @@ def split_url(url: str, namespace: str | None = None) -> tuple[str, str, str]:
     return conninfo, ns, shown
 
 
-def _vector_text(row: np.ndarray) -> str:
-    # repr of each float32 widened to float64 parses back to the same float32 exactly.
-    return "[" + ",".join(map(repr, row.tolist())) + "]"
-
-
 def _le_vector(sent: bytes) -> bytes:
     """pgvector's binary form (int16 dim, int16 unused, float32 big-endian) as little-endian
     float32 bytes, the core's vector format."""
     return np.frombuffer(sent, dtype=">f4", offset=4).astype("<f4").tobytes()
-
-
-def _body(title: str, heading_path: str, text: str) -> str:
-    return f"{title}\n{heading_path}\n{text}"
 
 
 class PgStore:
@@ -106,8 +98,10 @@ class PgStore:
             self._pool.close()
             raise StoreError(f"recall store: cannot connect to {self.path}: {err}") from err
         self._write: Any = None  # the connection of the index run in progress
+        self._run: Run | None = None
+        self._tables: set[str] = set()
         self._server_clock = True
-        self._corpus: tuple[int, Any] | None = None
+        self._corpus: tuple[int, _core.Corpus] | None = None
         self._corpus_lock = threading.Lock()
         self._closed = False
         with self._conn() as c:
@@ -138,8 +132,14 @@ class PgStore:
         return f"{self.namespace}.{table}"
 
     def _exists(self, c: Any, table: str = "meta") -> bool:
+        # A table once seen stays (only dropping the namespace by hand removes it): asked once.
+        if table in self._tables:
+            return True
         row = c.execute("SELECT to_regclass(%s)", (self._t(table),)).fetchone()
-        return row is not None and row[0] is not None
+        found = row is not None and row[0] is not None
+        if found and self._write is None:
+            self._tables.add(table)
+        return found
 
     def _schema_exists(self, c: Any) -> bool:
         row = c.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.namespace,))
@@ -156,6 +156,8 @@ class PgStore:
         """Stamp the run's times from the server clock (the default), or from the `now` each
         write passes (an explicit instant: replays and tests)."""
         self._server_clock = on
+        if self._run is not None:
+            self._run.server_clock = on
 
     @property
     def read_only(self) -> str | None:
@@ -194,10 +196,19 @@ class PgStore:
         return None if found is None else str(found[0])
 
     def set_meta(self, key: str, value: str) -> None:
+        if self._run is not None:
+            if key == "chunk_churn":
+                self._run.reset_churn()  # the caller sets the count itself
+            self._put_meta(key, value)
+            return
         self._refuse_if_read_only()
         with self._conn() as c:
             if not self._exists(c):
                 raise UsageError("recall: nothing is indexed yet; run 'recall index PATH' first")
+            self._put_meta(key, value)
+
+    def _put_meta(self, key: str, value: str) -> None:
+        with self._conn() as c:
             c.execute(
                 f"INSERT INTO {self._t('meta')} (key, value) VALUES (%s, %s) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -246,7 +257,67 @@ class PgStore:
             ]
 
     def forgotten_paths(self, source: str) -> list[str]:
-        return []
+        """Paths under `source` an index run skips (forgotten and not brought back)."""
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                str(r[0])
+                for r in c.execute(
+                    f"SELECT path FROM {self._t('forgotten')} WHERE source = %s"
+                    " AND undone_at IS NULL ORDER BY path",
+                    (source,),
+                ).fetchall()
+            ]
+
+    def forgotten(self) -> list[tuple[str, str, str, str, str | None]]:
+        """The journal: (source, path, first_indexed_at, forgotten_at, undone_at)."""
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                tuple(r)
+                for r in c.execute(
+                    "SELECT source, path, first_indexed_at, forgotten_at, undone_at"
+                    f" FROM {self._t('forgotten')} ORDER BY forgotten_at, source, path"
+                ).fetchall()
+            ]
+
+    def forget_plan(
+        self, targets: list[tuple[str, str]]
+    ) -> list[tuple[str, str, str, int, list[tuple[str, str]]]]:
+        """What forgetting `targets` would remove: (source, path, first_indexed_at, chunks,
+        the (source, path) of every other document whose edges name it)."""
+        plan: list[tuple[str, str, str, int, list[tuple[str, str]]]] = []
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return plan
+            t = self._t
+            for source, path in targets:
+                row = c.execute(
+                    "SELECT d.id, d.key, coalesce(d.alias, d.key), d.first_indexed_at,"
+                    f" (SELECT count(*) FROM {t('chunks')} c WHERE c.doc_id = d.id)"
+                    f" FROM {t('documents')} d WHERE d.source = %s AND d.path = %s",
+                    (source, path),
+                ).fetchone()
+                if row is None:
+                    continue
+                doc_id, key, alias, first, chunks = row
+                referrers = c.execute(
+                    f"SELECT DISTINCT d.source, d.path FROM {t('edges')} e"
+                    f" JOIN {t('documents')} d ON d.id = e.doc_id"
+                    " WHERE (e.key = %s OR e.key = %s) AND e.doc_id != %s AND NOT e.overridden"
+                    " ORDER BY d.source, d.path",
+                    (key, alias, doc_id),
+                ).fetchall()
+                plan.append((source, path, first or "", int(chunks), [tuple(r) for r in referrers]))
+        return plan
+
+    def forget(self, targets: list[tuple[str, str]], now: str) -> int:
+        return self._writing().forget(targets, now)
+
+    def undo_forget(self, targets: list[tuple[str, str]], now: str) -> int:
+        return self._writing().undo_forget(targets, now)
 
     def begin(self, name: str, dim: int, fingerprint: str) -> None:
         """Open the run's transaction and wait for the namespace's writer lock."""
@@ -278,46 +349,21 @@ class PgStore:
                     ("pg_schema_version", str(SCHEMA_VERSION)),
                 ):
                     self.set_meta(key, value)
-            if not self._exists(conn, "chunks"):
+            first = not self._exists(conn, "chunks")
+            if first:
                 conn.execute(chunks_ddl(self.namespace, dim))
+            self._run = Run(conn, self.namespace, dim, build_indexes=first)
+            self._run.server_clock = self._server_clock
         except BaseException:
             self._write = None
             conn.rollback()
             self._pool.putconn(conn)
             raise
 
-    def _writer(self) -> Any:
-        if self._write is None:
+    def _writing(self) -> Run:
+        if self._write is None or self._run is None:
             raise UsageError("no write is open: call begin() first")
-        return self._write
-
-    def _delete_chunks_of(self, c: Any, doc_id: int) -> int:
-        # The lexicon first: a term's document frequency counts the chunks holding it.
-        c.execute(
-            f"UPDATE {self._t('lexicon')} l SET df = l.df - g.n FROM ("
-            f"  SELECT u.lexeme AS term, count(*) AS n FROM {self._t('chunks')} ch,"
-            "   unnest(ch.body) u WHERE ch.doc_id = %s GROUP BY u.lexeme) g "
-            "WHERE l.term = g.term",
-            (doc_id,),
-        )
-        gone = c.execute(f"DELETE FROM {self._t('chunks')} WHERE doc_id = %s", (doc_id,)).rowcount
-        c.execute(f"DELETE FROM {self._t('edges')} WHERE doc_id = %s", (doc_id,))
-        return int(gone or 0)
-
-    def _add_churn(self, c: Any, chunks: int) -> None:
-        c.execute(
-            f"INSERT INTO {self._t('meta')} (key, value) VALUES ('chunk_churn', %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = "
-            f"(coalesce(nullif({self._t('meta')}.value, ''), '0')::bigint + %s)::text",
-            (str(chunks), chunks),
-        )
-
-    def _document_id(self, c: Any, source: str, path: str) -> int | None:
-        row = c.execute(
-            f"SELECT id FROM {self._t('documents')} WHERE source = %s AND path = %s",
-            (source, path),
-        ).fetchone()
-        return None if row is None else int(row[0])
+        return self._run
 
     def put_document(
         self,
@@ -343,112 +389,27 @@ class PgStore:
         retired: tuple[str, str | None, str, int | None, str, bool] | None = None,
         first_indexed_at: str | None = None,
     ) -> None:
-        c = self._writer()
-        bound = self.embedder()
-        dim = bound[1] if bound else 0
-        matrix = np.frombuffer(vectors, dtype="<f4")
-        if dim == 0 or matrix.size != len(chunks) * dim:
-            raise UsageError(
-                f"{path}: {len(chunks)} chunks need {len(chunks) * dim} vector components, "
-                f"got {matrix.size}"
-            )
-        matrix = matrix.reshape(len(chunks), dim) if chunks else matrix.reshape(0, max(dim, 1))
-        existing = self._document_id(c, source, path)
-        replaced = self._delete_chunks_of(c, existing) if existing is not None else 0
-        self._add_churn(c, max(replaced, len(chunks)))
-        stamp = None if self._server_clock else now
-        first = first_indexed_at or stamp
-        indexed = now if first_indexed_at else stamp
-        doc_id = c.execute(
-            f"INSERT INTO {self._t('documents')} (source, path, key, title, content_hash,"
-            " size_bytes, first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,"
-            " valid_from, valid_until, metadata_error, frontmatter, mtime_ns)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (source, path) DO UPDATE SET key = excluded.key,"
-            " title = excluded.title, content_hash = excluded.content_hash,"
-            " size_bytes = excluded.size_bytes, mtime_ns = excluded.mtime_ns,"
-            " indexed_at = excluded.indexed_at, valid_from_raw = excluded.valid_from_raw,"
-            " valid_until_raw = excluded.valid_until_raw, valid_from = excluded.valid_from,"
-            " valid_until = excluded.valid_until, metadata_error = excluded.metadata_error,"
-            " frontmatter = excluded.frontmatter RETURNING id",
-            (
-                source,
-                path,
-                key,
-                title,
-                content_hash,
-                size_bytes,
-                first,
-                indexed,
-                valid_from_raw,
-                valid_until_raw,
-                valid_from,
-                valid_until,
-                metadata_error,
-                frontmatter,
-                mtime_ns,
-            ),
-        ).fetchone()[0]
-        with c.cursor().copy(
-            f"COPY {self._t('chunks')} (doc_id, ordinal, text, byte_start, byte_end, line_start,"
-            " line_end, heading_path, body, tokens, embedding) FROM STDIN"
-        ) as copy:
-            for (ordinal, text, b0, b1, l0, l1, heading), row in zip(chunks, matrix):
-                body = _body(title, heading, text)
-                copy.write_row(
-                    (
-                        doc_id,
-                        ordinal,
-                        text,
-                        b0,
-                        b1,
-                        l0,
-                        l1,
-                        heading,
-                        _core.tsvector_literal(body),
-                        _core.lexical_length(body),
-                        _vector_text(row),
-                    )
-                )
-        c.execute(
-            f"INSERT INTO {self._t('lexicon')} (term, df) SELECT u.lexeme, count(*)"
-            f" FROM {self._t('chunks')} ch, unnest(ch.body) u WHERE ch.doc_id = %s"
-            " GROUP BY u.lexeme ON CONFLICT (term) DO UPDATE SET"
-            f" df = {self._t('lexicon')}.df + excluded.df",
-            (doc_id,),
-        )
-        self._write_declarations(c, doc_id, edges, alias, retired)
-
-    def _write_declarations(
-        self,
-        c: Any,
-        doc_id: int,
-        edges: list[tuple[str, str, bool, str, int | None, str, bool]],
-        alias: str | None,
-        retired: tuple[str, str | None, str, int | None, str, bool] | None,
-    ) -> None:
-        if edges:
-            with c.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO {self._t('edges')} (doc_id, raw_ref, key, reversed, vocabulary,"
-                    " line, statement, overridden) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(doc_id, *e) for e in edges],
-                )
-        r = retired
-        c.execute(
-            f"UPDATE {self._t('documents')} SET alias = %s, retired_state = %s,"
-            " retired_since = %s, retired_vocabulary = %s, retired_line = %s,"
-            " retired_statement = %s, retired_overridden = %s WHERE id = %s",
-            (
-                alias,
-                r[0] if r else None,
-                r[1] if r else None,
-                r[2] if r else None,
-                r[3] if r else None,
-                r[4] if r else None,
-                bool(r and r[5]),
-                doc_id,
-            ),
+        self._writing().put(
+            source=source,
+            path=path,
+            key=key,
+            title=title,
+            content_hash=content_hash,
+            size_bytes=size_bytes,
+            valid_from_raw=valid_from_raw,
+            valid_until_raw=valid_until_raw,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            metadata_error=metadata_error,
+            frontmatter=frontmatter,
+            chunks=chunks,
+            vectors=vectors,
+            edges=edges,
+            now=now,
+            mtime_ns=mtime_ns,
+            alias=alias,
+            retired=retired,
+            first_indexed_at=first_indexed_at,
         )
 
     def set_declarations(
@@ -459,60 +420,20 @@ class PgStore:
         alias: str | None = None,
         retired: tuple[str, str | None, str, int | None, str, bool] | None = None,
     ) -> bool:
-        c = self._writer()
-        doc_id = self._document_id(c, source, path)
-        if doc_id is None:
-            return False
-        c.execute(f"DELETE FROM {self._t('edges')} WHERE doc_id = %s", (doc_id,))
-        self._write_declarations(c, doc_id, edges, alias, retired)
-        return True
+        return self._writing().set_declarations(source, path, edges, alias, retired)
 
     def set_file_time(self, source: str, path: str, mtime_ns: int | None) -> None:
-        self._writer().execute(
-            f"UPDATE {self._t('documents')} SET mtime_ns = %s WHERE source = %s AND path = %s",
-            (mtime_ns, source, path),
-        )
+        self._writing().set_file_time(source, path, mtime_ns)
 
     def remove_documents(self, source: str, paths: list[str]) -> int:
-        c = self._writer()
-        removed = 0
-        for path in paths:
-            doc_id = self._document_id(c, source, path)
-            if doc_id is not None:
-                self._add_churn(c, self._delete_chunks_of(c, doc_id))
-                c.execute(f"DELETE FROM {self._t('documents')} WHERE id = %s", (doc_id,))
-                removed += 1
-        return removed
+        return self._writing().remove(source, paths)
 
     def commit(self, now: str) -> int:
-        """Stamp the run's new documents, bump the generation, commit and release the lock."""
-        c = self._writer()
+        """Write what the run holds, bump the generation, commit and release the lock."""
+        run = self._writing()
         try:
-            clock = c.execute(f"SELECT {_CLOCK}").fetchone()[0] if self._server_clock else now
-            docs = self._t("documents")
-            c.execute(
-                f"UPDATE {docs} SET first_indexed_at = coalesce(first_indexed_at, %s),"
-                " indexed_at = coalesce(indexed_at, %s)"
-                " WHERE first_indexed_at IS NULL OR indexed_at IS NULL",
-                (clock, clock),
-            )
-            generation = self._int_meta(c, "generation") + 1
-            summary = f"SELECT count(*), max(indexed_at) FROM {docs}"
-            documents, newest = c.execute(summary).fetchone()
-            chunks, tokens = c.execute(
-                f"SELECT count(*), coalesce(sum(tokens), 0) FROM {self._t('chunks')}"
-            ).fetchone()
-            for key, value in (
-                ("generation", str(generation)),
-                ("last_run_at", clock),
-                ("documents", str(documents)),
-                ("newest_indexed_at", newest or ""),
-                ("chunks", str(chunks)),
-                ("tokens", str(tokens)),
-            ):
-                self.set_meta(key, value)
-            c.execute(f"DELETE FROM {self._t('lexicon')} WHERE df <= 0")
-            c.execute("COMMIT")
+            generation = run.finish(now, self._put_meta)
+            self._write.execute("COMMIT")
         except BaseException:
             self.rollback()
             raise
@@ -528,7 +449,7 @@ class PgStore:
         self._release_writer()
 
     def _release_writer(self) -> None:
-        conn, self._write = self._write, None
+        conn, self._write, self._run = self._write, None, None
         if conn is not None:
             self._pool.putconn(conn)
 
@@ -551,7 +472,7 @@ class PgStore:
             int(rows.get("chunk_churn") or 0),
         )
 
-    def _corpus_for(self, c: Any) -> tuple[int, Any]:
+    def _corpus_for(self, c: Any) -> tuple[int, _core.Corpus]:
         """The trust layer's corpus for the committed generation, rebuilt when it moved."""
         generation = self._int_meta(c, "generation")
         with self._corpus_lock:
@@ -608,46 +529,10 @@ class PgStore:
                 return _empty_outcome()
             generation, corpus = self._corpus_for(c)
             t_loaded = time.perf_counter()
-            vector = np.frombuffer(query, dtype="<f4")
-            with c.transaction():
-                c.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, 2 * candidates)}")
-                dense = [
-                    r[0]
-                    for r in c.execute(
-                        f"SELECT id FROM {self._t('chunks')} ORDER BY embedding <=> %s::vector"
-                        " LIMIT %s",
-                        (_vector_text(vector), candidates),
-                    ).fetchall()
-                ]
+            dense = self._dense(c, query, candidates)
             t_dense = time.perf_counter()
-            terms = _core.lexical_terms(text)
-            dfs = dict(
-                c.execute(
-                    f"SELECT term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)", (terms,)
-                ).fetchall()
-            )
-            term_dfs = [(t, int(dfs.get(t, 0))) for t in terms]
-            chunk_count = self._int_meta(c, "chunks")
-            lexical: list[tuple[int, float]] = []
-            tsquery = _core.tsquery_literal(text)
-            if tsquery is not None:
-                # Full-text search finds the matching chunks (its own rank picks a pool when
-                # there are many); the core orders them by BM25 as the file store does.
-                pool = c.execute(
-                    f"SELECT c.id, d.title, c.heading_path, c.text FROM {self._t('chunks')} c"
-                    f" JOIN {self._t('documents')} d ON d.id = c.doc_id"
-                    " WHERE c.body @@ %(q)s::tsquery"
-                    " ORDER BY ts_rank(c.body, %(q)s::tsquery) DESC, c.id LIMIT %(n)s",
-                    {"q": tsquery, "n": max(LEXICAL_POOL, 4 * candidates)},
-                ).fetchall()
-                lexical = _core.bm25_rank(
-                    text,
-                    [(int(i), _body(t, h, x)) for i, t, h, x in pool],
-                    term_dfs,
-                    chunk_count,
-                    self._int_meta(c, "tokens"),
-                    candidates,
-                )
+            term_dfs, chunk_count, tokens = self._lexicon(c, text)
+            lexical = self._lexical(c, text, candidates, term_dfs, chunk_count, tokens)
             t_lexical = time.perf_counter()
             ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
             rows = self._chunk_rows(c, "c.id = ANY(%s)", (ids,))
@@ -698,6 +583,68 @@ class PgStore:
             "trust_ms": (t_done - t_lexical) * ms,
         }
 
+    def _dense(self, c: Any, query: bytes, n: int) -> list[int]:
+        """The nearest `n` chunk ids by the HNSW index (the core orders them by cosine)."""
+        with c.transaction():
+            # The planner prices a wide ef_search above a scan of every vector on a small
+            # table; the scan's cost grows with the corpus, the graph's does not.
+            c.execute(
+                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, 4 * n)};"
+                " SET LOCAL enable_seqscan = off"
+            )
+            return [
+                int(r[0])
+                for r in c.execute(
+                    f"SELECT id FROM {self._t('chunks')} ORDER BY embedding <=> %s::vector"
+                    " LIMIT %s",
+                    (vector_text(np.frombuffer(query, dtype="<f4")), n),
+                ).fetchall()
+            ]
+
+    def _lexicon(self, c: Any, text: str) -> tuple[list[tuple[str, int]], int, int]:
+        """Each analysed query term's document frequency, the chunks and their tokens."""
+        terms = _core.lexical_terms(text)
+        dfs = dict(
+            c.execute(
+                f"SELECT term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)", (terms,)
+            ).fetchall()
+        )
+        counts = dict(
+            c.execute(
+                f"SELECT key, value FROM {self._t('meta')} WHERE key IN ('chunks', 'tokens')"
+            ).fetchall()
+        )
+        return (
+            [(t, int(dfs.get(t, 0))) for t in terms],
+            int(counts.get("chunks") or 0),
+            int(counts.get("tokens") or 0),
+        )
+
+    def _lexical(
+        self,
+        c: Any,
+        text: str,
+        n: int,
+        term_dfs: list[tuple[str, int]],
+        chunk_count: int,
+        tokens: int,
+    ) -> list[tuple[int, float]]:
+        """The lexical leg's best `n` (chunk id, BM25): full-text search finds the matching
+        chunks (its own rank picks a pool when there are many); the core orders them by BM25
+        as the file store's index scores them."""
+        tsquery = _core.tsquery_literal(text)
+        if tsquery is None:
+            return []
+        pool = c.execute(
+            f"SELECT c.id, d.title, c.heading_path, c.text FROM {self._t('chunks')} c"
+            f" JOIN {self._t('documents')} d ON d.id = c.doc_id"
+            " WHERE c.body @@ %(q)s::tsquery"
+            " ORDER BY ts_rank(c.body, %(q)s::tsquery) DESC, c.id LIMIT %(n)s",
+            {"q": tsquery, "n": max(LEXICAL_POOL, 4 * n)},
+        ).fetchall()
+        bodies = [(int(i), body_of(t, h, x)) for i, t, h, x in pool]
+        return _core.bm25_rank(text, bodies, term_dfs, chunk_count, tokens, n)
+
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
         rows: dict[int, dict[str, Any]] = {}
         for r in c.execute(
@@ -712,7 +659,7 @@ class PgStore:
             rows[int(r[0])] = {
                 "doc_id": int(r[1]),
                 "vector": _le_vector(bytes(r[2])),
-                "body": _body(r[5], r[8], r[7]),
+                "body": body_of(r[5], r[8], r[7]),
                 "retired": (r[15], r[16], r[17] or "", r[18], r[19] or "") if r[15] else None,
                 "shown": {
                     "source": r[3],
@@ -807,7 +754,9 @@ class PgStore:
                 "vocabularies": setting,
                 "edges_by_vocabulary": by_vocabulary,
                 "retired": int(retired),
-                "forgotten": 0,
+                "forgotten": count(
+                    f"SELECT count(*) FROM {t('forgotten')} WHERE undone_at IS NULL"
+                ),
             }
 
     def document_list(self) -> list[tuple[str, str, str]]:
@@ -938,11 +887,88 @@ class PgStore:
                 )
         return checks
 
-    def explain(self, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
-        raise UsageError(
-            "recall explain is not available on a PostgreSQL store yet; "
-            "'recall migrate' the namespace into a file and explain there"
-        )
+    def explain(
+        self,
+        file: str,
+        query: bytes,
+        *,
+        text: str,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any] | None:
+        """Why `file` gets its verdict (SPEC §8.2), as the file store explains it: the same
+        explanation from the same corpus, with the document's ranks in this backend's legs."""
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return None
+            _, corpus = self._corpus_for(c)
+            doc_id = corpus.locate(file)
+            if doc_id is None:
+                return None
+            rows = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
+            term_dfs, chunk_count, tokens = self._lexicon(c, text)
+
+            def rank(ids: list[int]) -> int | None:
+                owners = dict(
+                    c.execute(
+                        f"SELECT id, doc_id FROM {self._t('chunks')} WHERE id = ANY(%s)", (ids,)
+                    ).fetchall()
+                )
+                found = [i for i, chunk in enumerate(ids, 1) if owners.get(chunk) == doc_id]
+                return found[0] if found else None
+
+            depth = EXPLAIN_DEPTH
+            dense = self._dense(c, query, depth)
+            lexical = self._lexical(c, text, depth, term_dfs, chunk_count, tokens)
+            declarations = c.execute(
+                "SELECT vocabulary, line, statement, overridden"
+                f" FROM {self._t('edges')} WHERE doc_id = %s ORDER BY id",
+                (doc_id,),
+            ).fetchall()
+            retired = c.execute(
+                "SELECT retired_state, retired_since, coalesce(retired_vocabulary, ''),"
+                " retired_line, retired_statement, retired_overridden"
+                f" FROM {self._t('documents')} WHERE id = %s AND retired_state IS NOT NULL",
+                (doc_id,),
+            ).fetchone()
+            setting = self.meta("vocabularies") or "all"
+            return corpus.explain(
+                doc_id,
+                query,
+                text=text,
+                chunks=[(i, r["vector"], r["body"]) for i, r in rows.items()],
+                term_dfs=term_dfs,
+                chunk_count=chunk_count,
+                dense_rank=rank(self._by_cosine(query, dense, c)),
+                lexical_rank=rank([i for i, _ in lexical]),
+                declarations=[tuple(d) for d in declarations],
+                retired=tuple(retired) if retired else None,
+                vocabularies=setting,
+                now_us=now_us,
+                known_as_of_us=known_as_of_us,
+                threshold=threshold,
+                scale=scale,
+                lexical_weight=lexical_weight,
+                identifier_weight=identifier_weight,
+            )
+
+    def _by_cosine(self, query: bytes, ids: list[int], c: Any) -> list[int]:
+        """`ids` ordered as the core orders the dense leg: by the cosine of the stored vectors,
+        ties by chunk id."""
+        rows = c.execute(
+            f"SELECT id, vector_send(embedding) FROM {self._t('chunks')} WHERE id = ANY(%s)",
+            (ids,),
+        ).fetchall()
+        q = np.frombuffer(query, dtype="<f4")
+        scored = [
+            (-float(np.dot(np.frombuffer(_le_vector(bytes(v)), dtype="<f4"), q)), int(i))
+            for i, v in rows
+        ]
+        return [i for _, i in sorted(scored)]
 
 
 def _empty_outcome() -> dict[str, Any]:

@@ -1,0 +1,406 @@
+"""The write path of an index run on PostgreSQL: one transaction, documents written in batches.
+
+Owns: what a run puts, replaces and removes, batched so that a page of documents costs a few
+statements (their rows upserted together, every chunk in one COPY, the lexicon's document
+frequencies in one statement), the chunk churn, stamping new documents with the server clock,
+and building the namespace's search indexes once after its first run's rows are in. Does not
+own: the connection or the lock (store.py opens the transaction and takes the namespace's
+advisory lock before a `Run` exists) or any read path.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recall import _core
+from recall.errors import UsageError
+from recall.postgres.schema import search_indexes_ddl
+
+__all__ = ["CLOCK", "Run", "body_of", "vector_text"]
+
+#: Documents held before they are written: one batch of statements per page.
+BATCH = 256
+#: The server clock as the store's fixed-width instant (SPEC §2.4).
+CLOCK = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+
+EdgeRow = tuple[str, str, bool, str, "int | None", str, bool]
+RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
+
+
+def vector_text(row: np.ndarray) -> str:
+    """pgvector's text form; the repr of each float32 widened to float64 parses back to the
+    same float32 exactly."""
+    return "[" + ",".join(map(repr, row.tolist())) + "]"
+
+
+def body_of(title: str, heading_path: str, text: str) -> str:
+    """What the lexical leg indexes for a chunk (as the file store does)."""
+    return f"{title}\n{heading_path}\n{text}"
+
+
+@dataclass
+class _Document:
+    row: tuple[Any, ...]  # the documents columns in `_DOC_COLUMNS` order
+    chunks: list[tuple[int, str, int, int, int, int, str]]
+    vectors: np.ndarray
+    title: str
+    edges: list[EdgeRow]
+
+
+_DOC_COLUMNS = (
+    "source, path, key, title, content_hash, size_bytes, first_indexed_at, indexed_at,"
+    " valid_from_raw, valid_until_raw, valid_from, valid_until, metadata_error, frontmatter,"
+    " mtime_ns, alias, retired_state, retired_since, retired_vocabulary, retired_line,"
+    " retired_statement, retired_overridden"
+)
+#: Columns a re-indexed document takes from its new version (first_indexed_at is never one).
+_REPLACED = (
+    "key, title, content_hash, size_bytes, mtime_ns, indexed_at, valid_from_raw,"
+    " valid_until_raw, valid_from, valid_until, metadata_error, frontmatter, alias,"
+    " retired_state, retired_since, retired_vocabulary, retired_line, retired_statement,"
+    " retired_overridden"
+)
+_DECLARED = (
+    "alias, retired_state, retired_since, retired_vocabulary, retired_line, retired_statement,"
+    " retired_overridden"
+)
+
+
+def _declared(alias: str | None, retired: RetiredRow | None) -> tuple[Any, ...]:
+    """The document columns a declaration sets: alias and retirement (or none)."""
+    r = retired
+    return (alias, *(r[:5] if r else (None,) * 5), bool(r and r[5]))
+
+
+class Run:
+    """One index run's writes, inside the transaction `conn` holds under the writer lock."""
+
+    def __init__(self, conn: Any, namespace: str, dim: int, *, build_indexes: bool) -> None:
+        self.conn = conn
+        self.ns = namespace
+        self.dim = dim
+        self.server_clock = True
+        self._pending: list[_Document] = []
+        self._churn = 0
+        # The namespace's first run: its indexes are built once its rows are in (far faster
+        # than growing an HNSW graph row by row; no reader can see the table yet).
+        self._build_indexes = build_indexes
+
+    def _t(self, table: str) -> str:
+        return f"{self.ns}.{table}"
+
+    def put(
+        self,
+        *,
+        source: str,
+        path: str,
+        key: str,
+        title: str,
+        content_hash: str,
+        size_bytes: int,
+        valid_from_raw: str | None,
+        valid_until_raw: str | None,
+        valid_from: str | None,
+        valid_until: str | None,
+        metadata_error: str | None,
+        frontmatter: str,
+        chunks: list[tuple[int, str, int, int, int, int, str]],
+        vectors: bytes,
+        edges: list[EdgeRow],
+        now: str,
+        mtime_ns: int | None,
+        alias: str | None,
+        retired: RetiredRow | None,
+        first_indexed_at: str | None,
+    ) -> None:
+        matrix = np.frombuffer(vectors, dtype="<f4")
+        if matrix.size != len(chunks) * self.dim:
+            raise UsageError(
+                f"{path}: {len(chunks)} chunks need {len(chunks) * self.dim} vector components, "
+                f"got {matrix.size}"
+            )
+        # A new document's times: NULL until the run commits and stamps the server clock,
+        # unless the caller gives an instant (a replay) or the times travel (a migration).
+        stamp = None if self.server_clock else now
+        first = first_indexed_at or stamp
+        indexed = now if first_indexed_at else stamp
+        row = (
+            source,
+            path,
+            key,
+            title,
+            content_hash,
+            size_bytes,
+            first,
+            indexed,
+            valid_from_raw,
+            valid_until_raw,
+            valid_from,
+            valid_until,
+            metadata_error,
+            frontmatter,
+            mtime_ns,
+            *_declared(alias, retired),
+        )
+        self._pending.append(
+            _Document(row, chunks, matrix.reshape(len(chunks), self.dim), title, edges)
+        )
+        if len(self._pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the held documents: replaced ones' rows out, then every row in."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        c, t = self.conn, self._t
+        sources = [d.row[0] for d in pending]
+        paths = [d.row[1] for d in pending]
+        stored = {
+            (source, path): (int(doc_id), digest, int(n))
+            for doc_id, source, path, digest, n in c.execute(
+                f"SELECT d.id, d.source, d.path, d.content_hash, count(c.id)"
+                f" FROM {t('documents')} d JOIN unnest(%s::text[], %s::text[]) AS k(source, path)"
+                " ON d.source = k.source AND d.path = k.path"
+                f" LEFT JOIN {t('chunks')} c ON c.doc_id = d.id GROUP BY d.id",
+                (sources, paths),
+            ).fetchall()
+        }
+        # Another machine's run committed this very content while this run waited for the
+        # lock (it read what was stored before): the stored rows stand, nothing changed.
+        pending = [d for d in pending if stored.get(d.row[:2], (0, None))[1] != d.row[4]]
+        if not pending:
+            return
+        existing = {
+            doc_id: n
+            for key, (doc_id, _, n) in stored.items()
+            if key in {d.row[:2] for d in pending}
+        }
+        self._delete_rows(list(existing))
+        self._restore_first_indexed(pending, stored)
+        with c.cursor() as cur:
+            slots = ", ".join(["%s"] * len(pending[0].row))
+            update = ", ".join(f"{col} = excluded.{col}" for col in _REPLACED.split(", "))
+            cur.executemany(
+                f"INSERT INTO {t('documents')} ({_DOC_COLUMNS}) VALUES ({slots})"
+                f" ON CONFLICT (source, path) DO UPDATE SET {update} RETURNING id",
+                [d.row for d in pending],
+                returning=True,
+            )
+            ids: list[int] = []
+            while True:
+                ids.append(int(cur.fetchone()[0]))
+                if not cur.nextset():
+                    break
+        replaced = dict(existing)
+        terms: Counter[str] = Counter()
+        with c.cursor().copy(
+            f"COPY {t('chunks')} (doc_id, ordinal, text, byte_start, byte_end, line_start,"
+            " line_end, heading_path, body, tokens, embedding) FROM STDIN"
+        ) as copy:
+            for doc_id, d in zip(ids, pending):
+                self._churn += max(int(replaced.get(doc_id, 0)), len(d.chunks))
+                for (ordinal, text, b0, b1, l0, l1, heading), vector in zip(d.chunks, d.vectors):
+                    body = body_of(d.title, heading, text)
+                    terms.update(_core.lexical_terms(body))
+                    copy.write_row(
+                        (
+                            doc_id,
+                            ordinal,
+                            text,
+                            b0,
+                            b1,
+                            l0,
+                            l1,
+                            heading,
+                            _core.tsvector_literal(body),
+                            _core.lexical_length(body),
+                            vector_text(vector),
+                        )
+                    )
+        if terms:
+            c.execute(
+                f"INSERT INTO {t('lexicon')} (term, df)"
+                " SELECT * FROM unnest(%s::text[], %s::bigint[])"
+                f" ON CONFLICT (term) DO UPDATE SET df = {t('lexicon')}.df + excluded.df",
+                (list(terms), list(terms.values())),
+            )
+        self._edges([(doc_id, e) for doc_id, d in zip(ids, pending) for e in d.edges])
+
+    def _restore_first_indexed(
+        self, pending: list[_Document], stored: dict[tuple[str, str], Any]
+    ) -> None:
+        """SPEC §2.4: a document brought back after `forget --undo` keeps its first indexing
+        time; its journal row is consumed."""
+        new = [d for d in pending if d.row[:2] not in stored]
+        if not new:
+            return
+        back = {
+            (source, path): first
+            for source, path, first in self.conn.execute(
+                f"DELETE FROM {self._t('forgotten')} f USING unnest(%s::text[], %s::text[])"
+                " AS k(source, path) WHERE f.source = k.source AND f.path = k.path"
+                " AND f.undone_at IS NOT NULL RETURNING f.source, f.path, f.first_indexed_at",
+                ([d.row[0] for d in new], [d.row[1] for d in new]),
+            ).fetchall()
+        }
+        for d in new:
+            first = back.get(d.row[:2])
+            if first is not None:
+                d.row = (*d.row[:6], first, *d.row[7:])
+
+    def _delete_rows(self, doc_ids: list[int]) -> int:
+        """Take documents' chunks (and their terms' counts) and edges out; returns the chunks."""
+        if not doc_ids:
+            return 0
+        c, t = self.conn, self._t
+        # The lexicon first: a term's document frequency counts the chunks holding it.
+        c.execute(
+            f"UPDATE {t('lexicon')} l SET df = l.df - g.n FROM ("
+            f" SELECT u.lexeme AS term, count(*) AS n FROM {t('chunks')} ch, unnest(ch.body) u"
+            " WHERE ch.doc_id = ANY(%s) GROUP BY u.lexeme) g WHERE l.term = g.term",
+            (doc_ids,),
+        )
+        gone = c.execute(f"DELETE FROM {t('chunks')} WHERE doc_id = ANY(%s)", (doc_ids,))
+        c.execute(f"DELETE FROM {t('edges')} WHERE doc_id = ANY(%s)", (doc_ids,))
+        return int(gone.rowcount or 0)
+
+    def _edges(self, edges: list[tuple[int, EdgeRow]]) -> None:
+        if edges:
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {self._t('edges')} (doc_id, raw_ref, key, reversed, vocabulary,"
+                    " line, statement, overridden) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    [(doc_id, *e) for doc_id, e in edges],
+                )
+
+    def document_id(self, source: str, path: str) -> int | None:
+        self.flush()
+        row = self.conn.execute(
+            f"SELECT id FROM {self._t('documents')} WHERE source = %s AND path = %s",
+            (source, path),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_declarations(
+        self,
+        source: str,
+        path: str,
+        edges: list[EdgeRow],
+        alias: str | None,
+        retired: RetiredRow | None,
+    ) -> bool:
+        doc_id = self.document_id(source, path)
+        if doc_id is None:
+            return False
+        self.conn.execute(f"DELETE FROM {self._t('edges')} WHERE doc_id = %s", (doc_id,))
+        slots = ", ".join(f"{col} = %s" for col in _DECLARED.split(", "))
+        self.conn.execute(
+            f"UPDATE {self._t('documents')} SET {slots} WHERE id = %s",
+            (*_declared(alias, retired), doc_id),
+        )
+        self._edges([(doc_id, e) for e in edges])
+        return True
+
+    def set_file_time(self, source: str, path: str, mtime_ns: int | None) -> None:
+        self.flush()
+        self.conn.execute(
+            f"UPDATE {self._t('documents')} SET mtime_ns = %s WHERE source = %s AND path = %s",
+            (mtime_ns, source, path),
+        )
+
+    def remove(self, source: str, paths: list[str]) -> int:
+        self.flush()
+        ids = [
+            int(r[0])
+            for r in self.conn.execute(
+                f"SELECT id FROM {self._t('documents')} WHERE source = %s AND path = ANY(%s)",
+                (source, paths),
+            ).fetchall()
+        ]
+        self._churn += self._delete_rows(ids)
+        self.conn.execute(f"DELETE FROM {self._t('documents')} WHERE id = ANY(%s)", (ids,))
+        return len(ids)
+
+    def forget(self, targets: list[tuple[str, str]], now: str) -> int:
+        """Journal `targets` and remove them (SPEC §8.4); returns how many were stored."""
+        self.flush()
+        removed = 0
+        for source, path in targets:
+            row = self.conn.execute(
+                f"SELECT content_hash, first_indexed_at FROM {self._t('documents')}"
+                " WHERE source = %s AND path = %s",
+                (source, path),
+            ).fetchone()
+            if row is None:
+                continue
+            self.conn.execute(
+                f"INSERT INTO {self._t('forgotten')} (source, path, content_hash,"
+                " first_indexed_at, forgotten_at) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT (source, path) DO UPDATE SET content_hash = excluded.content_hash,"
+                " first_indexed_at = excluded.first_indexed_at,"
+                " forgotten_at = excluded.forgotten_at, undone_at = NULL",
+                (source, path, row[0], row[1] or now, now),
+            )
+            removed += self.remove(source, [path])
+        return removed
+
+    def undo_forget(self, targets: list[tuple[str, str]], now: str) -> int:
+        """Mark `targets` brought back: the next index run indexes their files again."""
+        self.flush()
+        undone = 0
+        for source, path in targets:
+            undone += self.conn.execute(
+                f"UPDATE {self._t('forgotten')} SET undone_at = %s"
+                " WHERE source = %s AND path = %s AND undone_at IS NULL",
+                (now, source, path),
+            ).rowcount
+        return undone
+
+    def finish(self, now: str, meta: Any) -> int:
+        """Everything held written, new documents stamped, indexes built, the run's meta
+        records set (`meta(key, value)`); returns the new generation. The caller commits."""
+        self.flush()
+        c, t = self.conn, self._t
+        clock = c.execute(f"SELECT {CLOCK}").fetchone()[0] if self.server_clock else now
+        c.execute(
+            f"UPDATE {t('documents')} SET first_indexed_at = coalesce(first_indexed_at, %s),"
+            " indexed_at = coalesce(indexed_at, %s)"
+            " WHERE first_indexed_at IS NULL OR indexed_at IS NULL",
+            (clock, clock),
+        )
+        if self._build_indexes:
+            c.execute("SET LOCAL maintenance_work_mem = '256MB'")
+            c.execute(search_indexes_ddl(self.ns))
+        c.execute(f"DELETE FROM {t('lexicon')} WHERE df <= 0")
+        row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'generation'").fetchone()
+        generation = (int(row[0]) if row and row[0].isdigit() else 0) + 1
+        row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'chunk_churn'").fetchone()
+        churn = (int(row[0]) if row and row[0].isdigit() else 0) + self._churn
+        documents, newest = c.execute(
+            f"SELECT count(*), max(indexed_at) FROM {t('documents')}"
+        ).fetchone()
+        chunks, tokens = c.execute(
+            f"SELECT count(*), coalesce(sum(tokens), 0) FROM {t('chunks')}"
+        ).fetchone()
+        for key, value in (
+            ("generation", str(generation)),
+            ("last_run_at", clock),
+            ("documents", str(documents)),
+            ("newest_indexed_at", newest or ""),
+            ("chunks", str(chunks)),
+            ("tokens", str(tokens)),
+            ("chunk_churn", str(churn)),
+        ):
+            meta(key, value)
+        return generation
+
+    def reset_churn(self) -> None:
+        """Forget the churn counted so far: the caller is setting the stored count itself (a
+        migration keeps the source's count)."""
+        self.flush()
+        self._churn = 0
