@@ -27,11 +27,11 @@ AS_OF = "2026-11-30"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> tuple[Path, Path]:
-    """A calibrated store over a copy of the example notes: (db, corpus root)."""
+def store(tmp_path: Path, backend: Callable[[str], str]) -> tuple[str, Path]:
+    """A calibrated store over a copy of the example notes, on each backend: (db, corpus)."""
     corpus = tmp_path / "notes"
     shutil.copytree(EXAMPLES, corpus)
-    db = tmp_path / "memory.db"
+    db = backend("memory.db")
     with recall.open(db) as mem:
         mem.index(corpus, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
         certified(mem)
@@ -105,7 +105,7 @@ async def check_tool_list(session: Session) -> None:
 
 
 def test_tools_are_listed_and_search_returns_the_judgment(
-    tmp_path: Path, store: tuple[Path, Path]
+    tmp_path: Path, store: tuple[str, Path]
 ) -> None:
     db, corpus = store
 
@@ -146,7 +146,7 @@ def test_tools_are_listed_and_search_returns_the_judgment(
 
 
 def test_remember_supersedes_and_search_serves_the_new_note(
-    tmp_path: Path, store: tuple[Path, Path]
+    tmp_path: Path, store: tuple[str, Path]
 ) -> None:
     db, corpus = store
     v2 = (corpus / "rate-limits-v2.md").read_text(encoding="utf-8")
@@ -205,7 +205,7 @@ def test_remember_supersedes_and_search_serves_the_new_note(
 
 
 def test_bad_calls_are_tool_errors_and_the_server_keeps_serving(
-    tmp_path: Path, store: tuple[Path, Path]
+    tmp_path: Path, store: tuple[str, Path]
 ) -> None:
     db, corpus = store
     bad = [
@@ -281,7 +281,7 @@ def test_development_mode_answers_degraded(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def tools(store: tuple[Path, Path]) -> Any:
+def tools(store: tuple[str, Path]) -> Any:
     from recall.mcp_server import Tools
 
     db, corpus = store
@@ -393,7 +393,7 @@ def test_base_import_does_not_import_the_sdk() -> None:
 
 
 def test_entail_is_offered_only_with_a_judge(
-    store: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from recall.mcp_server import Tools
 
@@ -415,7 +415,7 @@ def test_entail_is_offered_only_with_a_judge(
 
 
 def test_serve_watch_follows_a_note_written_beside_it(
-    tmp_path: Path, store: tuple[Path, Path]
+    tmp_path: Path, store: tuple[str, Path]
 ) -> None:
     """`recall serve --watch`: a note written into the corpus by anyone is searchable within
     a second or two, while the server keeps answering."""

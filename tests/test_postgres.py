@@ -313,3 +313,68 @@ def test_doctor_on_postgres(corpus: Path, pg_url: str) -> None:
         report = mem.doctor()
     assert report.verdict == "healthy", report.checks
     assert {c.name for c in report.checks} >= {"server", "schema", "vectors", "calibration"}
+
+
+def test_connection_from_the_pg_environment(
+    corpus: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    info = psycopg.conninfo.conninfo_to_dict(pg_url)
+    monkeypatch.setenv("PGHOST", str(info["host"]))
+    monkeypatch.setenv("PGUSER", str(info["user"]))
+    monkeypatch.setenv("PGDATABASE", str(info["dbname"]))
+    monkeypatch.setenv("RECALL_DB", "postgresql://")
+    monkeypatch.setenv("RECALL_NAMESPACE", "from_env")
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(corpus)]).exit_code == 0
+    res = runner.invoke(app, ["stats", "--json"])
+    assert res.exit_code == 0 and '"documents": 1' in res.output
+    assert "namespace=from_env" in res.output
+    with recall.open("postgresql://", namespace="from_env") as mem:
+        assert mem.stats().documents == 1
+
+
+def test_an_unreachable_server_is_a_clear_error() -> None:
+    with pytest.raises(recall.StoreError, match="cannot connect"):
+        recall.open("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+
+
+def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> None:
+    """After a migration the chunk ids are the same, so each leg's order can be compared: the
+    lexical leg's exactly (BM25 as the file store's index scores it), the dense leg's above
+    the cut (the HNSW graph finds every chunk of this small corpus)."""
+    notes = write_corpus(
+        tmp_path / "zipf",
+        {
+            f"n{i}.md": f"# Note {i}\n\n"
+            + " ".join(f"w{(i * 7 + j * j) % 97} common{j % 3}" for j in range(12 + i % 9))
+            for i in range(120)
+        },
+    )
+    with recall.open(tmp_path / "a.db") as mem:
+        mem.index([EXAMPLES, notes])
+    pg = pg_target(pg_url, "legs")
+    migrate(str(tmp_path / "a.db"), pg)
+    queries = [*QUERIES, "w5 w17 common1", "common0 common2", "w3", "w96 w11 w40 common1 w2"]
+    with recall.open(tmp_path / "a.db") as file, recall.open(pg) as server:
+        for q in queries:
+            vector = file.embedder.embed([q])[0].astype("<f4").tobytes()
+            args = dict(
+                text=q,
+                k=10,
+                candidates=20,
+                now_us=0,
+                known_as_of_us=None,
+                threshold=0.5,
+                scale=0.05,
+                unverified=False,
+            )
+            a, b = file._store.search(vector, **args), server._store.search(vector, **args)
+            assert [c for c, _ in a["lexical"]] == [c for c, _ in b["lexical"]], q
+            assert [s for _, s in a["lexical"]] == pytest.approx([s for _, s in b["lexical"]])
+            # Cosines tied at the cut (hashed vectors that share no word all score 0) are
+            # found in any order by a graph; every chunk above the cut is the same one.
+            assert [s for _, s in a["dense"]] == pytest.approx([s for _, s in b["dense"]]), q
+            cut = a["dense"][-1][1]
+            above = [(c, s) for c, s in a["dense"] if s > cut]
+            assert above == [(c, s) for c, s in b["dense"] if s > cut], q

@@ -16,6 +16,8 @@ wait for a writer.
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,8 +39,15 @@ from recall.postgres.write import Run, body_of, vector_text
 
 __all__ = ["PgStore", "split_url"]
 
+#: Seconds to wait for the server when neither the URL nor $PGCONNECT_TIMEOUT says.
+CONNECT_TIMEOUT = 10
 #: HNSW candidate list per query: at least this, and four times the candidates asked for.
 EF_SEARCH = 200
+#: The query's rarest terms are searched first while the chunks holding them number at most
+#: this (all of them are scored: they decide the top of the lexical leg when they can).
+RARE_POOL = 500
+#: Distinct words of a query that are searched (as the file store's index searches them).
+MAX_QUERY_TERMS = 64
 #: How deep explain looks into each leg for a document's rank (as the file store does).
 EXPLAIN_DEPTH = 100
 #: Matching chunks full-text search hands the core to order by BM25: at least this, and four
@@ -55,13 +64,17 @@ def split_url(url: str, namespace: str | None = None) -> tuple[str, str, str]:
     named = [v for k, v in query if k == "namespace"]
     rest = [(k, v) for k, v in query if k != "namespace"]
     ns = check_namespace(namespace or (named[-1] if named else DEFAULT_NAMESPACE))
-    conninfo = urlunsplit(parts._replace(query=urlencode(rest)))
     netloc = parts.netloc
     if "@" in netloc:
         user, host = netloc.rsplit("@", 1)
         netloc = f"{user.split(':', 1)[0]}@{host}"
-    shown = urlunsplit(parts._replace(netloc=netloc, query=urlencode([*rest, ("namespace", ns)])))
-    return conninfo, ns, shown
+
+    def joined(location: str, query: list[tuple[str, str]]) -> str:
+        # urlunsplit drops the `//` of an empty location (`postgresql://`: all from PG*).
+        tail = urlunsplit(("", "", parts.path, urlencode(query), ""))
+        return f"{parts.scheme}://{location}{tail}"
+
+    return joined(parts.netloc, rest), ns, joined(netloc, [*rest, ("namespace", ns)])
 
 
 def _le_vector(sent: bytes) -> bytes:
@@ -84,16 +97,28 @@ class PgStore:
         self._psycopg = psycopg
         conninfo, self.namespace, self.path = split_url(url, namespace)
         self._asked_read_only = read_only
+        settings: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in conninfo and "PGCONNECT_TIMEOUT" not in os.environ:
+            settings["connect_timeout"] = CONNECT_TIMEOUT
+        # One connection first: a server that cannot be reached, or refuses, says why at once.
+        try:
+            psycopg.connect(conninfo, **settings).close()
+        except psycopg.Error as err:
+            why = " ".join(line.strip() for line in str(err).splitlines()) or type(err).__name__
+            raise StoreError(
+                f"recall store: cannot connect to {self.path}: {why}; check the URL or the PG* "
+                "variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE)"
+            ) from err
         self._pool = ConnectionPool(
             conninfo,
             min_size=1,
             max_size=4,
-            kwargs={"autocommit": True},
+            kwargs=settings,
             open=False,
             name=f"recall-{self.namespace}",
         )
         try:
-            self._pool.open(wait=True, timeout=15)
+            self._pool.open(wait=True, timeout=2 * CONNECT_TIMEOUT)
         except Exception as err:
             self._pool.close()
             raise StoreError(f"recall store: cannot connect to {self.path}: {err}") from err
@@ -584,7 +609,9 @@ class PgStore:
         }
 
     def _dense(self, c: Any, query: bytes, n: int) -> list[int]:
-        """The nearest `n` chunk ids by the HNSW index (the core orders them by cosine)."""
+        """Chunk ids near the query by the HNSW index, twice the `n` the core keeps after
+        ordering them by cosine (so chunks tied at the cut are there to be ordered as the
+        file store's scan orders them)."""
         with c.transaction():
             # The planner prices a wide ef_search above a scan of every vector on a small
             # table; the scan's cost grows with the corpus, the graph's does not.
@@ -597,7 +624,7 @@ class PgStore:
                 for r in c.execute(
                     f"SELECT id FROM {self._t('chunks')} ORDER BY embedding <=> %s::vector"
                     " LIMIT %s",
-                    (vector_text(np.frombuffer(query, dtype="<f4")), n),
+                    (vector_text(np.frombuffer(query, dtype="<f4")), 2 * n),
                 ).fetchall()
             ]
 
@@ -629,21 +656,43 @@ class PgStore:
         chunk_count: int,
         tokens: int,
     ) -> list[tuple[int, float]]:
-        """The lexical leg's best `n` (chunk id, BM25): full-text search finds the matching
-        chunks (its own rank picks a pool when there are many); the core orders them by BM25
-        as the file store's index scores them."""
+        """The lexical leg's best `n` (chunk id, BM25), ordered by the core as the file store's
+        index scores them. Full-text search finds the chunks: first every chunk holding one of
+        the query's rarest terms (few, so all of them); when the n-th of those outscores what
+        the other terms could add up to, no other chunk can enter the top n and that is the
+        answer. Otherwise the chunks its own rank puts first join them."""
         tsquery = _core.tsquery_literal(text)
         if tsquery is None:
             return []
-        pool = c.execute(
+        searched = [(t, df) for t, df in term_dfs[:MAX_QUERY_TERMS] if df > 0]
+        rare: list[str] = []
+        held = 0
+        for term, df in sorted(searched, key=lambda x: x[1]):
+            if held + df > RARE_POOL:
+                break
+            rare.append(term)
+            held += df
+        bodies: dict[int, str] = {}
+        if rare:
+            bodies.update(self._matching(c, _or_query(rare), None))
+            ranked = _core.bm25_rank(text, list(bodies.items()), term_dfs, chunk_count, tokens, n)
+            rest = sum(_bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
+            if len(ranked) >= n and ranked[n - 1][1] > rest * (1 + 1e-6):
+                return ranked
+        bodies.update(self._matching(c, tsquery, max(LEXICAL_POOL, 4 * n)))
+        return _core.bm25_rank(text, list(bodies.items()), term_dfs, chunk_count, tokens, n)
+
+    def _matching(self, c: Any, tsquery: str, limit: int | None) -> dict[int, str]:
+        """(chunk id → lexical body) of the chunks matching `tsquery`: all of them, or the
+        `limit` full-text search ranks first."""
+        order = " ORDER BY ts_rank(c.body, %(q)s::tsquery) DESC, c.id LIMIT %(n)s" if limit else ""
+        rows = c.execute(
             f"SELECT c.id, d.title, c.heading_path, c.text FROM {self._t('chunks')} c"
             f" JOIN {self._t('documents')} d ON d.id = c.doc_id"
-            " WHERE c.body @@ %(q)s::tsquery"
-            " ORDER BY ts_rank(c.body, %(q)s::tsquery) DESC, c.id LIMIT %(n)s",
-            {"q": tsquery, "n": max(LEXICAL_POOL, 4 * n)},
+            f" WHERE c.body @@ %(q)s::tsquery{order}",
+            {"q": tsquery, "n": limit},
         ).fetchall()
-        bodies = [(int(i), body_of(t, h, x)) for i, t, h, x in pool]
-        return _core.bm25_rank(text, bodies, term_dfs, chunk_count, tokens, n)
+        return {int(i): body_of(t, h, x) for i, t, h, x in rows}
 
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
         rows: dict[int, dict[str, Any]] = {}
@@ -969,6 +1018,17 @@ class PgStore:
             for i, v in rows
         ]
         return [i for _, i in sorted(scored)]
+
+
+def _or_query(terms: list[str]) -> str:
+    """A tsquery literal: the OR of `terms` (analysed terms: letters and digits only)."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def _bm25_ceiling(df: int, chunks: int) -> float:
+    """The most one term can add to a chunk's BM25 (its IDF times k1 + 1, as Tantivy's)."""
+    x = (chunks - min(df, chunks) + 0.5) / (df + 0.5)
+    return math.log(1.0 + x) * (1.0 + 1.2)
 
 
 def _empty_outcome() -> dict[str, Any]:
