@@ -146,14 +146,64 @@ const BM25_B: f32 = 0.75;
 /// Rank `pool` (chunk id, indexed text) by BM25 for `query` as this index would score it:
 /// the same analyser, Tantivy's IDF over `docs` chunks (`df` gives each term's document
 /// frequency), its one-byte length norm against `tokens / docs`, summed over the query's
-/// terms; best first, ties by chunk id. A backend whose engine only finds the matching
-/// chunks (PostgreSQL full-text search) orders them with this. Chunks matching no term drop.
+/// terms; best first, ties by chunk id. Chunks matching no term drop.
 pub fn bm25_rank(
     query: &str,
     df: impl Fn(&str) -> u64,
     docs: u64,
     tokens: u64,
     pool: &[(i64, &str)],
+) -> Vec<(i64, f32)> {
+    let counted = pool.iter().map(|&(chunk, body)| {
+        let analysed = analyse(body);
+        let length = u32::try_from(analysed.len()).unwrap_or(u32::MAX);
+        (chunk, length, move |t: &str| {
+            analysed.iter().filter(|x| *x == t).count() as u32
+        })
+    });
+    bm25_counted(query, df, docs, tokens, counted)
+}
+
+/// `bm25_rank` over chunks already analysed: (chunk id, token count, the chunk's `tsvector`
+/// as `tsvector_literal` writes it and PostgreSQL prints it), each term's frequency read from
+/// its positions. A backend whose full-text search finds the matching chunks (PostgreSQL)
+/// orders them with this, as the file store's index would.
+pub fn bm25_rank_tsvectors(
+    query: &str,
+    df: impl Fn(&str) -> u64,
+    docs: u64,
+    tokens: u64,
+    pool: &[(i64, u32, &str)],
+) -> Vec<(i64, f32)> {
+    let counted = pool
+        .iter()
+        .map(|&(chunk, length, vector)| (chunk, length, move |t: &str| positions_of(vector, t)));
+    bm25_counted(query, df, docs, tokens, counted)
+}
+
+/// How many positions `term` has in a printed `tsvector` (`'a':1,4 'b':2`); 0 when absent.
+fn positions_of(vector: &str, term: &str) -> u32 {
+    let needle = format!("{}:", ts_quote(term));
+    let mut at = 0;
+    while let Some(found) = vector[at..].find(&needle) {
+        let start = at + found;
+        // A lexeme starts the text or follows the space between two entries.
+        if start == 0 || vector.as_bytes()[start - 1] == b' ' {
+            let list = &vector[start + needle.len()..];
+            let end = list.find(' ').unwrap_or(list.len());
+            return list[..end].split(',').count() as u32;
+        }
+        at = start + 1;
+    }
+    0
+}
+
+fn bm25_counted<F: Fn(&str) -> u32>(
+    query: &str,
+    df: impl Fn(&str) -> u64,
+    docs: u64,
+    tokens: u64,
+    pool: impl Iterator<Item = (i64, u32, F)>,
 ) -> Vec<(i64, f32)> {
     use tantivy::fieldnorm::FieldNormReader;
     let terms = query_terms(query);
@@ -170,16 +220,13 @@ pub fn bm25_rank(
         })
         .collect();
     let mut scored: Vec<(i64, f32)> = pool
-        .iter()
-        .filter_map(|&(chunk, body)| {
-            let tokens = analyse(body);
-            let length = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        .filter_map(|(chunk, length, tf_of)| {
             let norm = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(length));
             let k = BM25_K1 * (1.0 - BM25_B + BM25_B * norm as f32 / average);
             let mut score = 0.0f32;
             let mut matched = false;
             for (t, w) in terms.iter().zip(&weights) {
-                let tf = tokens.iter().filter(|x| *x == t).count() as f32;
+                let tf = tf_of(t) as f32;
                 if tf > 0.0 {
                     matched = true;
                     score += w * (tf / (tf + k));
@@ -203,12 +250,17 @@ fn ts_quote(term: &str) -> String {
 /// `text`'s analysed tokens as a PostgreSQL `tsvector` literal with positions, so a server's
 /// full-text search matches exactly the terms this analyser makes (no second analyser).
 pub fn tsvector_literal(text: &str) -> String {
-    let mut positions: Vec<(String, Vec<usize>)> = Vec::new();
-    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for (i, token) in analyse(text).into_iter().enumerate() {
+    tsvector_of(&analyse(text))
+}
+
+/// Analysed `tokens` (in order) as a PostgreSQL `tsvector` literal with positions.
+pub fn tsvector_of(tokens: &[String]) -> String {
+    let mut positions: Vec<(&str, Vec<usize>)> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, token) in tokens.iter().enumerate() {
         let pos = (i + 1).min(TSVECTOR_MAX_POSITION);
-        let slot = *at.entry(token.clone()).or_insert_with(|| {
-            positions.push((token, Vec::new()));
+        let slot = *at.entry(token.as_str()).or_insert_with(|| {
+            positions.push((token.as_str(), Vec::new()));
             positions.len() - 1
         });
         let list = &mut positions[slot].1;
@@ -469,6 +521,16 @@ mod tests {
                     .count() as u64
             };
             let ours = bm25_rank(query, df, texts.len() as u64, tokens, &pool);
+            let vectors: Vec<(i64, u32, String)> = pool
+                .iter()
+                .map(|&(c, t)| (c, analyse(t).len() as u32, tsvector_literal(t)))
+                .collect();
+            let printed: Vec<(i64, u32, &str)> = vectors
+                .iter()
+                .map(|(c, n, v)| (*c, *n, v.as_str()))
+                .collect();
+            let from_vectors = bm25_rank_tsvectors(query, df, texts.len() as u64, tokens, &printed);
+            assert_eq!(ours, from_vectors, "{query}");
             let theirs = idx.search(query, 10).unwrap();
             assert_eq!(ours.len(), theirs.len(), "{query}");
             for ((a, sa), (b, sb)) in ours.iter().zip(&theirs) {
@@ -476,6 +538,17 @@ mod tests {
                 assert!((sa - sb).abs() < 1e-5, "{query}: {sa} vs {sb}");
             }
         }
+    }
+
+    #[test]
+    fn positions_are_counted_per_whole_lexeme() {
+        let v = "'backup':1,4 'back':2 'up':3,7,9 'xup':5";
+        assert_eq!(positions_of(v, "backup"), 2);
+        assert_eq!(positions_of(v, "back"), 1);
+        assert_eq!(positions_of(v, "up"), 3);
+        assert_eq!(positions_of(v, "xup"), 1);
+        assert_eq!(positions_of(v, "ba"), 0);
+        assert_eq!(positions_of("", "up"), 0);
     }
 
     #[test]

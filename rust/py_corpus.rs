@@ -414,29 +414,33 @@ impl PyCorpus {
     }
 }
 
-/// The number of analysed tokens of `text` (the length BM25 normalises by).
+/// What a backend stores for the lexical leg of one chunk's text, from one analysis: its
+/// `tsvector` literal, its token count (BM25's length) and its distinct terms.
 #[pyfunction]
-pub fn lexical_length(text: &str) -> usize {
-    lexical::analyse(text).len()
+pub fn lexical_row(text: &str) -> (String, usize, Vec<String>) {
+    let tokens = lexical::analyse(text);
+    let mut seen = std::collections::HashSet::new();
+    let distinct = tokens.iter().filter(|t| seen.insert(*t)).cloned().collect();
+    (lexical::tsvector_of(&tokens), tokens.len(), distinct)
 }
 
-/// The lexical leg's order for chunks a text search matched: `pool` is [(chunk_id, lexical
-/// body)], `term_dfs` each query term's document frequency among `chunk_count` chunks holding
-/// `token_count` tokens. BM25 as the file store's index scores it, best first, ties by chunk
-/// id, at most `limit`.
+/// The lexical leg's order for chunks a text search matched: `pool` is [(chunk_id, token
+/// count, the chunk's tsvector as PostgreSQL prints it)], `term_dfs` each query term's document
+/// frequency among `chunk_count` chunks holding `token_count` tokens. BM25 as the file store's
+/// index scores it, best first, ties by chunk id, at most `limit`.
 #[pyfunction]
 pub fn bm25_rank(
     text: &str,
-    pool: Vec<(i64, String)>,
+    pool: Vec<(i64, u32, String)>,
     term_dfs: Vec<(String, u64)>,
     chunk_count: u64,
     token_count: u64,
     limit: usize,
 ) -> Vec<(i64, f64)> {
     let dfs: HashMap<String, u64> = term_dfs.into_iter().collect();
-    let pool: Vec<(i64, &str)> = pool.iter().map(|(c, b)| (*c, b.as_str())).collect();
+    let pool: Vec<(i64, u32, &str)> = pool.iter().map(|(c, n, v)| (*c, *n, v.as_str())).collect();
     let df = |t: &str| dfs.get(t).copied().unwrap_or(0);
-    let mut ranked = lexical::bm25_rank(text, df, chunk_count, token_count, &pool);
+    let mut ranked = lexical::bm25_rank_tsvectors(text, df, chunk_count, token_count, &pool);
     ranked.dedup_by_key(|r| r.0);
     ranked.truncate(limit);
     ranked.into_iter().map(|(c, s)| (c, f64::from(s))).collect()
@@ -446,12 +450,6 @@ pub fn bm25_rank(
 #[pyfunction]
 pub fn lexical_terms(text: &str) -> Vec<String> {
     lexical::terms(text)
-}
-
-/// `text` as a PostgreSQL `tsvector` literal of the lexical leg's own terms, with positions.
-#[pyfunction]
-pub fn tsvector_literal(text: &str) -> String {
-    lexical::tsvector_literal(text)
 }
 
 /// A query's searched terms as a PostgreSQL `tsquery` literal (their OR); None without words.

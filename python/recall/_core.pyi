@@ -15,12 +15,11 @@ __all__ = [
     "identifiers",
     "bm25_rank",
     "judge",
-    "lexical_length",
+    "lexical_row",
     "lexical_terms",
     "resolution_key",
     "rrf",
     "tsquery_literal",
-    "tsvector_literal",
 ]
 
 SCHEMA_VERSION: int
@@ -216,14 +215,13 @@ class Corpus:
     ) -> dict[str, Any]: ...
 
 def lexical_terms(text: str) -> list[str]: ...
-def lexical_length(text: str) -> int: ...
+def lexical_row(text: str) -> tuple[str, int, list[str]]: ...
 def bm25_rank(
     text: str,
-    pool: list[tuple[int, str]],
+    pool: list[tuple[int, int, str]],
     term_dfs: list[tuple[str, int]],
     chunk_count: int,
     token_count: int,
     limit: int,
 ) -> list[tuple[int, float]]: ...
-def tsvector_literal(text: str) -> str: ...
 def tsquery_literal(text: str) -> str | None: ...

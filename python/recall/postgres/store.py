@@ -41,11 +41,12 @@ __all__ = ["PgStore", "split_url"]
 
 #: Seconds to wait for the server when neither the URL nor $PGCONNECT_TIMEOUT says.
 CONNECT_TIMEOUT = 10
-#: HNSW candidate list per query: at least this, and four times the candidates asked for.
-EF_SEARCH = 200
+#: HNSW candidate list per query: at least this ($RECALL_HNSW_EF_SEARCH: larger finds more of
+#: the exact neighbours and takes longer), and four times the candidates asked for.
+EF_SEARCH = int(os.environ.get("RECALL_HNSW_EF_SEARCH") or 100)
 #: The query's rarest terms are searched first while the chunks holding them number at most
 #: this (all of them are scored: they decide the top of the lexical leg when they can).
-RARE_POOL = 500
+RARE_POOL = 2000
 #: Distinct words of a query that are searched (as the file store's index searches them).
 MAX_QUERY_TERMS = 64
 #: How deep explain looks into each leg for a document's rank (as the file store does).
@@ -657,14 +658,23 @@ class PgStore:
         tokens: int,
     ) -> list[tuple[int, float]]:
         """The lexical leg's best `n` (chunk id, BM25), ordered by the core as the file store's
-        index scores them. Full-text search finds the chunks: first every chunk holding one of
-        the query's rarest terms (few, so all of them); when the n-th of those outscores what
-        the other terms could add up to, no other chunk can enter the top n and that is the
-        answer. Otherwise the chunks its own rank puts first join them."""
+        index scores them. Full-text search finds the chunks; each comes with the positions of
+        the query's terms and its length. When few chunks hold any of the words, all of them
+        are scored. Otherwise every chunk holding one of the rarest terms is; when the n-th of
+        those outscores what the other terms could add up to, no other chunk can enter the top
+        n. Failing that, the chunks full-text search's own rank puts first join them."""
         tsquery = _core.tsquery_literal(text)
         if tsquery is None:
             return []
         searched = [(t, df) for t, df in term_dfs[:MAX_QUERY_TERMS] if df > 0]
+        terms = [t for t, _ in searched]
+
+        def ranked(pool: dict[int, tuple[int, str]]) -> list[tuple[int, float]]:
+            rows = [(i, length, v) for i, (length, v) in pool.items()]
+            return _core.bm25_rank(text, rows, term_dfs, chunk_count, tokens, n)
+
+        if sum(df for _, df in searched) <= RARE_POOL:
+            return ranked(self._matching(c, tsquery, terms, None))
         rare: list[str] = []
         held = 0
         for term, df in sorted(searched, key=lambda x: x[1]):
@@ -672,27 +682,28 @@ class PgStore:
                 break
             rare.append(term)
             held += df
-        bodies: dict[int, str] = {}
+        pool: dict[int, tuple[int, str]] = {}
         if rare:
-            bodies.update(self._matching(c, _or_query(rare), None))
-            ranked = _core.bm25_rank(text, list(bodies.items()), term_dfs, chunk_count, tokens, n)
+            pool.update(self._matching(c, _or_query(rare), terms, None))
+            best = ranked(pool)
             rest = sum(_bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
-            if len(ranked) >= n and ranked[n - 1][1] > rest * (1 + 1e-6):
-                return ranked
-        bodies.update(self._matching(c, tsquery, max(LEXICAL_POOL, 4 * n)))
-        return _core.bm25_rank(text, list(bodies.items()), term_dfs, chunk_count, tokens, n)
+            if len(best) >= n and best[n - 1][1] > rest * (1 + 1e-6):
+                return best
+        pool.update(self._matching(c, tsquery, terms, max(LEXICAL_POOL, 4 * n)))
+        return ranked(pool)
 
-    def _matching(self, c: Any, tsquery: str, limit: int | None) -> dict[int, str]:
-        """(chunk id → lexical body) of the chunks matching `tsquery`: all of them, or the
-        `limit` full-text search ranks first."""
-        order = " ORDER BY ts_rank(c.body, %(q)s::tsquery) DESC, c.id LIMIT %(n)s" if limit else ""
+    def _matching(
+        self, c: Any, tsquery: str, terms: list[str], limit: int | None
+    ) -> dict[int, tuple[int, str]]:
+        """(chunk id → (token count, the chunk's `terms` with their positions)) of the chunks
+        matching `tsquery`: all of them, or the `limit` full-text search ranks first."""
+        order = " ORDER BY ts_rank(body, %(q)s::tsquery) DESC, id LIMIT %(n)s" if limit else ""
         rows = c.execute(
-            f"SELECT c.id, d.title, c.heading_path, c.text FROM {self._t('chunks')} c"
-            f" JOIN {self._t('documents')} d ON d.id = c.doc_id"
-            f" WHERE c.body @@ %(q)s::tsquery{order}",
-            {"q": tsquery, "n": limit},
+            "SELECT id, tokens, ts_filter(setweight(body, 'A', %(t)s), '{a}')::text"
+            f" FROM {self._t('chunks')} WHERE body @@ %(q)s::tsquery{order}",
+            {"q": tsquery, "t": terms, "n": limit},
         ).fetchall()
-        return {int(i): body_of(t, h, x) for i, t, h, x in rows}
+        return {int(i): (int(n), v) for i, n, v in rows}
 
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
         rows: dict[int, dict[str, Any]] = {}

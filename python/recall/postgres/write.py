@@ -205,8 +205,8 @@ class Run:
             for doc_id, d in zip(ids, pending):
                 self._churn += max(int(replaced.get(doc_id, 0)), len(d.chunks))
                 for (ordinal, text, b0, b1, l0, l1, heading), vector in zip(d.chunks, d.vectors):
-                    body = body_of(d.title, heading, text)
-                    terms.update(_core.lexical_terms(body))
+                    literal, length, distinct = _core.lexical_row(body_of(d.title, heading, text))
+                    terms.update(distinct)
                     copy.write_row(
                         (
                             doc_id,
@@ -217,8 +217,8 @@ class Run:
                             l0,
                             l1,
                             heading,
-                            _core.tsvector_literal(body),
-                            _core.lexical_length(body),
+                            literal,
+                            length,
                             vector_text(vector),
                         )
                     )
@@ -374,7 +374,7 @@ class Run:
             (clock, clock),
         )
         if self._build_indexes:
-            c.execute("SET LOCAL maintenance_work_mem = '256MB'")
+            c.execute("SET LOCAL maintenance_work_mem = '1GB'")
             c.execute(search_indexes_ddl(self.ns))
         c.execute(f"DELETE FROM {t('lexicon')} WHERE df <= 0")
         row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'generation'").fetchone()
