@@ -93,7 +93,8 @@ class PgStore:
             from psycopg_pool import ConnectionPool
         except ImportError as err:  # pragma: no cover - the extra is missing
             raise StoreError(
-                "recall: a postgresql:// store needs psycopg; install recall-memory[postgres]"
+                "recall: a postgresql:// store needs psycopg and its pool: "
+                "pip install 'recall-memory[postgres]' ('.[postgres]' from a checkout)"
             ) from err
         self._psycopg = psycopg
         conninfo, self.namespace, self.path = split_url(url, namespace)
@@ -391,52 +392,10 @@ class PgStore:
             raise UsageError("no write is open: call begin() first")
         return self._run
 
-    def put_document(
-        self,
-        *,
-        source: str,
-        path: str,
-        key: str,
-        title: str,
-        content_hash: str,
-        size_bytes: int,
-        valid_from_raw: str | None,
-        valid_until_raw: str | None,
-        valid_from: str | None,
-        valid_until: str | None,
-        metadata_error: str | None,
-        frontmatter: str,
-        chunks: list[tuple[int, str, int, int, int, int, str]],
-        vectors: bytes,
-        edges: list[tuple[str, str, bool, str, int | None, str, bool]],
-        now: str,
-        mtime_ns: int | None = None,
-        alias: str | None = None,
-        retired: tuple[str, str | None, str, int | None, str, bool] | None = None,
-        first_indexed_at: str | None = None,
-    ) -> None:
-        self._writing().put(
-            source=source,
-            path=path,
-            key=key,
-            title=title,
-            content_hash=content_hash,
-            size_bytes=size_bytes,
-            valid_from_raw=valid_from_raw,
-            valid_until_raw=valid_until_raw,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            metadata_error=metadata_error,
-            frontmatter=frontmatter,
-            chunks=chunks,
-            vectors=vectors,
-            edges=edges,
-            now=now,
-            mtime_ns=mtime_ns,
-            alias=alias,
-            retired=retired,
-            first_indexed_at=first_indexed_at,
-        )
+    def put_document(self, **document: Any) -> None:
+        """Hold one document of the run (the arguments of `_core.Store.put_document`, and
+        `first_indexed_at` for a migration); `write.Run.put` checks and writes it."""
+        self._writing().put(**document)
 
     def set_declarations(
         self,

@@ -112,10 +112,10 @@ class Run:
         vectors: bytes,
         edges: list[EdgeRow],
         now: str,
-        mtime_ns: int | None,
-        alias: str | None,
-        retired: RetiredRow | None,
-        first_indexed_at: str | None,
+        mtime_ns: int | None = None,
+        alias: str | None = None,
+        retired: RetiredRow | None = None,
+        first_indexed_at: str | None = None,
     ) -> None:
         matrix = np.frombuffer(vectors, dtype="<f4")
         if matrix.size != len(chunks) * self.dim:
