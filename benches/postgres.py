@@ -41,7 +41,7 @@ from zipf_corpus import ZipfCorpus  # noqa: E402
 
 import recall  # noqa: E402
 from recall.embedders import Embedder, get_embedder  # noqa: E402
-from recall.postgres.store import EF_SEARCH  # noqa: E402
+from recall.postgres.search import EF_SEARCH  # noqa: E402
 
 WARMUP = 10
 LABELLED = 40

@@ -73,6 +73,8 @@ from recall.results import (
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from recall.authoring.lint import LintReport
     from recall.doctor import DoctorReport
     from recall.evaluation import EvalReport, Question
@@ -82,7 +84,7 @@ if TYPE_CHECKING:
     from recall.postgres.store import PgStore
 
     #: A memory's store: the single file, or a PostgreSQL namespace.
-    Store = _core.Store | PgStore
+    Store: TypeAlias = "_core.Store | PgStore"
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 

@@ -1,0 +1,154 @@
+"""What every part of a PostgreSQL store stands on: one namespace of a database.
+
+Owns: the URL and namespace rules, borrowing a connection (the run's own while a write is
+open), table names and which tables exist, meta values, the embedder a namespace is bound to,
+and the trust layer's corpus for the committed generation. Does not own: writes (store.py,
+write.py), queries (search.py) or summaries (summaries.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+
+from recall import _core
+from recall.errors import StoreError
+from recall.postgres.schema import DEFAULT_NAMESPACE, check_namespace
+
+__all__ = ["Namespace", "le_vector", "split_url"]
+
+
+def split_url(url: str, namespace: str | None = None) -> tuple[str, str, str]:
+    """(libpq connection URL, namespace, URL to show) from a `postgresql://` URL. A
+    `namespace=` query parameter names the namespace unless `namespace` is given; the password
+    never appears in the URL shown."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    named = [v for k, v in query if k == "namespace"]
+    rest = [(k, v) for k, v in query if k != "namespace"]
+    ns = check_namespace(namespace or (named[-1] if named else DEFAULT_NAMESPACE))
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, host = netloc.rsplit("@", 1)
+        netloc = f"{user.split(':', 1)[0]}@{host}"
+
+    def joined(location: str, query: list[tuple[str, str]]) -> str:
+        # urlunsplit drops the `//` of an empty location (`postgresql://`: all from PG*).
+        tail = urlunsplit(("", "", parts.path, urlencode(query), ""))
+        return f"{parts.scheme}://{location}{tail}"
+
+    return joined(parts.netloc, rest), ns, joined(netloc, [*rest, ("namespace", ns)])
+
+
+def le_vector(sent: bytes) -> bytes:
+    """pgvector's binary form (int16 dim, int16 unused, float32 big-endian) as little-endian
+    float32 bytes, the core's vector format."""
+    return np.frombuffer(sent, dtype=">f4", offset=4).astype("<f4").tobytes()
+
+
+class Namespace:
+    """One namespace, as the parts of a store use it; `PgStore` opens the pool."""
+
+    namespace: str
+    path: str
+    _pool: Any
+    _write: Any
+    _closed: bool
+    _tables: set[str]
+    _corpus: tuple[int, _core.Corpus] | None
+    _corpus_lock: threading.Lock
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        if self._closed:
+            raise StoreError(f"recall store: {self.path} is closed")
+        if self._write is not None:
+            yield self._write
+            return
+        with self._pool.connection() as c:
+            yield c
+
+    def _t(self, table: str) -> str:
+        return f"{self.namespace}.{table}"
+
+    def _exists(self, c: Any, table: str = "meta") -> bool:
+        # A table once seen stays (only dropping the namespace by hand removes it): asked once.
+        if table in self._tables:
+            return True
+        row = c.execute("SELECT to_regclass(%s)", (self._t(table),)).fetchone()
+        found = row is not None and row[0] is not None
+        if found and self._write is None:
+            self._tables.add(table)
+        return found
+
+    def _schema_exists(self, c: Any) -> bool:
+        row = c.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.namespace,))
+        return row.fetchone() is not None
+
+    def meta(self, key: str) -> str | None:
+        with self._conn() as c:
+            if not self._exists(c):
+                return None
+            row = c.execute(f"SELECT value FROM {self._t('meta')} WHERE key = %s", (key,))
+            found = row.fetchone()
+        return None if found is None else str(found[0])
+
+    def embedder(self) -> tuple[str, int, str] | None:
+        with self._conn() as c:
+            if not self._exists(c):
+                return None
+            rows = dict(
+                c.execute(
+                    f"SELECT key, value FROM {self._t('meta')} WHERE key IN "
+                    "('embedder_name', 'embedder_dim', 'embedder_fingerprint')"
+                ).fetchall()
+            )
+        if "embedder_name" not in rows:
+            return None
+        return rows["embedder_name"], int(rows["embedder_dim"]), rows["embedder_fingerprint"]
+
+    def _int_meta(self, c: Any, key: str) -> int:
+        row = c.execute(f"SELECT value FROM {self._t('meta')} WHERE key = %s", (key,)).fetchone()
+        try:
+            return int(row[0]) if row else 0
+        except ValueError:
+            return 0
+
+    def _corpus_for(self, c: Any) -> tuple[int, _core.Corpus]:
+        """The trust layer's corpus for the committed generation, rebuilt when it moved."""
+        generation = self._int_meta(c, "generation")
+        with self._corpus_lock:
+            if self._corpus is not None and self._corpus[0] == generation:
+                return self._corpus
+        # One snapshot: documents and edges of the same commit.
+        with c.transaction():
+            c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            generation = self._int_meta(c, "generation")
+            setting = c.execute(
+                f"SELECT value FROM {self._t('meta')} WHERE key = 'vocabularies'"
+            ).fetchone()
+            docs = c.execute(
+                "SELECT id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
+                " metadata_error IS NOT NULL, alias, retired_state, retired_since,"
+                f" retired_vocabulary, retired_overridden FROM {self._t('documents')} ORDER BY id"
+            ).fetchall()
+            edges = c.execute(
+                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line,"
+                f" coalesce(statement, ''), overridden FROM {self._t('edges')} ORDER BY id"
+            ).fetchall()
+        corpus = _core.Corpus(
+            [
+                (*d[:9], (d[9], d[10], d[11] or "", bool(d[12])) if d[9] is not None else None)
+                for d in docs
+            ],
+            [tuple(e) for e in edges],
+            setting[0] if setting else "all",
+        )
+        with self._corpus_lock:
+            self._corpus = (generation, corpus)
+        return self._corpus

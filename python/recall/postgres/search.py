@@ -1,0 +1,355 @@
+"""The read path of a query on PostgreSQL: both legs' retrieval, the candidates' rows, explain.
+
+Owns: asking pgvector's HNSW index for the nearest chunks, asking full-text search for the
+chunks holding the query's words (with their positions), reading the rows the trust layer and
+the caller need, and handing them to the Rust core (`_core.Corpus`), which orders both legs,
+fuses, and judges with the code the single-file store judges with. Does not own: any rule, or
+the connection (base.py).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from recall import _core
+from recall.postgres.base import Namespace, le_vector
+from recall.postgres.write import body_of, vector_text
+
+__all__ = ["EF_SEARCH", "Searching"]
+
+#: HNSW candidate list per query: at least this ($RECALL_HNSW_EF_SEARCH: larger finds more of
+#: the exact neighbours and takes longer), and four times the candidates asked for.
+EF_SEARCH = int(os.environ.get("RECALL_HNSW_EF_SEARCH") or 100)
+#: The query's rarest terms are searched first while the chunks holding them number at most
+#: this (all of them are scored: they decide the top of the lexical leg when they can).
+RARE_POOL = 2000
+#: Distinct words of a query that are searched (as the file store's index searches them).
+MAX_QUERY_TERMS = 64
+#: How deep explain looks into each leg for a document's rank (as the file store does).
+EXPLAIN_DEPTH = 100
+#: Matching chunks full-text search hands the core to order by BM25: at least this, and four
+#: times the candidates asked for (all of them when fewer match).
+LEXICAL_POOL = 100
+
+
+class Searching(Namespace):
+    """Search and explain over one namespace."""
+
+    def search(
+        self,
+        query: bytes,
+        *,
+        text: str,
+        k: int,
+        candidates: int,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        unverified: bool,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any]:
+
+        t0 = time.perf_counter()
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return _empty_outcome()
+            generation, corpus = self._corpus_for(c)
+            t_loaded = time.perf_counter()
+            dense = self._dense(c, query, candidates)
+            t_dense = time.perf_counter()
+            term_dfs, chunk_count, tokens = self._lexicon(c, text)
+            lexical = self._lexical(c, text, candidates, term_dfs, chunk_count, tokens)
+            t_lexical = time.perf_counter()
+            ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
+            rows = self._chunk_rows(c, "c.id = ANY(%s)", (ids,))
+
+            def fetch(doc_id: int) -> list[tuple[int, bytes, str]]:
+                found = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
+                rows.update(found)
+                return [(i, r["vector"], r["body"]) for i, r in found.items()]
+
+            out = corpus.judge(
+                query,
+                text=text,
+                dense=dense,
+                lexical=[i for i, _ in lexical],
+                chunks={i: (r["doc_id"], r["vector"], r["body"]) for i, r in rows.items()},
+                term_dfs=term_dfs,
+                chunk_count=chunk_count,
+                fetch=fetch,
+                k=k,
+                candidates=candidates,
+                now_us=now_us,
+                known_as_of_us=known_as_of_us,
+                threshold=threshold,
+                scale=scale,
+                unverified=unverified,
+                lexical_weight=lexical_weight,
+                identifier_weight=identifier_weight,
+            )
+        hits = []
+        for h in out["hits"]:
+            row = rows.get(h["chunk"])
+            if row is None:
+                continue
+            retired = row["retired"] if h.pop("retired_in_force") else None
+            hits.append({**row["shown"], **h, "retired": retired})
+        t_done = time.perf_counter()
+        ms = 1e3
+        return {
+            "hits": hits,
+            "dense": out["dense"],
+            "lexical": lexical,
+            "generation": generation,
+            "documents": len(corpus),
+            "load_ms": (t_loaded - t0) * ms,
+            "dense_ms": (t_dense - t_loaded) * ms,
+            "lexical_ms": (t_lexical - t_dense) * ms,
+            "fuse_ms": 0.0,
+            "trust_ms": (t_done - t_lexical) * ms,
+        }
+
+    def _dense(self, c: Any, query: bytes, n: int) -> list[int]:
+        """Chunk ids near the query by the HNSW index, twice the `n` the core keeps after
+        ordering them by cosine (so chunks tied at the cut are there to be ordered as the
+        file store's scan orders them)."""
+        with c.transaction():
+            # The planner prices a wide ef_search above a scan of every vector on a small
+            # table; the scan's cost grows with the corpus, the graph's does not.
+            c.execute(
+                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, 4 * n)};"
+                " SET LOCAL enable_seqscan = off"
+            )
+            return [
+                int(r[0])
+                for r in c.execute(
+                    f"SELECT id FROM {self._t('chunks')} ORDER BY embedding <=> %s::vector"
+                    " LIMIT %s",
+                    (vector_text(np.frombuffer(query, dtype="<f4")), 2 * n),
+                ).fetchall()
+            ]
+
+    def _lexicon(self, c: Any, text: str) -> tuple[list[tuple[str, int]], int, int]:
+        """Each analysed query term's document frequency, the chunks and their tokens."""
+        terms = _core.lexical_terms(text)
+        dfs = dict(
+            c.execute(
+                f"SELECT term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)", (terms,)
+            ).fetchall()
+        )
+        counts = dict(
+            c.execute(
+                f"SELECT key, value FROM {self._t('meta')} WHERE key IN ('chunks', 'tokens')"
+            ).fetchall()
+        )
+        return (
+            [(t, int(dfs.get(t, 0))) for t in terms],
+            int(counts.get("chunks") or 0),
+            int(counts.get("tokens") or 0),
+        )
+
+    def _lexical(
+        self,
+        c: Any,
+        text: str,
+        n: int,
+        term_dfs: list[tuple[str, int]],
+        chunk_count: int,
+        tokens: int,
+    ) -> list[tuple[int, float]]:
+        """The lexical leg's best `n` (chunk id, BM25), ordered by the core as the file store's
+        index scores them. Full-text search finds the chunks; each comes with the positions of
+        the query's terms and its length. When few chunks hold any of the words, all of them
+        are scored. Otherwise every chunk holding one of the rarest terms is; when the n-th of
+        those outscores what the other terms could add up to, no other chunk can enter the top
+        n. Failing that, the chunks full-text search's own rank puts first join them."""
+        tsquery = _core.tsquery_literal(text)
+        if tsquery is None:
+            return []
+        searched = [(t, df) for t, df in term_dfs[:MAX_QUERY_TERMS] if df > 0]
+        terms = [t for t, _ in searched]
+
+        def ranked(pool: dict[int, tuple[int, str]]) -> list[tuple[int, float]]:
+            rows = [(i, length, v) for i, (length, v) in pool.items()]
+            return _core.bm25_rank(text, rows, term_dfs, chunk_count, tokens, n)
+
+        if sum(df for _, df in searched) <= RARE_POOL:
+            return ranked(self._matching(c, tsquery, terms, None))
+        rare: list[str] = []
+        held = 0
+        for term, df in sorted(searched, key=lambda x: x[1]):
+            if held + df > RARE_POOL:
+                break
+            rare.append(term)
+            held += df
+        pool: dict[int, tuple[int, str]] = {}
+        if rare:
+            pool.update(self._matching(c, _or_query(rare), terms, None))
+            best = ranked(pool)
+            rest = sum(_bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
+            if len(best) >= n and best[n - 1][1] > rest * (1 + 1e-6):
+                return best
+        pool.update(self._matching(c, tsquery, terms, max(LEXICAL_POOL, 4 * n)))
+        return ranked(pool)
+
+    def _matching(
+        self, c: Any, tsquery: str, terms: list[str], limit: int | None
+    ) -> dict[int, tuple[int, str]]:
+        """(chunk id → (token count, the chunk's `terms` with their positions)) of the chunks
+        matching `tsquery`: all of them, or the `limit` full-text search ranks first."""
+        order = " ORDER BY ts_rank(body, %(q)s::tsquery) DESC, id LIMIT %(n)s" if limit else ""
+        rows = c.execute(
+            "SELECT id, tokens, ts_filter(setweight(body, 'A', %(t)s), '{a}')::text"
+            f" FROM {self._t('chunks')} WHERE body @@ %(q)s::tsquery{order}",
+            {"q": tsquery, "t": terms, "n": limit},
+        ).fetchall()
+        return {int(i): (int(n), v) for i, n, v in rows}
+
+    def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
+        rows: dict[int, dict[str, Any]] = {}
+        for r in c.execute(
+            "SELECT c.id, c.doc_id, vector_send(c.embedding), d.source, d.path, d.title,"
+            " c.ordinal, c.text, c.heading_path, c.line_start, c.line_end, d.indexed_at,"
+            " d.first_indexed_at, d.valid_from_raw, d.valid_until_raw, d.retired_state,"
+            " d.retired_since, d.retired_vocabulary, d.retired_line, d.retired_statement"
+            f" FROM {self._t('chunks')} c JOIN {self._t('documents')} d ON d.id = c.doc_id"
+            f" WHERE {where}",
+            args,
+        ).fetchall():
+            rows[int(r[0])] = {
+                "doc_id": int(r[1]),
+                "vector": le_vector(bytes(r[2])),
+                "body": body_of(r[5], r[8], r[7]),
+                "retired": (r[15], r[16], r[17] or "", r[18], r[19] or "") if r[15] else None,
+                "shown": {
+                    "source": r[3],
+                    "path": r[4],
+                    "title": r[5],
+                    "ordinal": r[6],
+                    "text": r[7],
+                    "heading_path": r[8],
+                    "line_start": r[9],
+                    "line_end": r[10],
+                    "indexed_at": r[11] or "",
+                    "first_indexed_at": r[12] or "",
+                    "valid_from": r[13],
+                    "valid_until": r[14],
+                },
+            }
+        return rows
+
+    def explain(
+        self,
+        file: str,
+        query: bytes,
+        *,
+        text: str,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any] | None:
+        """Why `file` gets its verdict (SPEC §8.2), as the file store explains it: the same
+        explanation from the same corpus, with the document's ranks in this backend's legs."""
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return None
+            _, corpus = self._corpus_for(c)
+            doc_id = corpus.locate(file)
+            if doc_id is None:
+                return None
+            rows = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
+            term_dfs, chunk_count, tokens = self._lexicon(c, text)
+
+            def rank(ids: list[int]) -> int | None:
+                owners = dict(
+                    c.execute(
+                        f"SELECT id, doc_id FROM {self._t('chunks')} WHERE id = ANY(%s)", (ids,)
+                    ).fetchall()
+                )
+                found = [i for i, chunk in enumerate(ids, 1) if owners.get(chunk) == doc_id]
+                return found[0] if found else None
+
+            depth = EXPLAIN_DEPTH
+            dense = self._dense(c, query, depth)
+            lexical = self._lexical(c, text, depth, term_dfs, chunk_count, tokens)
+            declarations = c.execute(
+                "SELECT vocabulary, line, statement, overridden"
+                f" FROM {self._t('edges')} WHERE doc_id = %s ORDER BY id",
+                (doc_id,),
+            ).fetchall()
+            retired = c.execute(
+                "SELECT retired_state, retired_since, coalesce(retired_vocabulary, ''),"
+                " retired_line, retired_statement, retired_overridden"
+                f" FROM {self._t('documents')} WHERE id = %s AND retired_state IS NOT NULL",
+                (doc_id,),
+            ).fetchone()
+            setting = self.meta("vocabularies") or "all"
+            return corpus.explain(
+                doc_id,
+                query,
+                text=text,
+                chunks=[(i, r["vector"], r["body"]) for i, r in rows.items()],
+                term_dfs=term_dfs,
+                chunk_count=chunk_count,
+                dense_rank=rank(self._by_cosine(query, dense, c)),
+                lexical_rank=rank([i for i, _ in lexical]),
+                declarations=[tuple(d) for d in declarations],
+                retired=tuple(retired) if retired else None,
+                vocabularies=setting,
+                now_us=now_us,
+                known_as_of_us=known_as_of_us,
+                threshold=threshold,
+                scale=scale,
+                lexical_weight=lexical_weight,
+                identifier_weight=identifier_weight,
+            )
+
+    def _by_cosine(self, query: bytes, ids: list[int], c: Any) -> list[int]:
+        """`ids` ordered as the core orders the dense leg: by the cosine of the stored vectors,
+        ties by chunk id."""
+        rows = c.execute(
+            f"SELECT id, vector_send(embedding) FROM {self._t('chunks')} WHERE id = ANY(%s)",
+            (ids,),
+        ).fetchall()
+        q = np.frombuffer(query, dtype="<f4")
+        scored = [
+            (-float(np.dot(np.frombuffer(le_vector(bytes(v)), dtype="<f4"), q)), int(i))
+            for i, v in rows
+        ]
+        return [i for _, i in sorted(scored)]
+
+
+def _or_query(terms: list[str]) -> str:
+    """A tsquery literal: the OR of `terms` (analysed terms: letters and digits only)."""
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+def _bm25_ceiling(df: int, chunks: int) -> float:
+    """The most one term can add to a chunk's BM25 (its IDF times k1 + 1, as Tantivy's)."""
+    x = (chunks - min(df, chunks) + 0.5) / (df + 0.5)
+    return math.log(1.0 + x) * (1.0 + 1.2)
+
+
+def _empty_outcome() -> dict[str, Any]:
+    return {
+        "hits": [],
+        "dense": [],
+        "lexical": [],
+        "generation": 0,
+        "documents": 0,
+        "load_ms": 0.0,
+        "dense_ms": 0.0,
+        "lexical_ms": 0.0,
+        "fuse_ms": 0.0,
+        "trust_ms": 0.0,
+    }

@@ -1,0 +1,339 @@
+"""What a PostgreSQL store reports without judging: known documents, freshness, stats, the
+forget journal and plan, the export a migration reads, and doctor's checks.
+
+Owns: those read-only queries. Does not own: writes (store.py, write.py) or the connection
+(base.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recall.postgres.base import Namespace, le_vector
+from recall.postgres.schema import SCHEMA_VERSION
+
+__all__ = ["Summaries"]
+
+
+class Summaries(Namespace):
+    """Read-only summaries of one namespace."""
+
+    def known_documents(self, source: str) -> list[tuple[str, str, int, int | None]]:
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                (p, h, int(s), m)
+                for p, h, s, m in c.execute(
+                    f"SELECT path, content_hash, size_bytes, mtime_ns FROM {self._t('documents')} "
+                    "WHERE source = %s",
+                    (source,),
+                ).fetchall()
+            ]
+
+    def forgotten_paths(self, source: str) -> list[str]:
+        """Paths under `source` an index run skips (forgotten and not brought back)."""
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                str(r[0])
+                for r in c.execute(
+                    f"SELECT path FROM {self._t('forgotten')} WHERE source = %s"
+                    " AND undone_at IS NULL ORDER BY path",
+                    (source,),
+                ).fetchall()
+            ]
+
+    def forgotten(self) -> list[tuple[str, str, str, str, str | None]]:
+        """The journal: (source, path, first_indexed_at, forgotten_at, undone_at)."""
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                tuple(r)
+                for r in c.execute(
+                    "SELECT source, path, first_indexed_at, forgotten_at, undone_at"
+                    f" FROM {self._t('forgotten')} ORDER BY forgotten_at, source, path"
+                ).fetchall()
+            ]
+
+    def forget_plan(
+        self, targets: list[tuple[str, str]]
+    ) -> list[tuple[str, str, str, int, list[tuple[str, str]]]]:
+        """What forgetting `targets` would remove: (source, path, first_indexed_at, chunks,
+        the (source, path) of every other document whose edges name it)."""
+        plan: list[tuple[str, str, str, int, list[tuple[str, str]]]] = []
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return plan
+            t = self._t
+            for source, path in targets:
+                row = c.execute(
+                    "SELECT d.id, d.key, coalesce(d.alias, d.key), d.first_indexed_at,"
+                    f" (SELECT count(*) FROM {t('chunks')} c WHERE c.doc_id = d.id)"
+                    f" FROM {t('documents')} d WHERE d.source = %s AND d.path = %s",
+                    (source, path),
+                ).fetchone()
+                if row is None:
+                    continue
+                doc_id, key, alias, first, chunks = row
+                referrers = c.execute(
+                    f"SELECT DISTINCT d.source, d.path FROM {t('edges')} e"
+                    f" JOIN {t('documents')} d ON d.id = e.doc_id"
+                    " WHERE (e.key = %s OR e.key = %s) AND e.doc_id != %s AND NOT e.overridden"
+                    " ORDER BY d.source, d.path",
+                    (key, alias, doc_id),
+                ).fetchall()
+                plan.append((source, path, first or "", int(chunks), [tuple(r) for r in referrers]))
+        return plan
+
+    def freshness(self) -> tuple[int, str | None, str | None, int]:
+        with self._conn() as c:
+            if not self._exists(c):
+                return 0, None, None, 0
+            rows = dict(
+                c.execute(
+                    f"SELECT key, value FROM {self._t('meta')} WHERE key IN "
+                    "('documents', 'newest_indexed_at', 'last_run_at', 'chunk_churn')"
+                ).fetchall()
+            )
+        return (
+            int(rows.get("documents") or 0),
+            rows.get("newest_indexed_at") or None,
+            rows.get("last_run_at") or None,
+            int(rows.get("chunk_churn") or 0),
+        )
+
+    def stats(self) -> dict[str, Any]:
+        with self._conn() as c:
+            if not self._exists(c):
+                return _empty_stats()
+            t = self._t
+            setting_row = c.execute(
+                f"SELECT value FROM {t('meta')} WHERE key = 'vocabularies'"
+            ).fetchone()
+            setting = setting_row[0] if setting_row else "all"
+            has_chunks = self._exists(c, "chunks")
+
+            def count(sql: str) -> int:
+                return int(c.execute(sql).fetchone()[0])
+
+            resolved, dangling, ambiguous, selfref = c.execute(
+                "SELECT coalesce(sum((n = 1 AND own = 0)::int), 0),"
+                " coalesce(sum((n = 0)::int), 0), coalesce(sum((n >= 2)::int), 0),"
+                " coalesce(sum((n = 1 AND own = 1)::int), 0) FROM ("
+                f" SELECT (SELECT count(*) FROM {t('documents')} d"
+                "          WHERE d.key = e.key OR d.alias = e.key) AS n,"
+                f"        (SELECT count(*) FROM {t('documents')} d"
+                "          WHERE (d.key = e.key OR d.alias = e.key) AND d.id = e.doc_id) AS own"
+                f" FROM {t('edges')} e WHERE NOT e.overridden"
+                "  AND (%s = 'all' OR (%s = 'frontmatter' AND e.vocabulary = 'frontmatter'))) s",
+                (setting, setting),
+            ).fetchone()
+            by_vocabulary = [
+                (
+                    v,
+                    int(n)
+                    if setting == "all" or (setting == "frontmatter" and v == "frontmatter")
+                    else 0,
+                    int(o),
+                )
+                for v, n, o in c.execute(
+                    f"SELECT vocabulary, count(*) FILTER (WHERE NOT overridden),"
+                    f" count(*) FILTER (WHERE overridden) FROM {t('edges')}"
+                    " GROUP BY vocabulary ORDER BY vocabulary"
+                ).fetchall()
+            ]
+            retired = c.execute(
+                f"SELECT count(*) FROM {t('documents')} WHERE retired_state IS NOT NULL"
+                " AND NOT retired_overridden AND (%s = 'all' OR (%s = 'frontmatter'"
+                " AND retired_vocabulary = 'frontmatter'))",
+                (setting, setting),
+            ).fetchone()[0]
+            chunks = count(f"SELECT count(*) FROM {t('chunks')}") if has_chunks else 0
+            size = count(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                f" WHERE n.nspname = '{self.namespace}' AND c.relkind = 'r'"
+            )
+            bound = self.embedder()
+            return {
+                "schema_version": self._int_meta(c, "pg_schema_version"),
+                "generation": self._int_meta(c, "generation"),
+                "documents": count(f"SELECT count(*) FROM {t('documents')}"),
+                "chunks": chunks,
+                "vectors": chunks,
+                "embedder": bound,
+                "newest_indexed_at": c.execute(
+                    f"SELECT max(indexed_at) FROM {t('documents')}"
+                ).fetchone()[0],
+                "last_run_at": self.meta("last_run_at"),
+                "file_size_bytes": size,
+                "edges_resolved": int(resolved),
+                "edges_dangling": int(dangling),
+                "edges_ambiguous": int(ambiguous),
+                "edges_self": int(selfref),
+                "metadata_errors": count(
+                    f"SELECT count(*) FROM {t('documents')} WHERE metadata_error IS NOT NULL"
+                ),
+                "chunk_churn": self._int_meta(c, "chunk_churn"),
+                "vocabularies": setting,
+                "edges_by_vocabulary": by_vocabulary,
+                "retired": int(retired),
+                "forgotten": count(
+                    f"SELECT count(*) FROM {t('forgotten')} WHERE undone_at IS NULL"
+                ),
+            }
+
+    def document_list(self) -> list[tuple[str, str, str]]:
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                (s, p, f or "")
+                for s, p, f in c.execute(
+                    f"SELECT source, path, first_indexed_at FROM {self._t('documents')}"
+                    " ORDER BY source, path"
+                ).fetchall()
+            ]
+
+    def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]:
+        """Up to `limit` documents with ids above `after`, as `put_document` takes them back,
+        with `id`, `first_indexed_at` and `indexed_at` (`recall migrate`)."""
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return []
+            docs = c.execute(
+                "SELECT id, source, path, key, title, content_hash, size_bytes, mtime_ns,"
+                " valid_from_raw, valid_until_raw, valid_from, valid_until, metadata_error,"
+                " frontmatter, alias, retired_state, retired_since, retired_vocabulary,"
+                " retired_line, retired_statement, retired_overridden, first_indexed_at,"
+                f" indexed_at FROM {self._t('documents')} WHERE id > %s ORDER BY id LIMIT %s",
+                (after, limit),
+            ).fetchall()
+            ids = [d[0] for d in docs]
+            chunks: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
+            for r in c.execute(
+                "SELECT doc_id, ordinal, text, byte_start, byte_end, line_start, line_end,"
+                f" heading_path, vector_send(embedding) FROM {self._t('chunks')}"
+                " WHERE doc_id = ANY(%s) ORDER BY doc_id, ordinal",
+                (ids,),
+            ).fetchall():
+                chunks[r[0]].append(r[1:])
+            edges: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
+            for r in c.execute(
+                "SELECT doc_id, raw_ref, key, reversed, vocabulary, line,"
+                f" coalesce(statement, ''), overridden FROM {self._t('edges')}"
+                " WHERE doc_id = ANY(%s) ORDER BY id",
+                (ids,),
+            ).fetchall():
+                edges[r[0]].append(tuple(r[1:]))
+        out = []
+        for d in docs:
+            rows = chunks[d[0]]
+            out.append(
+                {
+                    "id": d[0],
+                    "source": d[1],
+                    "path": d[2],
+                    "key": d[3],
+                    "title": d[4],
+                    "content_hash": d[5],
+                    "size_bytes": d[6],
+                    "mtime_ns": d[7],
+                    "valid_from_raw": d[8],
+                    "valid_until_raw": d[9],
+                    "valid_from": d[10],
+                    "valid_until": d[11],
+                    "metadata_error": d[12],
+                    "frontmatter": d[13],
+                    "alias": d[14],
+                    "retired": (d[15], d[16], d[17] or "", d[18], d[19] or "", d[20])
+                    if d[15] is not None
+                    else None,
+                    "first_indexed_at": d[21],
+                    "indexed_at": d[22],
+                    "chunks": [tuple(r[:7]) for r in rows],
+                    "vectors": b"".join(le_vector(bytes(r[7])) for r in rows),
+                    "edges": edges[d[0]],
+                }
+            )
+        return out
+
+    def doctor(self) -> list[tuple[str, str, str]]:
+        checks: list[tuple[str, str, str]] = []
+        with self._conn() as c:
+            version = c.execute("SHOW server_version").fetchone()[0]
+            vector = c.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()
+            checks.append(
+                (
+                    "server",
+                    "ok" if vector else "damaged",
+                    f"PostgreSQL {version}, pgvector {vector[0]}"
+                    if vector
+                    else f"PostgreSQL {version} has no pgvector: run 'CREATE EXTENSION vector'",
+                )
+            )
+            if not self._exists(c):
+                checks.append(("schema", "ok", f"namespace {self.namespace} is empty"))
+                return checks
+            found = self._int_meta(c, "pg_schema_version")
+            checks.append(
+                (
+                    "schema",
+                    "ok" if found == SCHEMA_VERSION else "damaged",
+                    f"namespace {self.namespace}, tables version {found}",
+                )
+            )
+            if self._exists(c, "chunks"):
+                orphans = c.execute(
+                    f"SELECT count(*) FROM {self._t('documents')} d WHERE NOT EXISTS"
+                    f" (SELECT 1 FROM {self._t('chunks')} c WHERE c.doc_id = d.id)"
+                ).fetchone()[0]
+                hnsw = self._exists(c, "chunks_embedding")
+                checks.append(
+                    (
+                        "vectors",
+                        "ok" if hnsw else "warning",
+                        "HNSW index over cosine distance"
+                        if hnsw
+                        else "no HNSW index: the dense leg scans every vector",
+                    )
+                )
+                checks.append(
+                    (
+                        "documents",
+                        "ok" if orphans == 0 else "warning",
+                        "every document has chunks"
+                        if orphans == 0
+                        else f"{orphans} documents have no chunks",
+                    )
+                )
+        return checks
+
+
+def _empty_stats() -> dict[str, Any]:
+    return {
+        "schema_version": 0,
+        "generation": 0,
+        "documents": 0,
+        "chunks": 0,
+        "vectors": 0,
+        "embedder": None,
+        "newest_indexed_at": None,
+        "last_run_at": None,
+        "file_size_bytes": 0,
+        "edges_resolved": 0,
+        "edges_dangling": 0,
+        "edges_ambiguous": 0,
+        "edges_self": 0,
+        "metadata_errors": 0,
+        "chunk_churn": 0,
+        "vocabularies": "all",
+        "edges_by_vocabulary": [],
+        "retired": 0,
+        "forgotten": 0,
+    }
