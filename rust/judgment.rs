@@ -136,13 +136,6 @@ impl Corpus {
         c
     }
 
-    /// The document at (source, path), if stored.
-    pub fn find(&self, source: &str, path: &str) -> Option<usize> {
-        self.locations
-            .iter()
-            .position(|(s, p)| s == source && p == path)
-    }
-
     /// The document `file` names: a stored path, or an absolute path under an indexed root.
     pub fn locate(&self, file: &str) -> Option<usize> {
         self.locations.iter().position(|(source, path)| {
@@ -250,7 +243,9 @@ mod tests {
         assert_eq!(front.graph.successor(1, None), None);
         let none = Corpus::build(docs(), edges(), "none");
         assert!(none.edge_meta.is_empty());
-        assert_eq!(all.find("/notes", "b.md"), Some(1));
+        assert_eq!(all.locate("b.md"), Some(1));
+        assert_eq!(all.locate("/notes/c.md"), Some(2));
+        assert_eq!(all.locate("/elsewhere/c.md"), None);
         assert_eq!(all.index_of[&30], 2);
     }
 

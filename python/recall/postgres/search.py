@@ -139,20 +139,19 @@ class Searching(Namespace):
     def _lexicon(self, c: Any, text: str) -> tuple[list[tuple[str, int]], int, int]:
         """Each analysed query term's document frequency, the chunks and their tokens."""
         terms = _core.lexical_terms(text)
-        dfs = dict(
-            c.execute(
-                f"SELECT term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)", (terms,)
-            ).fetchall()
-        )
-        counts = dict(
-            c.execute(
-                f"SELECT key, value FROM {self._t('meta')} WHERE key IN ('chunks', 'tokens')"
-            ).fetchall()
-        )
+        # One round trip: the terms' frequencies and the corpus's counts beside them.
+        rows = c.execute(
+            f"SELECT false, term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)"
+            f" UNION ALL SELECT true, key, value::bigint FROM {self._t('meta')}"
+            " WHERE key IN ('chunks', 'tokens')",
+            (terms,),
+        ).fetchall()
+        dfs = {name: int(n) for counted, name, n in rows if not counted}
+        counts = {name: int(n) for counted, name, n in rows if counted}
         return (
-            [(t, int(dfs.get(t, 0))) for t in terms],
-            int(counts.get("chunks") or 0),
-            int(counts.get("tokens") or 0),
+            [(t, dfs.get(t, 0)) for t in terms],
+            counts.get("chunks", 0),
+            counts.get("tokens", 0),
         )
 
     def _lexical(

@@ -46,7 +46,6 @@ class PgStore(Searching, Summaries):
                 "recall: a postgresql:// store needs psycopg and its pool: "
                 "pip install 'recall-memory[postgres]' ('.[postgres]' from a checkout)"
             ) from err
-        self._psycopg = psycopg
         conninfo, self.namespace, self.path = split_url(url, namespace)
         self._asked_read_only = read_only
         settings: dict[str, Any] = {"autocommit": True}
