@@ -41,9 +41,13 @@ pub struct IgnoredDeclaration {
     pub vocabulary: String,
     pub line: Option<i64>,
     pub statement: String,
-    /// "overridden by frontmatter" or "vocabulary not in force".
+    /// "overridden by frontmatter", "vocabulary not in force", "partial: never a full edge"
+    /// or "unread: not a status the reader knows".
     pub why: &'static str,
 }
+
+/// (vocabulary, line, statement, overridden, standing) of a stored edge.
+pub type DeclarationColumns = (String, Option<i64>, Option<String>, bool, Option<String>);
 
 /// (state, since, vocabulary, line, statement, overridden) as stored.
 pub type RetiredColumns = (
@@ -100,7 +104,7 @@ pub struct Explanation {
 /// `edges` are its stored (vocabulary, line, statement, overridden), `retired` its stored
 /// terminal state.
 pub fn declarations_view(
-    edges: impl IntoIterator<Item = (String, Option<i64>, Option<String>, bool)>,
+    edges: impl IntoIterator<Item = DeclarationColumns>,
     retired: Option<RetiredColumns>,
     retired_in_force: bool,
     setting: &str,
@@ -113,16 +117,23 @@ pub fn declarations_view(
         }
     };
     let mut ignored = Vec::new();
-    for (vocabulary, line, statement, overridden) in edges {
-        if overridden || !vocabulary_in_force(setting, &vocabulary) {
-            ignored.push(IgnoredDeclaration {
-                kind: "edge",
-                vocabulary,
-                line,
-                statement: statement.unwrap_or_default(),
-                why: why(overridden),
-            });
-        }
+    for (vocabulary, line, statement, overridden, standing) in edges {
+        // SPEC §2.5: partial and unread statements are shown, never in force.
+        let (kind, why) = match standing.as_deref() {
+            _ if overridden || !vocabulary_in_force(setting, &vocabulary) => {
+                ("edge", why(overridden))
+            }
+            None => continue,
+            Some("partial") => ("partial", "partial: never a full edge"),
+            Some(_) => ("unread", "unread: not a status the reader knows"),
+        };
+        ignored.push(IgnoredDeclaration {
+            kind,
+            vocabulary,
+            line,
+            statement: statement.unwrap_or_default(),
+            why,
+        });
     }
     let mut view = None;
     if let Some((state, since, vocabulary, line, statement, overridden)) = retired {
@@ -160,7 +171,7 @@ pub fn explain(
     policy: &Policy,
 ) -> Explanation {
     let g = &corpus.graph;
-    let k = policy.known_as_of_us;
+    let at = policy.at();
     let path_of = |i: usize| g.node(i).path.clone();
     let view = |id: usize| {
         let c = g.claim(id);
@@ -180,7 +191,7 @@ pub fn explain(
             resolution,
             targets,
             recorded_at_us: g.node(c.declarer).first_indexed_us,
-            applies: g.claim_applies(id, k),
+            applies: g.claim_applies_at(id, at),
             reversed: c.reversed,
             vocabulary: meta.vocabulary,
             line: meta.line,
@@ -198,8 +209,8 @@ pub fn explain(
         window_ok: trust::window_bounds(w).is_some(),
         claims_out: g.outgoing(d).iter().map(|&id| view(id)).collect(),
         claims_in: g.incoming(d).map(view).collect(),
-        chain: g.walk(d, k).into_iter().map(path_of).collect(),
-        ambiguous: g.is_ambiguous(d, k),
+        chain: g.walk_at(d, at).into_iter().map(path_of).collect(),
+        ambiguous: g.is_ambiguous_at(d, at),
         best_chunk: best,
         dense_rank: None,
         lexical_rank: None,

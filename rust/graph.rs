@@ -29,8 +29,12 @@ pub struct Node {
     pub path: String,
     /// First indexing time in µs since the epoch (SPEC §2.4 transaction time); None = undated.
     pub first_indexed_us: Option<i64>,
-    /// The name a numbered reference resolves to besides the key (`pep-0008`, `adr-0005`).
+    /// The name a reference resolves to besides the key: an identifier `#family:number`
+    /// (`#adr:5`, `#:19`) compared numerically (SPEC §2.5), or an exact name.
     pub alias: Option<String>,
+    /// The folder the document lives in (absolute: its source joined with its path's parent),
+    /// for nearest-first resolution; empty when unknown.
+    pub folder: String,
 }
 
 /// One declared edge: `declarer` names `key`. Forward (`supersedes:`, `Replaces:`): the
@@ -39,8 +43,32 @@ pub struct Node {
 #[derive(Debug, Clone)]
 pub struct Declared {
     pub declarer: usize,
+    /// The resolution key; alternatives separated by `\n` are tried in order (a link's path
+    /// key, then the identifier its file name carries).
     pub key: String,
     pub reversed: bool,
+    /// SPEC §2.5: resolve nearest first (the declarer's folder, then up its tree, then the
+    /// store). Frontmatter references follow §2.3 exactly and are not scoped.
+    pub scoped: bool,
+    /// The edge holds from this instant on (µs since the epoch), when its declaration is dated.
+    pub since_us: Option<i64>,
+}
+
+/// The instant a graph question is asked at: the knowledge instant (SPEC §2.4) and the
+/// valid-time instant a dated declaration is compared with (None: every dated edge holds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct At {
+    pub known_us: Option<i64>,
+    pub now_us: Option<i64>,
+}
+
+impl At {
+    pub fn known(known_us: Option<i64>) -> At {
+        At {
+            known_us,
+            now_us: None,
+        }
+    }
 }
 
 /// How one declared reference resolved (SPEC §2.3).
@@ -62,6 +90,7 @@ pub struct Claim {
     pub resolution: Resolution,
     /// The reference names the declarer's successor (`Superseded-By:`), not its predecessor.
     pub reversed: bool,
+    pub since_us: Option<i64>,
 }
 
 impl Claim {
@@ -96,6 +125,27 @@ fn applies(date: Option<i64>, k: Option<i64>) -> bool {
     }
 }
 
+/// An identifier key `#family:number` (`#adr:5`, `#:19`).
+fn identifier(key: &str) -> Option<(&str, u64)> {
+    let (family, number) = key.strip_prefix('#')?.split_once(':')?;
+    Some((family, number.parse().ok()?))
+}
+
+/// Folder segments, for the distance between folders.
+fn segments(folder: &str) -> Vec<&str> {
+    folder
+        .split(['/', '\\'])
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// How many levels up from `from` the nearest folder holding `to` is (0: `to` is `from` or
+/// below it).
+fn distance(from: &[&str], to: &[&str]) -> usize {
+    let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+    from.len() - common
+}
+
 impl Graph {
     /// Build from documents and forward (declarer index, reference key) edges.
     pub fn build(nodes: Vec<Node>, edges: &[(usize, String)]) -> Graph {
@@ -105,6 +155,8 @@ impl Graph {
                 declarer: *declarer,
                 key: key.clone(),
                 reversed: false,
+                scoped: false,
+                since_us: None,
             })
             .collect();
         Graph::build_declared(nodes, &declared)
@@ -114,12 +166,38 @@ impl Graph {
     /// document by its key or its alias, exactly (SPEC §2.3).
     pub fn build_declared(nodes: Vec<Node>, edges: &[Declared]) -> Graph {
         let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_number: HashMap<u64, Vec<(&str, usize)>> = HashMap::new();
         for (i, n) in nodes.iter().enumerate() {
             by_key.entry(n.key.as_str()).or_default().push(i);
             if let Some(alias) = n.alias.as_deref().filter(|a| *a != n.key) {
-                by_key.entry(alias).or_default().push(i);
+                match identifier(alias) {
+                    Some((family, number)) => {
+                        by_number.entry(number).or_default().push((family, i))
+                    }
+                    None => by_key.entry(alias).or_default().push(i),
+                }
             }
         }
+        // SPEC §2.5: `ADR 7` names a note numbered 7 of the family `adr` (exactly), or of none
+        // (`0007-x`); a reference with no family (`#0007`) names a note of any family.
+        let lookup = |key: &str| -> Vec<(usize, bool)> {
+            let mut found: Vec<(usize, bool)> = by_key
+                .get(key)
+                .map(|m| m.iter().map(|&i| (i, true)).collect())
+                .unwrap_or_default();
+            if let Some((family, number)) = identifier(key) {
+                if let Some(numbered) = by_number.get(&number) {
+                    found.extend(numbered.iter().filter_map(|&(f, i)| {
+                        (family.is_empty() || f.is_empty() || f == family)
+                            .then_some((i, f == family))
+                    }));
+                }
+            }
+            found.sort_unstable();
+            found.dedup_by_key(|m| m.0);
+            found
+        };
+        let folders: Vec<Vec<&str>> = nodes.iter().map(|n| segments(&n.folder)).collect();
         let n = nodes.len();
         let mut g = Graph {
             claims: Vec::with_capacity(edges.len()),
@@ -133,13 +211,19 @@ impl Graph {
             if declarer >= n {
                 continue;
             }
-            let mut matches = by_key.get(key.as_str()).cloned().unwrap_or_default();
-            matches.dedup();
-            let resolution = match matches.as_slice() {
-                [] => Resolution::Dangling,
-                [only] if *only == declarer => Resolution::SelfReference,
-                [only] => Resolution::Resolved(*only),
-                many => Resolution::Ambiguous(many.to_vec()),
+            let resolution = if e.scoped {
+                Self::nearest(declarer, &key, &lookup, &folders, &nodes)
+            } else {
+                let matches: Vec<usize> = lookup(key.split('\n').next().unwrap_or_default())
+                    .into_iter()
+                    .map(|(i, _)| i)
+                    .collect();
+                match matches.as_slice() {
+                    [] => Resolution::Dangling,
+                    [only] if *only == declarer => Resolution::SelfReference,
+                    [only] => Resolution::Resolved(*only),
+                    many => Resolution::Ambiguous(many.to_vec()),
+                }
             };
             let id = g.claims.len();
             match &resolution {
@@ -159,10 +243,64 @@ impl Graph {
                 key,
                 resolution,
                 reversed,
+                since_us: e.since_us,
             });
         }
         g.nodes = nodes;
         g
+    }
+
+    /// SPEC §2.5: each alternative key in turn; the first that names another document resolves
+    /// to the nearest of them (the declarer's folder, then up its tree, then the store); only a
+    /// tie at the nearest level is ambiguous.
+    fn nearest(
+        declarer: usize,
+        key: &str,
+        lookup: &dyn Fn(&str) -> Vec<(usize, bool)>,
+        folders: &[Vec<&str>],
+        nodes: &[Node],
+    ) -> Resolution {
+        // A note named with a family (`DR019`) stands for a bare-numbered note (`0019-x.md`)
+        // only where the declarer numbers its own notes bare, or in the declarer's own folder:
+        // a team that writes `DR` numbers does not mean another folder's bare 19.
+        let bare = nodes[declarer]
+            .alias
+            .as_deref()
+            .and_then(identifier)
+            .is_none_or(|(family, _)| family.is_empty());
+        let mut itself = false;
+        for alternative in key.split('\n').filter(|k| !k.is_empty()) {
+            let found = lookup(alternative);
+            itself |= found.iter().any(|&(m, _)| m == declarer);
+            let matches: Vec<usize> = found
+                .into_iter()
+                .filter(|&(m, exact)| {
+                    m != declarer
+                        && (exact || bare || distance(&folders[declarer], &folders[m]) == 0)
+                })
+                .map(|(m, _)| m)
+                .collect();
+            let Some(best) = matches
+                .iter()
+                .map(|&m| distance(&folders[declarer], &folders[m]))
+                .min()
+            else {
+                continue;
+            };
+            let tied: Vec<usize> = matches
+                .into_iter()
+                .filter(|&m| distance(&folders[declarer], &folders[m]) == best)
+                .collect();
+            return match tied.as_slice() {
+                [only] => Resolution::Resolved(*only),
+                _ => Resolution::Ambiguous(tied),
+            };
+        }
+        if itself {
+            Resolution::SelfReference
+        } else {
+            Resolution::Dangling
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -196,22 +334,41 @@ impl Graph {
 
     /// Whether claim `id` is in force at knowledge instant `k` (SPEC §2.4).
     pub fn claim_applies(&self, id: usize, k: Option<i64>) -> bool {
-        applies(self.nodes[self.claims[id].declarer].first_indexed_us, k)
+        self.claim_applies_at(id, At::known(k))
+    }
+
+    /// Whether claim `id` is in force at `at`: recorded by the knowledge instant, and its
+    /// declaration's date (if any) reached by the valid-time instant (SPEC §2.5).
+    pub fn claim_applies_at(&self, id: usize, at: At) -> bool {
+        let c = &self.claims[id];
+        applies(self.nodes[c.declarer].first_indexed_us, at.known_us)
+            && match (c.since_us, at.now_us) {
+                (Some(since), Some(now)) => since <= now,
+                _ => true,
+            }
     }
 
     /// SPEC §2.3: an applying edge names this document among two or more matches.
     pub fn is_ambiguous(&self, d: usize, k: Option<i64>) -> bool {
+        self.is_ambiguous_at(d, At::known(k))
+    }
+
+    pub fn is_ambiguous_at(&self, d: usize, at: At) -> bool {
         self.ambiguous_in[d]
             .iter()
-            .any(|&id| self.claim_applies(id, k))
+            .any(|&id| self.claim_applies_at(id, at))
     }
 
     /// SPEC §2.4 fan-in: among the applying claims on `t`, the one recorded last wins (undated
     /// counts as earliest); ties go to the lexicographically smallest declaring path.
     pub fn successor(&self, t: usize, k: Option<i64>) -> Option<usize> {
+        self.successor_at(t, At::known(k))
+    }
+
+    pub fn successor_at(&self, t: usize, at: At) -> Option<usize> {
         self.incoming[t]
             .iter()
-            .filter(|&&id| self.claim_applies(id, k))
+            .filter(|&&id| self.claim_applies_at(id, at))
             .filter_map(|&id| {
                 let c = &self.claims[id];
                 let recorded = self.nodes[c.declarer].first_indexed_us.unwrap_or(i64::MIN);
@@ -227,11 +384,15 @@ impl Graph {
     /// The chain walk from `d`: `d`, its successor, … stopping before the first revisit (SPEC
     /// §2.4). Every step uses only the edges that apply at `k`.
     pub fn walk(&self, d: usize, k: Option<i64>) -> Vec<usize> {
+        self.walk_at(d, At::known(k))
+    }
+
+    pub fn walk_at(&self, d: usize, at: At) -> Vec<usize> {
         let mut path = vec![d];
         let mut visited = vec![false; self.nodes.len()];
         visited[d] = true;
         let mut cur = d;
-        while let Some(next) = self.successor(cur, k) {
+        while let Some(next) = self.successor_at(cur, at) {
             if visited[next] {
                 break;
             }
@@ -244,7 +405,11 @@ impl Graph {
 
     /// The terminal successor of `d` (a→b→c: c), or None when nothing supersedes it.
     pub fn terminal(&self, d: usize, k: Option<i64>) -> Option<usize> {
-        let path = self.walk(d, k);
+        self.terminal_at(d, At::known(k))
+    }
+
+    pub fn terminal_at(&self, d: usize, at: At) -> Option<usize> {
+        let path = self.walk_at(d, at);
         (path.len() > 1).then(|| path[path.len() - 1])
     }
 }
@@ -261,6 +426,7 @@ mod tests {
                 path: p.to_string(),
                 first_indexed_us: *t,
                 alias: None,
+                folder: String::new(),
             })
             .collect();
         let edges: Vec<(usize, String)> =
@@ -372,6 +538,8 @@ mod tests {
             declarer,
             key: key.into(),
             reversed,
+            scoped: false,
+            since_us: None,
         };
         let g = Graph::build_declared(
             nodes,
@@ -413,5 +581,114 @@ mod tests {
             &[(1, "t"), (2, "t")],
         );
         assert_eq!(g.successor(0, None), Some(2), "undated counts as earliest");
+    }
+
+    /// Documents (folder, key, alias) and scoped reversed edges (declarer, key).
+    fn scoped(docs: &[(&str, &str, Option<&str>)], edges: &[(usize, &str)]) -> Graph {
+        let nodes = docs
+            .iter()
+            .map(|(folder, key, alias)| Node {
+                key: key.to_string(),
+                path: format!("{folder}/{key}.md"),
+                alias: alias.map(str::to_string),
+                folder: folder.to_string(),
+                ..Node::default()
+            })
+            .collect();
+        let edges: Vec<Declared> = edges
+            .iter()
+            .map(|(declarer, key)| Declared {
+                declarer: *declarer,
+                key: key.to_string(),
+                reversed: true,
+                scoped: true,
+                since_us: None,
+            })
+            .collect();
+        Graph::build_declared(nodes, &edges)
+    }
+
+    #[test]
+    fn numbers_resolve_nearest_folder_first() {
+        let g = scoped(
+            &[
+                ("/r/team-a/adr", "0016-a", Some("#:16")),
+                ("/r/team-b/adr", "ADR-0016-b", Some("#adr:16")),
+                ("/r/team-b/adr", "ADR-0003-c", Some("#adr:3")),
+                ("/r/team-a/adr/archive", "0002-d", Some("#:2")),
+                ("/r/team-a/adr", "0009-e", Some("#:9")),
+            ],
+            &[(2, "#adr:16"), (3, "#adr:9"), (4, "#:16")],
+        );
+        assert_eq!(g.successor(2, None), Some(1), "team-b's own ADR 16 wins");
+        assert_eq!(g.successor(3, None), Some(4), "one folder up");
+        assert_eq!(g.successor(4, None), Some(0), "a bare number, same folder");
+    }
+
+    #[test]
+    fn ties_at_the_nearest_level_are_ambiguous_and_families_stay_apart() {
+        let g = scoped(
+            &[
+                ("/r/a", "0012-x", Some("#:12")),
+                ("/r/a", "0012-y", Some("#:12")),
+                ("/r/a", "0001-z", Some("#:1")),
+                ("/r/b", "0012-w", Some("#:12")),
+                ("/r/c", "DR016-v", Some("#dr:16")),
+                ("/r/d", "0019-u", Some("#:19")),
+                ("/r/a", "PEP-0012", Some("#pep:12")),
+            ],
+            &[(2, "#adr:12"), (4, "#dr:19"), (2, "#rfc:77\n#adr:1")],
+        );
+        assert_eq!(
+            g.claim(0).resolution,
+            Resolution::Ambiguous(vec![0, 1]),
+            "a tie in the folder; the other folder's 12 and the PEP are not candidates"
+        );
+        assert!(g.is_ambiguous(2, None));
+        assert_eq!(
+            g.claim(1).resolution,
+            Resolution::Dangling,
+            "DR019 is not another folder's bare 0019"
+        );
+        assert_eq!(
+            g.claim(2).resolution,
+            Resolution::SelfReference,
+            "alternatives are tried in order"
+        );
+    }
+
+    #[test]
+    fn dated_edges_hold_from_their_date() {
+        let nodes = vec![
+            Node {
+                key: "a".into(),
+                ..Node::default()
+            },
+            Node {
+                key: "b".into(),
+                ..Node::default()
+            },
+        ];
+        let g = Graph::build_declared(
+            nodes,
+            &[Declared {
+                declarer: 0,
+                key: "b".into(),
+                reversed: true,
+                scoped: true,
+                since_us: Some(100),
+            }],
+        );
+        let at = |now| At {
+            known_us: None,
+            now_us: Some(now),
+        };
+        assert_eq!(g.terminal_at(0, at(99)), None);
+        assert_eq!(g.terminal_at(0, at(100)), Some(1));
+        assert_eq!(
+            g.terminal(0, None),
+            Some(1),
+            "no valid-time instant: it holds"
+        );
     }
 }

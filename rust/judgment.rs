@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::evidence::QueryEvidence;
 use crate::fusion::Fused;
-use crate::graph::{Declared, Graph, Node};
+use crate::graph::{Declared, Graph, Node, Resolution};
 use crate::lexical;
 use crate::trust::{Candidate, Window};
 
@@ -48,6 +48,10 @@ pub struct EdgeRecord {
     pub line: Option<i64>,
     pub statement: String,
     pub overridden: bool,
+    /// None: a full edge. `partial` (SPEC §2.5 "partly superseded": never a full edge) or
+    /// `unread` (a status-like statement the reader could not classify): kept for explain,
+    /// stats and the hit's mark, never in force.
+    pub standing: Option<String>,
 }
 
 /// Where an edge in force was written (SPEC §8.4), for explain.
@@ -79,6 +83,9 @@ pub struct Corpus {
     /// written.
     pub locations: Vec<(String, String)>,
     pub edge_meta: Vec<EdgeMeta>,
+    /// Per document: its statements the reader could not classify, in force under the setting
+    /// (vocabulary, line, statement), for the hit's `validity.unread` (SPEC §2.5).
+    pub unread: Vec<Vec<EdgeMeta>>,
 }
 
 impl Corpus {
@@ -88,7 +95,15 @@ impl Corpus {
         let frontmatter = vocabulary_in_force(setting, "frontmatter");
         let mut c = Corpus::default();
         let mut nodes = Vec::with_capacity(docs.len());
+        // SPEC §2.5: a dated retirement dates the successor edges its note declares.
+        let mut retired_since: Vec<Option<i64>> = Vec::with_capacity(docs.len());
         for d in docs {
+            retired_since.push(
+                d.retired_since
+                    .as_deref()
+                    .filter(|_| !d.retired_overridden)
+                    .and_then(crate::trust::parse_day_start_us),
+            );
             c.index_of.insert(d.id, c.doc_ids.len());
             c.doc_ids.push(d.id);
             c.windows.push(Window {
@@ -110,19 +125,40 @@ impl Corpus {
                     .as_deref()
                     .and_then(crate::store::parse_instant_us),
                 alias: d.alias,
+                folder: folder_of(&d.source, &d.path),
             });
             c.locations.push((d.source, d.path));
         }
+        c.unread = vec![Vec::new(); c.doc_ids.len()];
         let mut declared = Vec::new();
         for e in edges {
             if e.overridden || !vocabulary_in_force(setting, &e.vocabulary) {
                 continue;
             }
-            if let Some(&d) = c.index_of.get(&e.doc_id) {
+            let Some(&d) = c.index_of.get(&e.doc_id) else {
+                continue;
+            };
+            match e.standing.as_deref() {
+                None => {}
+                Some("unread") => {
+                    c.unread[d].push(EdgeMeta {
+                        raw: e.raw,
+                        vocabulary: e.vocabulary,
+                        line: e.line,
+                        statement: e.statement,
+                    });
+                    continue;
+                }
+                Some(_) => continue,
+            }
+            {
+                let scoped = e.vocabulary != "frontmatter";
                 declared.push(Declared {
                     declarer: d,
                     key: e.key,
                     reversed: e.reversed,
+                    scoped,
+                    since_us: retired_since[d].filter(|_| scoped && e.reversed),
                 });
                 c.edge_meta.push(EdgeMeta {
                     raw: e.raw,
@@ -136,12 +172,67 @@ impl Corpus {
         c
     }
 
+    /// Claims in force by how they resolved: (resolved, dangling, ambiguous, self-reference).
+    pub fn claim_counts(&self) -> (i64, i64, i64, i64) {
+        let mut counts = (0, 0, 0, 0);
+        for d in 0..self.graph.len() {
+            for &id in self.graph.outgoing(d) {
+                match self.graph.claim(id).resolution {
+                    Resolution::Resolved(_) => counts.0 += 1,
+                    Resolution::Dangling => counts.1 += 1,
+                    Resolution::Ambiguous(_) => counts.2 += 1,
+                    Resolution::SelfReference => counts.3 += 1,
+                }
+            }
+        }
+        counts
+    }
+
+    /// SPEC §2.5: what document `d` says about itself that the reader could not act on, as
+    /// (vocabulary, line, statement): statements it could not classify, and references in a
+    /// note's own words (not frontmatter) that name no document.
+    pub fn unread_of(&self, d: usize) -> Vec<(String, Option<i64>, String)> {
+        let mut found: Vec<(String, Option<i64>, String)> = self.unread[d]
+            .iter()
+            .map(|m| (m.vocabulary.clone(), m.line, m.statement.clone()))
+            .collect();
+        for &id in self.graph.outgoing(d) {
+            let c = self.graph.claim(id);
+            let meta = &self.edge_meta[c.edge];
+            if c.resolution == Resolution::Dangling && meta.vocabulary != "frontmatter" {
+                let statement = format!("{} (names no note: {})", meta.statement, meta.raw);
+                found.push((meta.vocabulary.clone(), meta.line, statement));
+            }
+        }
+        found
+    }
+
+    /// The documents (source, path) whose edges in force name document `d`, sorted.
+    pub fn declarers_toward(&self, d: usize) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = self
+            .graph
+            .incoming(d)
+            .map(|id| self.graph.claim(id).declarer)
+            .filter(|&declarer| declarer != d)
+            .map(|declarer| self.locations[declarer].clone())
+            .collect();
+        found.sort();
+        found.dedup();
+        found
+    }
+
     /// The document `file` names: a stored path, or an absolute path under an indexed root.
     pub fn locate(&self, file: &str) -> Option<usize> {
         self.locations.iter().position(|(source, path)| {
             path == file || std::path::Path::new(source).join(path) == std::path::Path::new(file)
         })
     }
+}
+
+/// The folder a document lives in: its source joined with its path's parent.
+pub fn folder_of(source: &str, path: &str) -> String {
+    let parent = path.rsplit_once(['/', '\\']).map_or("", |(p, _)| p);
+    format!("{source}/{parent}")
 }
 
 /// The text a chunk's lexical evidence is read from: title, heading path and body, as indexed.

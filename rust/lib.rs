@@ -98,8 +98,17 @@ fn f32s(bytes: &[u8], what: &str) -> PyResult<Vec<f32>> {
 }
 
 type ChunkRow = (i64, String, i64, i64, i64, i64, String);
-/// (reference as written, key, reversed, vocabulary, line, statement, overridden)
-type EdgeRow = (String, String, bool, String, Option<i64>, String, bool);
+/// (reference as written, key, reversed, vocabulary, line, statement, overridden, standing)
+type EdgeRow = (
+    String,
+    String,
+    bool,
+    String,
+    Option<i64>,
+    String,
+    bool,
+    Option<String>,
+);
 /// (state, since, vocabulary, line, statement, overridden)
 type RetiredRow = (String, Option<String>, String, Option<i64>, String, bool);
 type ForgetRow = (String, String, String, i64, Vec<(String, String)>);
@@ -114,14 +123,17 @@ fn declarations(
         edges: edges
             .into_iter()
             .map(
-                |(raw, key, reversed, vocabulary, line, statement, overridden)| store::NewEdge {
-                    raw,
-                    key,
-                    reversed,
-                    vocabulary,
-                    line,
-                    statement,
-                    overridden,
+                |(raw, key, reversed, vocabulary, line, statement, overridden, standing)| {
+                    store::NewEdge {
+                        raw,
+                        key,
+                        reversed,
+                        vocabulary,
+                        line,
+                        statement,
+                        overridden,
+                        standing,
+                    }
                 },
             )
             .collect(),
@@ -432,6 +444,7 @@ impl PyStore {
                             e.line,
                             e.statement,
                             e.overridden,
+                            e.standing,
                         )
                     })
                     .collect();
@@ -508,6 +521,7 @@ impl PyStore {
             d.set_item("valid_until", h.valid_until)?;
             d.set_item("superseded_by", h.superseded_by)?;
             d.set_item("retired", h.retired)?;
+            d.set_item("unread", h.unread)?;
             d.set_item("verdict", h.verdict)?;
             d.set_item("confidence", h.confidence)?;
             d.set_item("score", f64::from(h.score))?;
@@ -614,6 +628,8 @@ impl PyStore {
         d.set_item("edges_by_vocabulary", st.edges_by_vocabulary)?;
         d.set_item("retired", st.retired)?;
         d.set_item("forgotten", st.forgotten)?;
+        d.set_item("partial", st.partial)?;
+        d.set_item("unread", st.unread)?;
         Ok(d)
     }
 }
@@ -629,6 +645,50 @@ fn hashing_embed<'py>(py: Python<'py>, texts: Vec<String>, dim: usize) -> Bound<
 #[pyfunction]
 fn resolution_key(reference: &str) -> String {
     graph::resolution_key(reference)
+}
+
+/// How declared references resolve among documents, exactly as the trust layer resolves them
+/// (SPEC §2.3, §2.5): documents [(folder, key, alias)], edges [(declarer, key, scoped)] ->
+/// per edge ("resolved" | "dangling" | "self" | "ambiguous", [document indices]).
+#[pyfunction]
+fn resolve_references(
+    documents: Vec<(String, String, Option<String>)>,
+    edges: Vec<(usize, String, bool)>,
+) -> Vec<(&'static str, Vec<usize>)> {
+    let nodes = documents
+        .into_iter()
+        .map(|(folder, key, alias)| graph::Node {
+            key,
+            path: String::new(),
+            first_indexed_us: None,
+            alias,
+            folder,
+        })
+        .collect();
+    let declared: Vec<graph::Declared> = edges
+        .iter()
+        .map(|(declarer, key, scoped)| graph::Declared {
+            declarer: *declarer,
+            key: key.clone(),
+            reversed: false,
+            scoped: *scoped,
+            since_us: None,
+        })
+        .collect();
+    let g = graph::Graph::build_declared(nodes, &declared);
+    let mut out = vec![("dangling", Vec::new()); edges.len()];
+    for d in 0..g.len() {
+        for &id in g.outgoing(d) {
+            let c = g.claim(id);
+            out[c.edge] = match &c.resolution {
+                graph::Resolution::Dangling => ("dangling", Vec::new()),
+                graph::Resolution::SelfReference => ("self", vec![c.declarer]),
+                graph::Resolution::Resolved(t) => ("resolved", vec![*t]),
+                graph::Resolution::Ambiguous(ts) => ("ambiguous", ts.clone()),
+            };
+        }
+    }
+    out
 }
 
 /// SPEC §7: the identifiers a query asks for (`REF-00042`, `E1102`, `v2.3.1`), lower-cased.
@@ -699,6 +759,7 @@ fn judge(
             path,
             first_indexed_us: first,
             alias: None,
+            folder: String::new(),
         })
         .collect();
     let g = graph::Graph::build(nodes, &edges);
@@ -751,6 +812,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStore>()?;
     m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve_references, m)?)?;
     m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;

@@ -32,8 +32,18 @@ type DocumentRow = (
     Option<String>,
     Option<(String, Option<String>, String, bool)>,
 );
-/// (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden)
-type EdgeRowIn = (i64, String, String, bool, String, Option<i64>, String, bool);
+/// (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden, standing)
+type EdgeRowIn = (
+    i64,
+    String,
+    String,
+    bool,
+    String,
+    Option<i64>,
+    String,
+    bool,
+    Option<String>,
+);
 /// A chunk as retrieved: (doc_id, float32 little-endian vector, lexical body).
 type ChunkIn = (i64, Vec<u8>, String);
 
@@ -177,6 +187,7 @@ impl PyCorpus {
                 line: e.5,
                 statement: e.6,
                 overridden: e.7,
+                standing: e.8,
             })
             .collect();
         PyCorpus {
@@ -188,6 +199,27 @@ impl PyCorpus {
         self.inner.doc_ids.len()
     }
 
+    /// Edges in force by how they resolve, exactly as the trust layer resolves them:
+    /// (resolved, dangling, ambiguous, self-reference).
+    fn claim_counts(&self) -> (i64, i64, i64, i64) {
+        self.inner.claim_counts()
+    }
+
+    /// Statements in force the reader could not classify (SPEC §2.5), all documents.
+    fn unread_count(&self) -> usize {
+        self.inner.unread.iter().map(Vec::len).sum()
+    }
+
+    /// The (source, path) of every other document whose edges in force name document
+    /// `doc_id`, sorted; empty when the id is not in this corpus.
+    fn declarers_toward(&self, doc_id: i64) -> Vec<(String, String)> {
+        self.inner
+            .index_of
+            .get(&doc_id)
+            .map(|&d| self.inner.declarers_toward(d))
+            .unwrap_or_default()
+    }
+
     /// The id of the document `file` names (a stored path, or an absolute path under an
     /// indexed root), or None.
     fn locate(&self, file: &str) -> Option<i64> {
@@ -196,7 +228,8 @@ impl PyCorpus {
 
     /// Why document `doc_id` gets its verdict for the query (SPEC §8.2), judged on its best
     /// chunk among `chunks` [(chunk_id, vector, body)]. The backend gives the document's ranks
-    /// in each leg, its stored declarations [(vocabulary, line, statement, overridden)] and
+    /// in each leg, its stored declarations [(vocabulary, line, statement, overridden,
+    /// standing)] and
     /// retirement (state, since, vocabulary, line, statement, overridden), and the store's
     /// vocabulary setting. None when the id is not in this corpus.
     #[pyo3(signature = (doc_id, query, *, text, chunks, term_dfs, chunk_count, dense_rank,
@@ -214,7 +247,7 @@ impl PyCorpus {
         chunk_count: u64,
         dense_rank: Option<usize>,
         lexical_rank: Option<usize>,
-        declarations: Vec<(String, Option<i64>, Option<String>, bool)>,
+        declarations: Vec<crate::explanation::DeclarationColumns>,
         retired: Option<crate::explanation::RetiredColumns>,
         vocabularies: &str,
         now_us: i64,
@@ -399,6 +432,7 @@ impl PyCorpus {
             d.set_item("identifiers_held", h.identifiers_held)?;
             d.set_item("identifier_match", h.identifier_match)?;
             d.set_item("retired_in_force", corpus.windows[h.doc].retired)?;
+            d.set_item("unread", corpus.unread_of(h.doc))?;
             let r = retrieval
                 .get(&h.chunk)
                 .map(|f| retrieval_dict(py, f))

@@ -5,7 +5,7 @@
 //! the calibration and the clock come in as arguments; no I/O, no clock reads. Does not own:
 //! retrieval (dense.rs), resolution (graph.rs) or wording reasons for people (Python).
 
-use crate::graph::Graph;
+use crate::graph::{At, Graph};
 
 /// SPEC §5.2 verdicts (plus the `unverified` development-mode extension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +142,17 @@ pub struct Policy {
     pub identifier_weight: f64,
 }
 
+impl Policy {
+    /// The instant graph questions are asked at: the knowledge instant, and `now` for dated
+    /// declarations (SPEC §2.4, §2.5).
+    pub fn at(&self) -> At {
+        At {
+            known_us: self.known_as_of_us,
+            now_us: Some(self.now_us),
+        }
+    }
+}
+
 /// SPEC §7: sigmoid(clamp((cos − threshold) / scale, ±60)); exactly 0.5 on the threshold.
 pub fn confidence(score: f64, threshold: f64, scale: f64) -> f64 {
     let z = ((score - threshold) / scale).clamp(-60.0, 60.0);
@@ -230,14 +241,15 @@ pub fn verdict(
     policy: &Policy,
 ) -> (Verdict, Option<usize>) {
     let k = policy.known_as_of_us;
-    let successor = graph.terminal(doc, k);
+    let at = policy.at();
+    let successor = graph.terminal_at(doc, at);
     let node = graph.node(doc);
     let v = match window_bounds(&windows[doc]) {
         None => Verdict::InvalidMetadata,
         Some(_) if matches!((k, node.first_indexed_us), (Some(k), Some(t)) if t > k) => {
             Verdict::NotYetKnown
         }
-        Some(_) if graph.is_ambiguous(doc, k) => Verdict::AmbiguousSupersession,
+        Some(_) if graph.is_ambiguous_at(doc, at) => Verdict::AmbiguousSupersession,
         Some(_) if successor.is_some() => Verdict::Superseded,
         Some((_, Some(until))) if policy.now_us > until => Verdict::Expired,
         // SPEC §8.4, §9: a retired note (withdrawn, rejected, deprecated, superseded with no
@@ -319,7 +331,9 @@ pub fn judge(
             };
             if let Some(j) = at {
                 let s = &mut hits[j];
-                if s.verdict == Verdict::LowConfidence {
+                // SPEC §7: the transferred relevance never stands in for an identifier the
+                // query asks for and the successor lacks.
+                if s.verdict == Verdict::LowConfidence && s.identifiers_held {
                     s.verdict = Verdict::Ok;
                     s.promoted = true;
                 }
@@ -384,6 +398,7 @@ mod tests {
                 path: p.to_string(),
                 first_indexed_us: Some(0),
                 alias: None,
+                folder: String::new(),
             })
             .collect();
         let edges: Vec<(usize, String)> =

@@ -270,14 +270,18 @@ def test_closure_phrases_are_shown_with_their_refusal(corpus: Path) -> None:
     )
     item = only(check([corpus / "new.md"], [corpus]))
     by_name = {Path(c.note).name: c for c in item.candidates}
-    assert set(by_name) == {"a.md", "b.md", "c.md"}
+    assert set(by_name) == {"a.md", "b.md"}
     assert "[reported speech]" in by_name["a.md"].reasons[0].detail
     assert "[hedged]" in by_name["b.md"].reasons[0].detail
-    # The wording that holds: this note is the one replaced.
-    assert by_name["c.md"].relation == "successor"
-    assert "supersedes: new.md" in by_name["c.md"].suggestion
-    # A refused phrase ranks below one that holds.
-    assert item.candidates[0].note.endswith("c.md")
+    # The wording that holds, this note is the one replaced, is the note's own declaration
+    # (SPEC §2.5, vocabulary `prose`): an edge in force, not a candidate.
+    (declared,) = item.declared
+    assert (declared.relation, declared.vocabulary, declared.status) == (
+        "superseded_by",
+        "prose",
+        "resolved",
+    )
+    assert Path(declared.notes[0]).name == "c.md"
 
 
 def test_closure_phrase_naming_no_note_is_a_note_not_a_candidate(corpus: Path) -> None:

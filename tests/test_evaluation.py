@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from statistics import NormalDist
@@ -230,6 +232,13 @@ def test_every_measurement_by_hand(report: EvalReport) -> None:
     assert value(m["near_miss_false_confidence_entailed"]) == (None, 0)  # not asked for
     assert value(m["expired_false_confidence"]) == (0.0, 1)
     assert value(m["not_yet_valid_false_confidence"]) == (0.0, 1)
+    for key in (
+        "real_wording_superseded_trust",
+        "real_wording_successor_accuracy",
+        "real_wording_retired_ok",
+        "real_wording_retired_false_confidence",
+    ):
+        assert value(m[key]) == (None, 0), "no real_wording question in this set"
 
     # Every rate of 1/2 carries the Wilson interval of 1/2.
     halves = [e for e in m.values() if e.count == 1 and e.n == 2]
@@ -249,6 +258,94 @@ def test_every_measurement_by_hand(report: EvalReport) -> None:
         gaps[r.answerable].append(r.top_score - r.second_score)
     wins = sum((a > u) + 0.5 * (a == u) for a in gaps[True] for u in gaps[False])
     assert report.separation["relative_gap_auc"].value == pytest.approx(wins / 24)
+
+
+# Real wording, on the same store: two superseded notes and two retired ones. rate-v1.md's
+# supersession is declared and read; parking.md stands for a note whose declaration the reader
+# missed (the set labels it stale, or retired, yet the store serves it); freeze.md for a retired
+# note the store does read (its window has closed).
+REAL_WORDING: list[dict[str, Any]] = [
+    # As q2: rate-v1.md is superseded, rate-v2.md takes its place.
+    {
+        "query": "how many requests per second does the public API allow?",
+        "answerable": True,
+        "category": "real_wording",
+        "relevant": ["rate-v1.md", "rate-v2.md"],
+        "expect": "superseded",
+        "successor": "rate-v2.md",
+        "stale": "rate-v1.md",
+    },
+    # As q6: parking.md (0.67) is served ok although the set says broker.md replaced it.
+    {
+        "query": "do staff park in the north car park at night?",
+        "answerable": True,
+        "category": "real_wording",
+        "relevant": ["parking.md", "broker.md"],
+        "expect": "superseded",
+        "successor": "broker.md",
+        "stale": "parking.md",
+    },
+    # As q9: freeze.md has expired and nothing else clears the threshold: abstains.
+    {
+        "query": "are deployments to production allowed during the holiday freeze?",
+        "answerable": False,
+        "category": "real_wording",
+        "relevant": ["freeze.md"],
+        "expect": "abstain",
+    },
+    # As q8: parking.md (0.60) is served ok although the set says it was retired.
+    {
+        "query": "how many spaces does the north car park have for staff?",
+        "answerable": False,
+        "category": "real_wording",
+        "relevant": ["parking.md"],
+        "expect": "abstain",
+    },
+]
+
+
+def test_real_wording_measurements(store: recall.Memory, tmp_path: Path) -> None:
+    assert "real_wording" in evaluation.CATEGORIES
+    assert "real_wording" not in evaluation.FIT_CATEGORIES, "scored, never fitted on"
+    questions = load_questions(write_questions(tmp_path / "real.jsonl", REAL_WORDING))
+    assert [(q.category, q.stale, q.successor) for q in questions] == [
+        ("real_wording", "rate-v1.md", "rate-v2.md"),
+        ("real_wording", "parking.md", "broker.md"),
+        ("real_wording", None, None),
+        ("real_wording", None, None),
+    ]
+    certify(store)
+    report = evaluation.evaluate_store(store, questions, now=NOW, touched=TOUCHED)
+    assert report.categories == {"real_wording": 4} and report.notes == []
+    assert [(r.first_ok, r.abstained) for r in report.rows] == [
+        ("rate-v2.md", False),
+        ("parking.md", False),
+        (None, True),
+        ("parking.md", False),
+    ]
+
+    def value(key: str) -> tuple[float | None, int, int | None]:
+        e = report.metrics[key]
+        return e.value, e.n, e.count
+
+    # The superseded pair: parking.md, labelled stale, is served ok; rate-v1.md never is.
+    assert value("real_wording_superseded_trust") == (0.5, 2, 1)
+    # rate-v2.md comes first; broker.md is never served.
+    assert value("real_wording_successor_accuracy") == (0.5, 2, 1)
+    # The retired pair: parking.md is served ok, freeze.md abstains.
+    assert value("real_wording_retired_ok") == (0.5, 2, 1)
+    assert value("real_wording_retired_false_confidence") == (0.5, 2, 1)
+    # The supersession measurements read only their own category.
+    assert value("superseded_trust_declared") == (None, 0, 0)
+    assert value("successor_accuracy") == (None, 0, 0)
+    assert value("false_abstain") == (0.0, 2, 0)
+
+    table = evaluation.format_table([report])
+    line = next(x for x in table.splitlines() if x.startswith("real wording: successor accuracy"))
+    assert line.split()[4:] == ["1/2", "=", "0.50", "[0.09,", "0.91]"]
+    assert "| real wording: retired note served ok | 1/2 = 0.50 [0.09–0.91] |" in (
+        evaluation.format_markdown([report])
+    )
 
 
 def test_report_serialises_and_formats(report: EvalReport) -> None:
@@ -415,7 +512,45 @@ def test_shipped_set(embedder: str) -> None:
         assert e.low is not None and e.high is not None and 0.0 <= e.low <= e.value <= e.high
     # SPEC §9: declared supersession never hands a stale note back as a trusted answer.
     assert report.metrics["superseded_trust_declared"].value == 0.0
+    assert not any("not indexed" in n or n.startswith("refused ") for n in report.notes)
     assert "superseded trust: declared" in evaluation.format_table([report])
+
+
+@pytest.mark.skipif(
+    not (evaluation.EVALSET_DIR / "meta.json").exists(), reason="the shipped set is not there"
+)
+def test_shipped_set_labels_are_consistent() -> None:
+    root = evaluation.EVALSET_DIR
+    notes = {p.relative_to(root / "notes").as_posix() for p in (root / "notes").rglob("*.md")}
+    names = [p.rsplit("/", 1)[-1] for p in notes]
+    assert len(names) == len(set(names)), "references resolve on the file name"
+    meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
+    touched = meta["touched"]
+    assert set(touched) == notes and all(t[:10] < meta["now"] for t in touched.values())
+    questions = load_questions(root / "questions.jsonl")
+    for q in questions:
+        named = {*q.relevant, q.successor, q.stale} - {None}
+        assert named <= notes, f"questions.jsonl line {q.line} names a missing note"
+    # The README's category table gives the count of each category.
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    counts = {c: int(n) for c, n in re.findall(r"^\| `([a-z_]+)` \| (\d+) \|", readme, re.M)}
+    assert counts == dict(Counter(q.category for q in questions))
+    assert set(counts) == set(evaluation.CATEGORIES)
+
+    stale = [q for q in questions if q.category in ("supersession", "real_wording") and q.stale]
+    for q in stale:
+        assert q.answerable and q.expect == "superseded" and q.successor
+        # The recency arm's steelman: a superseded note was touched after its successor.
+        assert touched[q.stale] > touched[q.successor], f"line {q.line}"
+    real = [q for q in questions if q.category == "real_wording"]
+    superseded = [q for q in real if q.answerable]
+    retired = [q for q in real if not q.answerable]
+    assert len(superseded) >= 10 and len(retired) >= 10
+    assert all(q.relevant == (q.stale, q.successor) for q in superseded)
+    stale_notes = {q.stale for q in superseded}
+    for q in retired:
+        assert q.expect == "abstain" and q.successor is None and q.stale is None
+        assert len(q.relevant) == 1 and q.relevant[0] not in stale_notes
 
 
 def test_cli_eval_on_a_users_store_and_on_the_shipped_set(tmp_path: Path) -> None:

@@ -96,11 +96,23 @@ RULE_CASES = {
         [],
     ),
     "W002 closure prose": (
-        {"old.md": "# Old\n\nThis note is superseded by [new](new.md).\n", "new.md": "New\n"},
+        {"old.md": "# Old\n\nThe nightly export was replaced by [new](new.md).\n", "new.md": "N\n"},
         [("W002", "old.md", 3)],
     ),
+    "W002 not for the note's own statement, read as a declaration (SPEC §2.5)": (
+        {"old.md": "# Old\n\nThis note is superseded by [new](new.md).\n", "new.md": "New\n"},
+        [],
+    ),
+    "W002 not for a title": (
+        {"0008-x.md": "# Remove deprecated APIs\n\n## Status\n\nAccepted\n\nWe drop v1.\n"},
+        [],
+    ),
+    "W002 not for another subject in a note whose status says it is in force": (
+        {"a.md": "# A\n\n## Status\n\nAccepted\n\n## Context\n\nThe v1 calls were deprecated.\n"},
+        [],
+    ),
     "W002 with valid_until": (
-        {"old.md": fm(valid_until="2026-01-31") + "This note is superseded by new.md.\n"},
+        {"old.md": fm(valid_until="2026-01-31") + "The nightly export was replaced by a stream.\n"},
         [],
     ),
     "W002 with an incoming edge": (
@@ -233,7 +245,7 @@ def test_closure_prose_fix_names_the_reference(corpus: Path) -> None:
         corpus,
         {
             "new.md": "# New\n\nThis note replaces [old](old.md).\n",
-            "old.md": "# Old\n\nThis note is superseded by [newer](newer.md).\n",
+            "old.md": "# Old\n\nThe nightly flow was superseded by [newer](newer.md).\n",
             "newer.md": "n\n",
             "gone.md": "# Gone\n\nThe flow is no longer used.\n",
         },
@@ -333,7 +345,7 @@ def test_cli_human_output_and_exit_1(corpus: Path) -> None:
     lines = out.splitlines()
     assert lines[0] == (
         f"{corpus / 'a.md'}:2: E001 dangling-reference: supersedes 'nope' matches no note "
-        "(fix: no note by that name: add the note it names, or remove the reference)"
+        "(fix: no note by that name or number: add the note it names, or correct the reference)"
     )
     assert lines[1].startswith(f"{corpus / 'x-v2.md'}:1: W001 versioned-siblings: ")
     assert lines[-1].startswith("1 error, 1 warning in 3 files")

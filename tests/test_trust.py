@@ -109,7 +109,7 @@ def judge_via_corpus(
             (i, "/notes", path, key, _instant(first), vf, vu, err is not None, None, None)
             for i, (key, path, vf, vu, err, first) in enumerate(docs)
         ],
-        [(d, key, key, False, "frontmatter", None, "", False) for d, key in edges],
+        [(d, key, key, False, "frontmatter", None, "", False, None) for d, key in edges],
     )
     chunks = {n: (d, _unit(score), "") for n, (d, score) in enumerate(candidates)}
     fetched = {d: [(10_000 + d, _unit(score), "")] for d, score in fetchable.items()}

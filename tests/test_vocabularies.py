@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import recall
+from recall.indexing import DECLARATIONS_VERSION
 from recall.vocabularies import declare
 
 from .conftest import write_corpus
@@ -90,35 +91,42 @@ Background jobs go through a Postgres table with SKIP LOCKED workers.
 @pytest.mark.parametrize(
     ("path", "text", "edges", "retired", "alias"),
     [
-        ("pep-0001.rst", PEP_OLD, [("2", "pep-0002", True, 6)], ("superseded", 4), "pep-0001"),
-        ("pep-0002.rst", PEP_NEW, [("1", "pep-0001", False, 4)], None, "pep-0002"),
-        ("pep-0003.rst", PEP_WITHDRAWN, [], ("withdrawn", 3), "pep-0003"),
+        ("pep-0001.rst", PEP_OLD, [("2", "#pep:2", True, 6)], ("superseded", 4), "#pep:1"),
+        ("pep-0002.rst", PEP_NEW, [("1", "#pep:1", False, 4)], None, "#pep:2"),
+        ("pep-0003.rst", PEP_WITHDRAWN, [], ("withdrawn", 3), "#pep:3"),
         (
             "0001-sessions-in-memcached.md",
             NYGARD_OLD,
-            [("0003-sessions-in-redis.md", "0003-sessions-in-redis", True, 7)],
+            [("0003-sessions-in-redis.md", "0003-sessions-in-redis\n#:3", True, 7)],
             ("superseded", 7),
-            "adr-0001",
+            "#:1",
         ),
         (
             "0003-sessions-in-redis.md",
             NYGARD_NEW,
-            [("0001-sessions-in-memcached.md", "0001-sessions-in-memcached", False, 7)],
+            [("0001-sessions-in-memcached.md", "0001-sessions-in-memcached\n#:1", False, 7)],
             None,
-            "adr-0003",
+            "#:3",
         ),
         (
             "0004-jobs.md",
             MADR_OLD,
-            [("ADR-0005", "adr-0005", True, 2)],
+            [("ADR-0005", "#adr:5", True, 2)],
             ("superseded", 2),
-            "adr-0004",
+            "#:4",
         ),
-        ("0005-jobs.md", MADR_NEW, [], None, "adr-0005"),
+        ("0005-jobs.md", MADR_NEW, [], None, "#:5"),
         # MADR 2 bullets, with the date of the state change.
         ("x.md", "# X\n\n* Status: deprecated\n* Date: 2020-05-01\n", [], ("deprecated", 3), None),
-        # The template's list of choices is no status; prose is no preamble.
-        ("y.md", "---\nstatus: '[proposed | rejected | accepted]'\n---\n", [], None, None),
+        # The template's list of choices is no status: it is recorded as unread (SPEC §2.5).
+        (
+            "y.md",
+            "---\nstatus: '[proposed | rejected | accepted]'\n---\n",
+            [("status: [proposed | rejected | accepted]", "", False, 2)],
+            None,
+            None,
+        ),
+        # Prose is no preamble.
         ("z.rst", "Note: this is prose\n\nmore prose\n", [], None, None),
         ("w.md", "# W\n\nThe old flow was superseded by the new one.\n", [], None, None),
     ],
@@ -223,7 +231,7 @@ def test_store_judges_header_vocabularies(backend: Callable[[str], str], corpus:
         ]
 
         e = mem.explain("indentation", "peps/pep-0001.rst", now=NOW)
-        assert e["alias"] == "pep-0001"
+        assert e["alias"] == "#pep:1"
         reversed_claims = [c for c in e["claims_out"] if c["reversed"]]
         assert [
             (c["vocabulary"], c["line"], c["statement"], c["targets"]) for c in reversed_claims
@@ -312,7 +320,7 @@ def test_declarations_read_again_after_a_reader_change(
         report = mem.index(corpus, now=NOW)
         assert report.embedded == 0 and report.unchanged == 8
         assert _verdicts(mem, "indentation tabs")["peps/pep-0001.rst"].verdict == "superseded"
-        assert store.meta("declarations_version") == "1"
+        assert store.meta("declarations_version") == DECLARATIONS_VERSION
 
 
 def test_cli_shows_vocabularies(tmp_path: Path, corpus: Path) -> None:

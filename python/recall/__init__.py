@@ -22,7 +22,16 @@ from recall.errors import (
     TrustRefusal,
     UsageError,
 )
-from recall.results import Hit, Provenance, Result, Retired, Retrieval, Staleness, Validity
+from recall.results import (
+    Hit,
+    Provenance,
+    Result,
+    Retired,
+    Retrieval,
+    Staleness,
+    Unread,
+    Validity,
+)
 
 # SPEC §10 (cold search): `import recall` leaves out what a search does not use (indexing, the
 # judge, numpy, the ONNX loaders); these names and submodules are imported on first access.
@@ -64,6 +73,7 @@ __all__ = [
     "Provenance",
     "Result",
     "Retired",
+    "Unread",
     "Retrieval",
     "Staleness",
     "TrustRefusal",

@@ -18,14 +18,15 @@ __all__ = [
     "lexical_row",
     "lexical_terms",
     "resolution_key",
+    "resolve_references",
     "rrf",
     "tsquery_literal",
 ]
 
 SCHEMA_VERSION: int
 
-# (reference as written, key, reversed, vocabulary, line, statement, overridden)
-_EdgeRow = tuple[str, str, bool, str, int | None, str, bool]
+# (reference as written, key, reversed, vocabulary, line, statement, overridden, standing)
+_EdgeRow = tuple[str, str, bool, str, int | None, str, bool, str | None]
 # (state, since, vocabulary, line, statement, overridden)
 _RetiredRow = tuple[str, str | None, str, int | None, str, bool]
 
@@ -126,6 +127,9 @@ class Store:
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+def resolve_references(
+    documents: list[tuple[str, str, str | None]], edges: list[tuple[int, str, bool]]
+) -> list[tuple[str, list[int]]]: ...
 def identifiers(query: str) -> list[str]: ...
 def rrf(
     dense: list[int], lexical: list[int]
@@ -159,7 +163,7 @@ _DocumentRow = tuple[
     tuple[str, str | None, str, bool] | None,
 ]
 # (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden)
-_CorpusEdgeRow = tuple[int, str, str, bool, str, int | None, str, bool]
+_CorpusEdgeRow = tuple[int, str, str, bool, str, int | None, str, bool, str | None]
 
 @final
 class Corpus:
@@ -170,6 +174,9 @@ class Corpus:
         vocabularies: str = "all",
     ) -> Corpus: ...
     def __len__(self) -> int: ...
+    def claim_counts(self) -> tuple[int, int, int, int]: ...
+    def unread_count(self) -> int: ...
+    def declarers_toward(self, doc_id: int) -> list[tuple[str, str]]: ...
     def locate(self, file: str) -> int | None: ...
     def explain(
         self,
@@ -182,7 +189,7 @@ class Corpus:
         chunk_count: int,
         dense_rank: int | None,
         lexical_rank: int | None,
-        declarations: list[tuple[str, int | None, str | None, bool]],
+        declarations: list[tuple[str, int | None, str | None, bool, str | None]],
         retired: tuple[str, str | None, str, int | None, str | None, bool] | None,
         vocabularies: str,
         now_us: int,

@@ -66,6 +66,7 @@ from recall.results import (
     Retired,
     Retrieval,
     Staleness,
+    Unread,
     Validity,
     abstention_reason,
 )
@@ -139,6 +140,10 @@ class StoreStats:
     retired: int = 0
     #: Documents forgotten and not brought back.
     forgotten: int = 0
+    #: SPEC §2.5: partial statements ("partly superseded by X", never a full edge) and
+    #: statements recall could not classify (shown on hits as `validity.unread`).
+    partial: int = 0
+    unread: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -916,6 +921,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
             valid_until=raw["valid_until"],
             superseded_by=raw["superseded_by"],
             retired=Retired(*raw["retired"]) if raw.get("retired") else None,
+            unread=tuple(Unread(*u) for u in raw.get("unread") or ()),
         ),
         promoted=raw["promoted"],
         fetched=raw["fetched"],

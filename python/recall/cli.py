@@ -279,6 +279,10 @@ def _print_stats(st: StoreStats) -> None:
         ("retired", str(st.retired)),
         ("metadata errors", str(st.metadata_errors)),
     ]
+    if st.partial or st.unread:
+        rows.append(
+            ("statements", f"{st.partial} partial · {st.unread} unread (recall lint shows them)")
+        )
     if st.forgotten:
         rows.append(("forgotten", f"{st.forgotten} (recall forget --list)"))
     if is_postgres(st.path):
@@ -493,6 +497,8 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
         if retired is not None and not hit.validity.superseded_by:
             since = f" since {retired.since}" if retired.since else ""
             notes.append(f"{retired.state}{since} ({retired.vocabulary} line {retired.line})")
+        for unread in hit.validity.unread:
+            notes.append(f"unread status ({unread.vocabulary} line {unread.line}): check the note")
         if hit.validity.valid_from or hit.validity.valid_until:
             notes.append(
                 f"valid {hit.validity.valid_from or '…'} → {hit.validity.valid_until or '…'}"

@@ -3,11 +3,12 @@
 Owns: reading evaluation question files, running them against an indexed and calibrated store,
 the §9 measurements (retrieval per leg, false confidence and false abstention, superseded trust
 under three policies, successor and identifier accuracy, near misses with and without the
-judge, retired notes, the relative-gap signal beside the absolute threshold), each with its
-95 % interval and its n, the two-fold cross-fitted run over the shipped evaluation set, and the
-report's JSON, terminal and markdown forms. Does not own: retrieval, verdicts or promotion
-(the Rust core, through `Memory.search`), fitting a calibration (`calibration`), the shipped
-corpus (`evalset/`), or the command line (`cli`).
+judge, retired notes, superseded and retired decision records in the wording real teams use,
+the relative-gap signal beside the absolute threshold), each with its 95 % interval and its n,
+the two-fold cross-fitted run over the shipped evaluation set, and the report's JSON, terminal
+and markdown forms. Does not own: retrieval, verdicts or promotion (the Rust core, through
+`Memory.search`), fitting a calibration (`calibration`), the shipped corpus (`evalset/`), or
+the command line (`cli`).
 
 Every figure is measured through the public `Memory.search`, the way a user would meet it: a
 strict search answers (development mode only when strict refuses, and the report says so), and
@@ -68,6 +69,7 @@ CATEGORIES = (
     "near_miss",
     "expired",
     "not_yet_valid",
+    "real_wording",
 )
 #: Retrieval orderings measured: each leg alone and the fused list (SPEC §4).
 LEGS = ("dense", "lexical", "hybrid")
@@ -93,6 +95,10 @@ METRICS: dict[str, str] = {
     "near_miss_false_confidence_entailed": "near-miss false confidence, judged",
     "expired_false_confidence": "expired: false confidence",
     "not_yet_valid_false_confidence": "not yet valid: false confidence",
+    "real_wording_superseded_trust": "real wording: superseded trust",
+    "real_wording_successor_accuracy": "real wording: successor accuracy",
+    "real_wording_retired_ok": "real wording: retired note served ok",
+    "real_wording_retired_false_confidence": "real wording: retired, false confidence",
 }
 _RETRIEVAL_LABELS = {"mrr": "MRR", "recall@5": "recall@5"}
 _SEPARATION_LABELS = {
@@ -513,29 +519,49 @@ def _measure(
     def share(selected: Sequence[Row], test: Callable[[Row], bool]) -> Estimate:
         return rate(sum(1 for r in selected if test(r)), len(selected))
 
+    def answered(r: Row) -> bool:
+        return not r.abstained
+
+    def trusts_superseded(r: Row) -> bool:
+        return any(f in superseded for f in r.ok_files)
+
+    def serves_successor(r: Row) -> bool:
+        return r.first_ok == r.successor
+
+    def with_successor(selected: Sequence[Row]) -> list[Row]:
+        return [r for r in selected if r.successor]
+
     supersession = of("supersession")
     near = of("near_miss")
     judged_near = [r for r in near if r.entailed_abstained is not None]
+    # Real wording: the answerable questions name a superseded note and its terminal successor,
+    # the unanswerable ones a retired note (rejected, deprecated, withdrawn, …) that must not
+    # be served as an answer.
+    real = of("real_wording")
+    real_superseded = [r for r in real if r.answerable]
+    real_retired = [r for r in real if not r.answerable]
     metrics = {
-        "far_gap_false_confidence": share(of("far_gap"), lambda r: not r.abstained),
+        "far_gap_false_confidence": share(of("far_gap"), answered),
         "false_abstain": share([r for r in rows if r.answerable], lambda r: r.abstained),
         "superseded_trust_plain": share(supersession, lambda r: r.plain_top in superseded),
         "superseded_trust_recency": share(supersession, lambda r: r.recency_pick in superseded),
-        "superseded_trust_declared": share(
-            supersession, lambda r: any(f in superseded for f in r.ok_files)
-        ),
-        "successor_accuracy": share(
-            [r for r in supersession if r.successor], lambda r: r.first_ok == r.successor
-        ),
+        "superseded_trust_declared": share(supersession, trusts_superseded),
+        "successor_accuracy": share(with_successor(supersession), serves_successor),
         "identifier_accuracy": share(
             [r for r in of("identifier") if r.relevant], lambda r: r.first_ok in r.relevant
         ),
-        "near_miss_false_confidence": share(near, lambda r: not r.abstained),
+        "near_miss_false_confidence": share(near, answered),
         "near_miss_false_confidence_entailed": share(
             judged_near, lambda r: not r.entailed_abstained
         ),
-        "expired_false_confidence": share(of("expired"), lambda r: not r.abstained),
-        "not_yet_valid_false_confidence": share(of("not_yet_valid"), lambda r: not r.abstained),
+        "expired_false_confidence": share(of("expired"), answered),
+        "not_yet_valid_false_confidence": share(of("not_yet_valid"), answered),
+        "real_wording_superseded_trust": share(real_superseded, trusts_superseded),
+        "real_wording_successor_accuracy": share(with_successor(real_superseded), serves_successor),
+        "real_wording_retired_ok": share(
+            real_retired, lambda r: any(f in r.relevant for f in r.ok_files)
+        ),
+        "real_wording_retired_false_confidence": share(real_retired, answered),
     }
 
     def scored(answerable: bool) -> list[Row]:

@@ -47,7 +47,7 @@ EMBED_BATCH = 512
 
 #: The version of the declarations reader (`recall.vocabularies`): a store whose documents were
 #: declared by another version has them read again on its next index run.
-DECLARATIONS_VERSION = "1"
+DECLARATIONS_VERSION = "2"
 _DECLARATIONS_KEY = "declarations_version"
 
 #: Called after each file with (files done, files in the run, chunks embedded so far).
@@ -417,7 +417,9 @@ def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str
     )
 
 
-def _edge_rows(decl: Declarations | None) -> list[tuple[str, str, bool, str, int, str, bool]]:
+def _edge_rows(
+    decl: Declarations | None,
+) -> list[tuple[str, str, bool, str, int, str, bool, str | None]]:
     if decl is None:
         return []
     return [
@@ -429,6 +431,7 @@ def _edge_rows(decl: Declarations | None) -> list[tuple[str, str, bool, str, int
             e.origin.line,
             e.origin.text,
             e.overridden,
+            e.standing,
         )
         for e in decl.edges
     ]

@@ -47,11 +47,23 @@ class Retired:
 
 
 @dataclass(frozen=True)
+class Unread:
+    """A statement the note makes about itself that recall could not act on (SPEC §2.5): a
+    status it does not know, or a successor it names that no note matches. The note may not
+    be current; read it before relying on it."""
+
+    vocabulary: str
+    line: int | None
+    statement: str
+
+
+@dataclass(frozen=True)
 class Validity:
     valid_from: str | None
     valid_until: str | None
     superseded_by: str | None
     retired: Retired | None = None
+    unread: tuple[Unread, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,6 +187,13 @@ def abstention_reason(
     name = top.provenance.file
     v = top.validity
     if top.verdict == "superseded":
+        successor = next((h for h in hits if h.provenance.file == v.superseded_by), None)
+        if successor is not None and identifiers and not successor.identifiers_held:
+            # SPEC §7 through promotion: the declared edge transfers relevance, not identifiers.
+            return (
+                f"the best match {name} is superseded by {v.superseded_by}, which does not hold "
+                f"{', '.join(identifiers)} that the question asks for"
+            )
         return f"the best match {name} is superseded by {v.superseded_by}, which did not qualify"
     if top.verdict == "expired" and v.retired is not None and v.valid_until is None:
         r = v.retired

@@ -1,26 +1,27 @@
 """Edge vocabularies: what a document declares about supersession and its own end, in the words
-real corpora already use (SPEC §8.4).
+real corpora already use (SPEC §2.5, §8.4).
 
-Owns: reading declarations from
+Owns: finding where a document speaks about itself, and what it says, in
 - `frontmatter`: Validity Frontmatter 1.0 (`supersedes:`, `valid_from:`, `valid_until:`; parsed by
-  `recall.frontmatter`),
+  `recall.frontmatter`), exact references (SPEC §2.3),
 - `pep`: the RFC 822 preamble of a PEP-style `.rst` file (`Status:`, `Superseded-By:`,
-  `Replaces:`, `PEP:`, `Title:`),
-- `madr`: MADR's `status:` / `date:` front matter keys, and the `* Status:` / `* Date:` bullets of
-  MADR 2,
-- `nygard`: the "Status" section of a Nygard-style ADR (`Superseded by [..](..)`, `Supersedes ..`,
-  `Deprecated`, `Rejected`),
+  `Replaces:`, `PEP:`, `Title:`, a dated `Resolution:`),
+- `madr`: front matter `status:`, `date:`, `superseded_by:` / `superseded-by:` / `replaces:`, and
+  the `* Status:` / `* Date:` bullets of MADR 2,
+- `nygard`: a "Status" section of an ADR, and status field lines in a note's opening
+  (`Status: …`, `**Status:** …`, `- **Superseded by**: …`, a `| Status | … |` table row),
+- `prose`: a sentence in the note's opening saying that this note is superseded, replaced or
+  obsoleted by a named note ("This RFC has been superseded by [RFC 1974][]"),
 
-turning them into edges (each with its vocabulary, line and the words written), a retirement
-(a terminal state: withdrawn, rejected, deprecated, superseded with no named successor) and the
-document's alias (`pep-0008`, `adr-0005`) that numbered references resolve to; and the rule that
-frontmatter wins where both speak: a frontmatter `supersedes:` overrides a header's forward edges,
-a frontmatter `valid_until:` overrides a header's retirement. Overridden statements are kept,
-marked, so `explain` and `lint` can show them.
+turning them into edges (each with its vocabulary, line and the words written; partial and
+unread statements kept with their standing, never in force), a retirement (a terminal state,
+dated when the declaration carries a date) and the document's alias (the identifier its file
+name or title carries: `#adr:5`, `#pep:8`) that numbered references resolve to; and the rule that
+frontmatter wins where both speak. What a status line says is read by `recall.status`.
 
-Does not own: resolving keys to documents (the graph, `recall.authoring.corpus` for lint),
-verdicts (a retirement is judged `expired` by the Rust trust layer), or which vocabularies are in
-force for a store (a setting the store keeps). Pure and total: no I/O, never raises.
+Does not own: resolving keys to documents (the graph), verdicts (a retirement is judged
+`expired` by the Rust trust layer), or which vocabularies are in force for a store (a setting the
+store keeps). Pure and total: no I/O, never raises.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ import datetime
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from urllib.parse import unquote
 
-from recall import _core
+from recall import _core, status
 from recall.frontmatter import FieldError, Frontmatter, parse, parse_date
 
 __all__ = [
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Every vocabulary, in the order their statements are reported.
-VOCABULARIES = ("frontmatter", "pep", "madr", "nygard")
+VOCABULARIES = ("frontmatter", "pep", "madr", "nygard", "prose")
 #: The `--vocabularies` settings and the vocabularies each one reads.
 SETTINGS: dict[str, frozenset[str]] = {
     "none": frozenset(),
@@ -56,8 +56,9 @@ SETTINGS: dict[str, frozenset[str]] = {
 }
 ALL = "all"
 
-#: Terminal states: the document stopped being in force (SPEC §9: a retired note).
-TERMINAL = ("withdrawn", "rejected", "deprecated", "superseded")
+#: The standing of a statement that is not a full edge (SPEC §2.5).
+PARTIAL = "partial"
+UNREAD = "unread"
 
 _RST_SUFFIXES = (".rst",)
 _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
@@ -66,19 +67,8 @@ _MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 _HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)")
 _PEP_NUMBER = re.compile(r"(?:pep[-_ ]?)?0*([0-9]{1,5})", re.IGNORECASE)
 _PEP_SPACED = re.compile(r"\bpep[ \t]+([0-9])", re.IGNORECASE)
-_PEP_FILE = re.compile(r"pep[-_]0*([0-9]{1,5})(?:\.[A-Za-z]+)?", re.IGNORECASE)
-# ADR numbers: `ADR-0005`, `ADR 5`, `ADR#5`.
-_ADR_NUMBER = re.compile(r"\badr[-_ #]?0*([0-9]{1,5})\b", re.IGNORECASE)
-# ADR files: `0005-use-postgres.md`, `adr-0005-x.md`, `ADR_5_x.md`, `adr-0005.md`.
-_ADR_FILE = re.compile(r"(?:adr[-_ ]?)?0*([0-9]{1,5})(?:[-_ .].*)?", re.IGNORECASE)
-_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^)]*[\"'])?\s*\)")
-_WIKI = re.compile(r"\[\[([^\[\]]+)\]\]")
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
-_BULLET_FIELD = re.compile(r"[ \t]*[*+-][ \t]+(status|date)[ \t]*:[ \t]*(.*)", re.IGNORECASE)
-_SUPERSEDED_BY = re.compile(r"superseded[ \t]+by\b[ \t:]*(.*)", re.IGNORECASE)
-_SUPERSEDES = re.compile(r"supersedes\b[ \t:]*(.*)", re.IGNORECASE)
-_STATE = re.compile(r"(withdrawn|rejected|deprecated|superseded)\b", re.IGNORECASE)
 _DATE_IN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
@@ -96,13 +86,17 @@ class Edge:
     """A declared supersession. `reversed` is False when this document replaces the reference
     (`supersedes:`, `Replaces:`) and True when the reference replaces this document
     (`Superseded-By:`, `superseded by ADR-0005`). `key` is what the reference resolves by: the
-    SPEC §2.3 key, or the alias a PEP or ADR number names."""
+    SPEC §2.3 key, or an identifier `#family:number` (`#adr:5`); alternatives are separated by a
+    newline (a link's path key, then its file name's identifier)."""
 
     reference: str
     key: str
     reversed: bool
     origin: Statement
     overridden: bool = False
+    #: None: a full edge. `partial` ("partly superseded by X") or `unread` (a status-like
+    #: statement the reader could not classify): recorded and shown, never in force.
+    standing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +120,10 @@ class Declarations:
     alias: str | None
     edges: tuple[Edge, ...]
     retired: Retirement | None
+    #: Every status statement read, those saying the note is in force included.
+    statements: tuple[Statement, ...] = ()
+    #: A status statement says the note is in force (`Accepted`) and none retires it.
+    current: bool = False
 
     @property
     def errors(self) -> tuple[FieldError, ...]:
@@ -133,7 +131,26 @@ class Declarations:
 
     def active_edges(self, vocabularies: frozenset[str] = SETTINGS[ALL]) -> list[Edge]:
         """The edges in force under a `--vocabularies` setting."""
-        return [e for e in self.edges if not e.overridden and e.origin.vocabulary in vocabularies]
+        return [
+            e
+            for e in self.edges
+            if not e.overridden and e.standing is None and e.origin.vocabulary in vocabularies
+        ]
+
+    def standing(self, kind: str, vocabularies: frozenset[str] = SETTINGS[ALL]) -> list[Edge]:
+        """The statements of one standing (`partial`, `unread`) under a setting."""
+        return [
+            e
+            for e in self.edges
+            if e.standing == kind and not e.overridden and e.origin.vocabulary in vocabularies
+        ]
+
+    def statement_lines(self) -> frozenset[int]:
+        """Every line a vocabulary read as a statement (prose readers skip them)."""
+        lines = {e.origin.line for e in self.edges}
+        if self.retired is not None:
+            lines.add(self.retired.origin.line)
+        return frozenset(lines)
 
     def active_retirement(self, vocabularies: frozenset[str] = SETTINGS[ALL]) -> Retirement | None:
         r = self.retired
@@ -164,7 +181,15 @@ def declare(path: str, text: str) -> Declarations:
     return Declarations(None, None, None, (), None)
 
 
-# -- frontmatter + ADRs ------------------------------------------------------------------------
+# -- markdown: frontmatter, MADR, Nygard sections, field lines, the opening's sentences ----------
+
+
+@dataclass
+class _Said:
+    """One statement a vocabulary found, before it becomes edges and a retirement."""
+
+    origin: Statement
+    reading: status.Reading
 
 
 def _markdown(name: str, text: str) -> Declarations:
@@ -180,41 +205,122 @@ def _markdown(name: str, text: str) -> Declarations:
                 Statement("frontmatter", supersedes_line, f"supersedes: {ref}"),
             )
         )
-    header_edges, retired, is_adr = _adr(fm, text)
-    # SPEC §8.4: frontmatter wins where both speak.
+    definitions = status.link_definitions(text)
+    said, date = _front_statements(fm, definitions)
+    lines = text.split("\n")
+    body_start = fm.body_line if fm.present else 1
+    body_said, body_date, opening_end = _body_statements(lines, body_start, definitions)
+    said.extend(body_said)
+    consumed = frozenset(s.origin.line for s in said)
+    said.extend(_opening_sentences(text, name, definitions, consumed, opening_end))
+    header_edges, retired = _assemble(said, date or body_date)
+    # SPEC §8.4: frontmatter wins where both speak (a header's forward edges; the note's own
+    # sentences are not a header).
     if fm.supersedes:
-        header_edges = [replace(e, overridden=True) if not e.reversed else e for e in header_edges]
+        header_edges = [
+            replace(e, overridden=True)
+            if not e.reversed and e.standing is None and e.origin.vocabulary != "prose"
+            else e
+            for e in header_edges
+        ]
     if retired is not None and fm.valid_until_raw is not None:
         retired = replace(retired, overridden=True)
     edges.extend(header_edges)
-    alias = _adr_alias(name) if is_adr or name.lower().startswith("adr") else None
     title = fm.fields.get("title")
     return Declarations(
         frontmatter=fm,
         title=title.strip() if isinstance(title, str) and title.strip() else None,
-        alias=alias,
+        alias=status.file_alias(name) or _title_alias(lines, body_start),
         edges=tuple(edges),
         retired=retired,
+        statements=tuple(s.origin for s in said),
+        current=retired is None and any(s.reading.current for s in said),
     )
 
 
-def _adr(fm: Frontmatter, text: str) -> tuple[list[Edge], Retirement | None, bool]:
-    """MADR's status (front matter or MADR 2 bullets) and the Nygard Status section."""
-    edges: list[Edge] = []
-    retired: Retirement | None = None
-    status = fm.fields.get("status")
-    if isinstance(status, str) and status.strip():
-        line = fm.lines.get("status", 0)
-        date = _date(fm.fields.get("date"))
-        found = _status_line(status, Statement("madr", line, f"status: {status}"), date)
-        return found[0], found[1], True
-    body_start = fm.body_line if fm.present else 1
-    lines = text.split("\n")
+# Front matter keys that name this note's successor or predecessor (MADR, KEP and site
+# generators write them besides Validity Frontmatter's `supersedes:`).
+_SUCCESSOR_KEYS = ("superseded_by", "superseded-by", "supersededby", "replaced_by", "replaced-by")
+_PREDECESSOR_KEYS = ("replaces",)
+
+
+def _front_statements(
+    fm: Frontmatter, definitions: dict[str, str]
+) -> tuple[list[_Said], datetime.date | None]:
+    said: list[_Said] = []
+    fields = {key.lower(): key for key in fm.fields}
+    value = fm.fields.get("status")
+    if isinstance(value, str) and value.strip():
+        origin = Statement("madr", fm.lines.get("status", 0), f"status: {value}")
+        said.append(_Said(origin, status.read(_unquote(value.strip()), definitions)))
+    for keys, successor in ((_SUCCESSOR_KEYS, True), (_PREDECESSOR_KEYS, False)):
+        for lower in keys:
+            if lower not in fields:
+                continue
+            key = fields[lower]
+            raw = fm.fields[key]
+            values = (raw,) if isinstance(raw, str) else raw
+            refs = tuple(r for v in values if v.strip() for r in _named(_unquote(v.strip())))
+            if not refs:
+                continue
+            origin = Statement("madr", fm.lines.get(key, 0), f"{key}: {', '.join(values)}")
+            reading = (
+                status.Reading(state="superseded", successors=refs)
+                if successor
+                else status.Reading(predecessors=refs)
+            )
+            said.append(_Said(origin, reading))
+    return said, _date(fm.fields.get("date"))
+
+
+def _named(value: str) -> tuple[status.Reference, ...]:
+    """The notes a front matter value names: links and identifiers, else the value as a key."""
+    refs = status.references(value)
+    if refs:
+        return tuple(refs)
+    key = _core.resolution_key(value)
+    return (status.Reference(value, key),) if key else ()
+
+
+# A field line: `Status: Accepted`, `* Status: rejected`, `**Status:** Deprecated`,
+# `- **Superseded by**: RFC-0025 (…)`, `Date: 2021-03-04`.
+_FIELD = re.compile(
+    r"[ \t]*(?P<bullet>[*+-][ \t]+)?(?:\*\*|__)?(?P<name>status|state|superseded[ _-]by"
+    r"|replaced[ _-]by|date|decision[ _-]date)(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*"
+    r"(?P<value>.*)",
+    re.IGNORECASE,
+)
+_TABLE_ROW = re.compile(
+    r"[ \t]*\|[ \t]*(?:\*\*)?(status|state)(?:\*\*)?[ \t]*\|(.*?)\|?[ \t]*$", re.I
+)
+# A status section's later paragraphs count only when they open with a status or a supersession.
+_STATUS_OPENING = frozenset(status.TERMINAL) | {
+    "supersedes", "supercedes", "replaces", "obsoletes", "amended", "amends", "partly",
+    "partially", "mostly", "status",
+}  # fmt: skip
+#: How far into a note's body the opening reaches at most (lines).
+_OPENING_LINES = 60
+#: The opening ends where the third section holding prose begins (title block, status or summary,
+#: first section).
+_OPENING_SECTIONS = 3
+
+
+def _body_statements(
+    lines: list[str], body_start: int, definitions: dict[str, str]
+) -> tuple[list[_Said], datetime.date | None, int]:
+    """Status sections, field lines and dates of the body; and the last line of the opening."""
+    said: list[_Said] = []
+    date: datetime.date | None = None
     in_fence = False
-    status_heading = 0  # the heading level of an open "Status" section, 0 when none is open
-    madr_date: datetime.date | None = None
-    madr_status: tuple[str, int] | None = None
-    nygard: list[tuple[str, int]] = []
+    section: str | None = None  # "status" or "date" while one is open
+    section_level = 0
+    paragraph = 0  # paragraphs seen in the open status section
+    blank_before = True
+    spoke = False  # the open status section said something
+    pending_unknown: _Said | None = None
+    prose_sections = 0
+    section_has_prose = False
+    opening_end = min(len(lines), body_start + _OPENING_LINES)
     for number in range(body_start, len(lines) + 1):
         raw = lines[number - 1].rstrip("\r")
         if _FENCE.match(raw):
@@ -225,91 +331,242 @@ def _adr(fm: Frontmatter, text: str) -> tuple[list[Edge], Retirement | None, boo
         heading = _ATX.fullmatch(raw)
         if heading is not None:
             level = len(heading.group(1))
-            if heading.group(2).strip().lower() == "status":
-                status_heading = level
-            elif status_heading and level <= status_heading:
-                status_heading = 0
+            words = status.normalise(heading.group(2))
+            if section_has_prose:
+                prose_sections += 1
+                section_has_prose = False
+                if prose_sections == _OPENING_SECTIONS - 1 and number - 1 < opening_end:
+                    opening_end = number - 1
+            if section == "status" and pending_unknown is not None and not spoke:
+                said.append(pending_unknown)
+            pending_unknown = None
+            if words == "status" or words.startswith("status "):
+                section, section_level, paragraph, spoke = "status", level, 0, False
+                inline = heading.group(2).split(":", 1)
+                if len(inline) == 2 and inline[1].strip():
+                    reading = status.read(inline[1], definitions)
+                    said.append(_Said(Statement("nygard", number, raw.strip()), reading))
+                    spoke = True
+            elif words in ("date", "decision date"):
+                section, section_level = "date", level
+            elif section is not None and level <= section_level:
+                section = None
             continue
-        if status_heading:
-            if raw.strip():
-                nygard.append((raw.strip(), number))
+        stripped = raw.strip()
+        if not stripped:
+            blank_before = True
             continue
-        bullet = _BULLET_FIELD.fullmatch(raw)
-        if bullet is not None and number - body_start < 40:
-            if bullet.group(1).lower() == "status" and madr_status is None:
-                madr_status = (bullet.group(2).strip(), number)
-            elif bullet.group(1).lower() == "date":
-                madr_date = _date(bullet.group(2).strip())
-    if madr_status is not None:
-        value, number = madr_status
-        found = _status_line(value, Statement("madr", number, _line(lines, number)), madr_date)
-        return found[0], found[1], True
-    if not nygard:
-        return edges, retired, False
-    for value, number in nygard:
-        found_edges, found_retired = _status_line(value, Statement("nygard", number, value), None)
-        edges.extend(found_edges)
-        if retired is None:
-            retired = found_retired
-    return edges, retired, True
+        section_has_prose = True
+        if section == "date":
+            date = date or status.find_date(stripped)
+            continue
+        if section == "status":
+            if blank_before:
+                paragraph += 1
+            blank_before = False
+            reading = status.read(stripped, definitions)
+            origin = Statement("nygard", number, stripped)
+            if paragraph == 1 or _opens_status(stripped):
+                if reading.says_anything:
+                    said.append(_Said(origin, reading))
+                    spoke = True
+                elif paragraph == 1 and pending_unknown is None:
+                    pending_unknown = _Said(origin, reading)
+            continue
+        blank_before = False
+        if number > opening_end:
+            continue
+        field = _FIELD.fullmatch(raw)
+        table = _TABLE_ROW.fullmatch(raw) if field is None else None
+        if field is None and table is None:
+            continue
+        name = (field.group("name") if field else table.group(1)).lower()  # type: ignore[union-attr]
+        value = (field.group("value") if field else table.group(2)).strip()  # type: ignore[union-attr]
+        if name in ("date", "decision date", "decision_date", "decision-date"):
+            date = date or status.find_date(value)
+            continue
+        if not value:
+            continue
+        vocabulary = "madr" if field is not None and field.group("bullet") else "nygard"
+        origin = Statement(vocabulary, number, stripped)
+        if name in ("status", "state"):
+            said.append(_Said(origin, status.read(value, definitions)))
+        else:
+            reading = status.read(f"superseded by {value}", definitions)
+            said.append(_Said(origin, reading))
+    if section == "status" and pending_unknown is not None and not spoke:
+        said.append(pending_unknown)
+    return said, date, opening_end
 
 
-def _line(lines: list[str], number: int) -> str:
-    return lines[number - 1].rstrip("\r").strip()
+def _opens_status(line: str) -> bool:
+    words = status.normalise(line).split()
+    return bool(words) and words[0] in _STATUS_OPENING
 
 
-def _status_line(
-    value: str, origin: Statement, date: datetime.date | None
+# Words that may stand before "superseded by" in a note's own statement about itself:
+# "*Note:* this RFC has been superseded by", "**DEPRECATED** — This RFC has mostly been".
+_SELF_WORDS = frozenset(
+    [
+        "this",
+        "the",
+        "present",
+        "current",
+        "rfc",
+        "adr",
+        "pep",
+        "kep",
+        "note",
+        "notes",
+        "document",
+        "doc",
+        "record",
+        "decision",
+        "proposal",
+        "page",
+        "spec",
+        "specification",
+        "memo",
+        "design",
+        "policy",
+        "runbook",
+        "guide",
+        "it",
+        "has",
+        "have",
+        "had",
+        "been",
+        "is",
+        "was",
+        "are",
+        "were",
+        "now",
+        "hereby",
+        "already",
+        "also",
+        "therefore",
+        "thus",
+        "effectively",
+        "officially",
+        "formally",
+        "entirely",
+        "fully",
+        "completely",
+        "mostly",
+        "partly",
+        "partially",
+        "largely",
+        "in",
+        "part",
+        "update",
+        "warning",
+        "caution",
+        "important",
+        "info",
+        "nb",
+        "as",
+        "of",
+        "since",
+        "today",
+        "status",
+    ]
+) | frozenset(status.TERMINAL)
+
+
+def about_itself(sentence: str, phrase: str, definitions: dict[str, str] | None = None) -> bool:
+    """Whether the words before a closure phrase make the note itself its subject ("This RFC has
+    been", "*Note:*", nothing at all), not another note or thing."""
+    at = max(sentence.lower().find(phrase), 0)
+    if status.references(sentence[:at], definitions):
+        return False
+    return all(word in _SELF_WORDS for word in status.normalise(sentence[:at]).split())
+
+
+def _opening_sentences(
+    text: str,
+    name: str,
+    definitions: dict[str, str],
+    consumed: frozenset[int],
+    opening_end: int,
+) -> list[_Said]:
+    """SPEC §2.5: sentences in a note's opening that say this note is superseded, replaced or
+    obsoleted by a named note (vocabulary `prose`), with the refusals `fix` knows: reported
+    speech, hedges, negation, another subject; partial scope is recorded as partial."""
+    from recall.authoring.prose import find_closures
+
+    said: list[_Said] = []
+    for closure in find_closures(text, name, consumed):
+        if closure.line > opening_end or closure.refusal in ("reported_speech", "hedge", "negated"):
+            continue
+        if not about_itself(closure.sentence, closure.phrase, definitions):
+            continue  # another subject: "the retry section was replaced by …", "[RFC 12] is …"
+        # SPEC §2.5: the note says it is superseded (or retired); "this note replaces X" is left
+        # to `fix` and `check`, which turn it into frontmatter with the author's consent.
+        reading = replace(
+            status.read(closure.sentence, definitions, sentence=True), predecessors=()
+        )
+        if closure.direction is None and not set(status.normalise(closure.sentence).split()) <= (
+            _SELF_WORDS
+        ):
+            continue  # a state word in passing ("Deprecated flags are dropped"), not a status
+        if closure.refusal == "partial_scope" and not reading.partial:
+            reading = replace(reading, partial=True, state=None)
+        if reading.partial and closure.direction == "replaces":
+            refs = status.references(closure.sentence, definitions)
+            reading = replace(reading, predecessors=tuple(refs), successors=())
+        if reading.says_anything:
+            said.append(_Said(Statement("prose", closure.line, closure.sentence), reading))
+    return said
+
+
+def _assemble(
+    said: list[_Said], near: datetime.date | None
 ) -> tuple[list[Edge], Retirement | None]:
-    """One status statement: `superseded by X`, `supersedes X`, or a terminal state."""
-    text = _unquote(value.strip())
-    # MADR's template lists the choices in brackets: `[proposed | accepted | …]` is no status.
-    if "|" in text:
-        return [], None
-    by = _SUPERSEDED_BY.search(text)
-    if by is not None:
-        edges = [Edge(ref, key, True, origin) for ref, key in _references(by.group(1))]
-        # The document has ended even when its successor is not in the corpus: a resolved
-        # successor is judged `superseded` first, an unresolved one leaves it `expired`.
-        return edges, Retirement("superseded", date, origin)
-    forward = _SUPERSEDES.match(text)
-    if forward is not None:
-        return [Edge(ref, key, False, origin) for ref, key in _references(forward.group(1))], None
-    state = _STATE.match(text)
-    if state is not None:
-        return [], Retirement(state.group(1).lower(), date, origin)
-    return [], None
+    """Edges and the retirement from the statements, in the order found: a terminal state the
+    first statement gives wins; partial and unread statements are kept with their standing."""
+    edges: list[Edge] = []
+    retired: Retirement | None = None
+    seen: set[tuple[str, bool, str | None]] = set()
 
+    def add(edge: Edge) -> None:
+        mark = (edge.key, edge.reversed, edge.standing)
+        if mark not in seen or not edge.key:
+            seen.add(mark)
+            edges.append(edge)
 
-def _references(text: str) -> list[tuple[str, str]]:
-    """(reference as written, resolution key) for each target a status names: markdown links
-    first, then wiki links, then ADR numbers, else the words themselves as one reference."""
-    found: list[tuple[str, str]] = []
-    for _, target in _LINK.findall(text):
-        if "://" in target or target.startswith(("mailto:", "#")):
+    for item in said:
+        r, origin = item.reading, item.origin
+        if r.partial:
+            for ref in r.successors or r.predecessors:
+                add(Edge(ref.written, ref.key, bool(r.successors), origin, standing=PARTIAL))
+            if not (r.successors or r.predecessors):
+                add(Edge(origin.text, "", True, origin, standing=PARTIAL))
             continue
-        path = unquote(target.split("#", 1)[0])
-        if path:
-            found.append((path, _core.resolution_key(path)))
-    if found:
-        return found
-    for name in _WIKI.findall(text):
-        found.append((f"[[{name}]]", _core.resolution_key(name)))
-    if found:
-        return found
-    for number in _ADR_NUMBER.findall(text):
-        found.append((f"ADR-{int(number):04d}", f"adr-{int(number):04d}"))
-    if found:
-        return found
-    words = text.strip().rstrip(".").strip()
-    if words and len(words.split()) == 1:
-        return [(words, _core.resolution_key(words))]
-    return []
+        if r.unknown:
+            add(Edge(origin.text, "", False, origin, standing=UNREAD))
+            continue
+        for ref in r.successors:
+            add(Edge(ref.written, ref.key, True, origin))
+        for ref in r.predecessors:
+            add(Edge(ref.written, ref.key, False, origin))
+        if r.unresolved:
+            add(Edge(r.unresolved, "", True, origin, standing=UNREAD))
+        if r.state is not None and retired is None:
+            state = "superseded" if r.successors else r.state
+            retired = Retirement(state, r.date or near, origin)
+    return edges, retired
 
 
-def _adr_alias(name: str) -> str | None:
-    match = _ADR_FILE.fullmatch(name)
-    return f"adr-{int(match.group(1)):04d}" if match else None
+def _title_alias(lines: list[str], body_start: int) -> str | None:
+    """The identifier a note's title opens with (`# ADR 0001 — Deployment topology`)."""
+    for number in range(body_start, min(len(lines), body_start + 5) + 1):
+        heading = _ATX.fullmatch(lines[number - 1].rstrip("\r"))
+        if heading is not None:
+            found = status.references_at(heading.group(2))
+            if found and found[0][1] == 0 and found[0][0].key.startswith("#"):
+                return found[0][0].key
+            return None
+    return None
 
 
 # -- PEP preambles ------------------------------------------------------------------------------
@@ -318,33 +575,43 @@ def _adr_alias(name: str) -> str | None:
 def _pep(name: str, text: str) -> Declarations:
     headers = _preamble(text)
     if headers is None:
-        return Declarations(None, None, _pep_alias_of_file(name), (), None)
+        return Declarations(None, None, status.file_alias(name), (), None)
     fields = {key.lower(): (value, line) for key, value, line in headers}
-    edges: list[Edge] = []
-    for key, reversed_ in (("replaces", False), ("superseded-by", True)):
+    said: list[_Said] = []
+    if "status" in fields:
+        value, line = fields["status"]
+        origin = Statement("pep", line, f"{_written(headers, 'status')}: {value}")
+        said.append(_Said(origin, status.read(value)))
+    for key, successor in (("superseded-by", True), ("replaces", False)):
         if key in fields:
             value, line = fields[key]
             origin = Statement("pep", line, f"{_written(headers, key)}: {value}")
-            for ref, rkey in _pep_references(value):
-                edges.append(Edge(ref, rkey, reversed_, origin))
-    retired: Retirement | None = None
-    if "status" in fields:
-        value, line = fields["status"]
-        state = value.strip().lower()
-        if state in TERMINAL:
-            retired = Retirement(state, None, Statement("pep", line, f"Status: {value}"))
+            refs = tuple(_pep_references(value))
+            reading = (
+                status.Reading(successors=refs) if successor else status.Reading(predecessors=refs)
+            )
+            said.append(_Said(origin, reading))
+    # A PEP's resolution is dated (`Resolution: … 21-Feb-2022`); its status holds from then.
+    resolved = status.find_date(fields["resolution"][0]) if "resolution" in fields else None
+    lines = text.split("\n")
+    consumed = frozenset(line for _, _, line in headers)
+    opening_end = min(len(lines), headers[-1][2] + _OPENING_LINES)
+    said.extend(_opening_sentences(text, name, {}, consumed, opening_end))
+    edges, retired = _assemble(said, resolved)
     alias = None
     if "pep" in fields:
         number = _PEP_NUMBER.fullmatch(fields["pep"][0].strip())
         if number is not None:
-            alias = f"pep-{int(number.group(1)):04d}"
+            alias = f"#pep:{int(number.group(1))}"
     title = fields.get("title", ("", 0))[0].strip() or None
     return Declarations(
         frontmatter=None,
         title=title,
-        alias=alias or _pep_alias_of_file(name),
+        alias=alias or status.file_alias(name),
         edges=tuple(edges),
         retired=retired,
+        statements=tuple(s.origin for s in said),
+        current=retired is None and any(s.reading.current for s in said),
     )
 
 
@@ -379,21 +646,16 @@ def _preamble(text: str) -> list[tuple[str, str, int]] | None:
     return headers
 
 
-def _pep_references(value: str) -> Iterable[tuple[str, str]]:
+def _pep_references(value: str) -> Iterable[status.Reference]:
     for token in re.split(r"[,\s]+", _PEP_SPACED.sub(r"PEP-\1", value.strip())):
         token = token.strip()
         if not token:
             continue
         number = _PEP_NUMBER.fullmatch(token)
         if number is not None:
-            yield token, f"pep-{int(number.group(1)):04d}"
+            yield status.Reference(token, f"#pep:{int(number.group(1))}")
         else:
-            yield token, _core.resolution_key(token)
-
-
-def _pep_alias_of_file(name: str) -> str | None:
-    match = _PEP_FILE.fullmatch(name)
-    return f"pep-{int(match.group(1)):04d}" if match else None
+            yield status.Reference(token, _core.resolution_key(token))
 
 
 # -- values -------------------------------------------------------------------------------------

@@ -54,6 +54,39 @@ impl Store {
     fn load_cache(&self) -> Result<SearchCache> {
         let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
+        let corpus = self.load_corpus()?;
+        let (ids, dense) = if dim > 0 {
+            self.load_vectors(dim, |doc| corpus.index_of.contains_key(&doc))?
+        } else {
+            (Vec::new(), DenseIndex::new(0))
+        };
+        let mut row_chunk = Vec::with_capacity(ids.len());
+        let mut row_doc = Vec::with_capacity(ids.len());
+        let mut doc_rows = vec![Vec::new(); corpus.doc_ids.len()];
+        for (row, (chunk_id, doc_id)) in ids.into_iter().enumerate() {
+            let d = corpus.index_of[&doc_id];
+            doc_rows[d].push(row);
+            row_chunk.push(chunk_id);
+            row_doc.push(d);
+        }
+        Ok(SearchCache {
+            generation,
+            dense,
+            chunk_row: row_chunk
+                .iter()
+                .enumerate()
+                .map(|(row, &c)| (c, row))
+                .collect(),
+            row_chunk,
+            row_doc,
+            doc_rows,
+            corpus,
+        })
+    }
+
+    /// Documents, windows and the graph of the edges in force under the store's setting, as
+    /// the trust layer sees them (judgment.rs), without the vectors.
+    pub(crate) fn load_corpus(&self) -> Result<Corpus> {
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
         let mut docs = Vec::new();
         {
@@ -90,7 +123,8 @@ impl Store {
         let mut edges = Vec::new();
         {
             let mut stmt = self.conn.prepare(
-                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden
+                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden,
+                        standing
                  FROM edges ORDER BY id",
             )?;
             let mut rows = stmt.query([])?;
@@ -111,36 +145,11 @@ impl Store {
                         .flatten()
                         .unwrap_or_default(),
                     overridden: r.get::<_, bool>(7).unwrap_or(false),
+                    // A standing this reader does not know is not a full edge either.
+                    standing: r.get::<_, Option<String>>(8).unwrap_or(Some(String::new())),
                 });
             }
         }
-        let corpus = Corpus::build(docs, edges, &setting);
-        let (ids, dense) = if dim > 0 {
-            self.load_vectors(dim, |doc| corpus.index_of.contains_key(&doc))?
-        } else {
-            (Vec::new(), DenseIndex::new(0))
-        };
-        let mut row_chunk = Vec::with_capacity(ids.len());
-        let mut row_doc = Vec::with_capacity(ids.len());
-        let mut doc_rows = vec![Vec::new(); corpus.doc_ids.len()];
-        for (row, (chunk_id, doc_id)) in ids.into_iter().enumerate() {
-            let d = corpus.index_of[&doc_id];
-            doc_rows[d].push(row);
-            row_chunk.push(chunk_id);
-            row_doc.push(d);
-        }
-        Ok(SearchCache {
-            generation,
-            dense,
-            chunk_row: row_chunk
-                .iter()
-                .enumerate()
-                .map(|(row, &c)| (c, row))
-                .collect(),
-            row_chunk,
-            row_doc,
-            doc_rows,
-            corpus,
-        })
+        Ok(Corpus::build(docs, edges, &setting))
     }
 }

@@ -78,12 +78,12 @@ impl Store {
     ) -> Result<(Option<RetiredView>, Vec<IgnoredDeclaration>)> {
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
         let mut stmt = self.conn.prepare_cached(
-            "SELECT vocabulary, line, statement, overridden FROM edges WHERE doc_id = ?1
-             ORDER BY id",
+            "SELECT vocabulary, line, statement, overridden, standing FROM edges
+             WHERE doc_id = ?1 ORDER BY id",
         )?;
         let edges = stmt
             .query_map([doc_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })?
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let retired: Option<RetiredColumns> = self

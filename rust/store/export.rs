@@ -119,7 +119,7 @@ impl Store {
 
     fn export_edges(&self, doc_id: i64) -> Result<Vec<NewEdge>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT raw_ref, key, reversed, vocabulary, line, statement, overridden
+            "SELECT raw_ref, key, reversed, vocabulary, line, statement, overridden, standing
              FROM edges WHERE doc_id = ?1 ORDER BY id",
         )?;
         let edges = stmt.query_map([doc_id], |r| {
@@ -131,6 +131,7 @@ impl Store {
                 line: r.get(4)?,
                 statement: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
                 overridden: r.get(6)?,
+                standing: r.get(7)?,
             })
         })?;
         Ok(edges.collect::<std::result::Result<_, _>>()?)

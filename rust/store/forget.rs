@@ -46,28 +46,26 @@ impl Store {
     pub fn forget_plan(&self, targets: &[(String, String)]) -> Result<Vec<ForgetPlan>> {
         let mut plan = Vec::new();
         let mut doc_stmt = self.conn.prepare_cached(
-            "SELECT d.id, d.key, d.alias, d.first_indexed_at,
+            "SELECT d.id, d.first_indexed_at,
                     (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
              FROM documents d WHERE d.source = ?1 AND d.path = ?2",
         )?;
-        let mut ref_stmt = self.conn.prepare_cached(
-            "SELECT DISTINCT d.source, d.path FROM edges e JOIN documents d ON d.id = e.doc_id
-             WHERE (e.key = ?1 OR e.key = ?2) AND e.doc_id != ?3 AND e.overridden = 0
-             ORDER BY d.source, d.path",
-        )?;
+        // SPEC §2.5: edges resolve as the trust layer resolves them (numbers, nearest first).
+        let corpus = self.load_corpus()?;
         for (source, path) in targets {
-            let row: Option<(i64, String, Option<String>, String, i64)> = doc_stmt
+            let row: Option<(i64, String, i64)> = doc_stmt
                 .query_row(params![source, path], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()?;
-            let Some((id, key, alias, first, chunks)) = row else {
+            let Some((id, first, chunks)) = row else {
                 continue;
             };
-            let alias = alias.unwrap_or_else(|| key.clone());
-            let referenced_by = ref_stmt
-                .query_map(params![key, alias, id], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<std::result::Result<_, _>>()?;
+            let referenced_by = corpus
+                .index_of
+                .get(&id)
+                .map(|&d| corpus.declarers_toward(d))
+                .unwrap_or_default();
             plan.push(ForgetPlan {
                 source: source.clone(),
                 path: path.clone(),

@@ -9,7 +9,7 @@ use crate::errors::{CoreError, Result};
 use super::Store;
 
 /// Bumped with every migration appended to `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -101,6 +101,12 @@ CREATE TABLE forgotten (
     undone_at        TEXT,
     PRIMARY KEY (source, path)
 );
+"#,
+    r#"
+-- SPEC §2.5: a statement that is not a full edge. NULL: an edge; 'partial' ("partly
+-- superseded by X": recorded and shown, never in force); 'unread' (a status-like statement the
+-- reader could not classify: shown on the hit, counted, never in force).
+ALTER TABLE edges ADD COLUMN standing TEXT;
 "#,
 ];
 

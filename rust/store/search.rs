@@ -48,6 +48,8 @@ pub struct HitRow {
     pub lexical: f32,
     pub identifiers_held: bool,
     pub identifier_match: bool,
+    /// SPEC §2.5: (vocabulary, line, statement) the reader could not act on.
+    pub unread: Vec<(String, Option<i64>, String)>,
 }
 
 #[derive(Debug, Clone)]
@@ -189,6 +191,7 @@ impl Store {
                 .promoted_from
                 .map(|s| cache.corpus.graph.node(s).path.clone());
             let retired_in_force = cache.corpus.windows[h.doc].retired;
+            let unread = cache.corpus.unread_of(h.doc);
             let row = stmt.query_row([h.chunk], |r| {
                 let retired = match r.get::<_, Option<String>>(12).ok().flatten() {
                     Some(state) if retired_in_force => Some((
@@ -228,6 +231,7 @@ impl Store {
                     lexical: h.lexical,
                     identifiers_held: h.identifiers_held,
                     identifier_match: h.identifier_match,
+                    unread: unread.clone(),
                 })
             });
             match row {

@@ -33,6 +33,10 @@ pub struct Stats {
     pub retired: i64,
     /// Documents forgotten and not brought back.
     pub forgotten: i64,
+    /// SPEC §2.5: partial statements ("partly superseded by X") and statements the reader
+    /// could not classify, under the setting in force.
+    pub partial: i64,
+    pub unread: i64,
 }
 
 impl Store {
@@ -70,29 +74,21 @@ impl Store {
             0
         };
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
-        // Each edge in force resolves against every document's key and alias (SPEC §2.3):
-        // none = dangling, only the declaring document = self-reference, exactly one other =
-        // resolved, two or more = ambiguous.
-        let (resolved, dangling, ambiguous, selfref) = self.conn.query_row(
-            "SELECT
-                 coalesce(sum(n = 1 AND own = 0), 0),
-                 coalesce(sum(n = 0), 0),
-                 coalesce(sum(n >= 2), 0),
-                 coalesce(sum(n = 1 AND own = 1), 0)
-             FROM (SELECT (SELECT count(*) FROM documents d
-                           WHERE d.key = e.key OR d.alias = e.key) AS n,
-                          (SELECT count(*) FROM documents d
-                           WHERE (d.key = e.key OR d.alias = e.key) AND d.id = e.doc_id) AS own
-                   FROM edges e
-                   WHERE e.overridden = 0
-                     AND (?1 = 'all' OR (?1 = 'frontmatter' AND e.vocabulary = 'frontmatter')))",
+        // SPEC §2.3, §2.5: each edge in force resolved exactly as the trust layer resolves it.
+        let corpus = self.load_corpus()?;
+        let (resolved, dangling, ambiguous, selfref) = corpus.claim_counts();
+        let unread = corpus.unread.iter().map(|u| u.len() as i64).sum();
+        let partial = self.conn.query_row(
+            "SELECT count(*) FROM edges WHERE standing = 'partial' AND overridden = 0
+                 AND (?1 = 'all' OR (?1 = 'frontmatter' AND vocabulary = 'frontmatter'))",
             [&setting],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| r.get(0),
         )?;
         let mut by_vocabulary = Vec::new();
         {
             let mut stmt = self.conn.prepare(
-                "SELECT vocabulary, sum(overridden = 0), sum(overridden = 1) FROM edges
+                "SELECT vocabulary, sum(overridden = 0 AND standing IS NULL), sum(overridden = 1)
+                 FROM edges
                  GROUP BY vocabulary ORDER BY vocabulary",
             )?;
             let mut rows = stmt.query([])?;
@@ -151,6 +147,8 @@ impl Store {
             edges_by_vocabulary: by_vocabulary,
             retired,
             forgotten: count("SELECT count(*) FROM forgotten WHERE undone_at IS NULL")?,
+            partial,
+            unread,
         })
     }
 }

@@ -61,6 +61,8 @@ pub struct NewEdge {
     pub statement: String,
     /// A header statement frontmatter overrode: stored for explain, never in force.
     pub overridden: bool,
+    /// None: a full edge; `partial` or `unread` (SPEC §2.5): stored, never in force.
+    pub standing: Option<String>,
 }
 
 /// A terminal state a document declares (withdrawn, rejected, deprecated, superseded).
@@ -348,7 +350,7 @@ impl Store {
     fn write_declarations(&self, doc_id: i64, d: &Declarations) -> Result<()> {
         let mut edge_stmt = self.conn.prepare_cached(
             "INSERT INTO edges(doc_id, raw_ref, key, reversed, vocabulary, line, statement,
-                 overridden) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                 overridden, standing) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         for e in &d.edges {
             edge_stmt.execute(params![
@@ -359,7 +361,8 @@ impl Store {
                 e.vocabulary,
                 e.line,
                 e.statement,
-                e.overridden
+                e.overridden,
+                e.standing
             ])?;
         }
         let r = d.retired.as_ref();

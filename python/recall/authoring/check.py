@@ -561,9 +561,10 @@ def _closures(
 ) -> list[tuple[int, Reason]]:
     from recall.authoring.prose import find_closures
 
-    # Lines that declare something are read by the vocabularies, not as prose.
-    skip = {e.origin.line for e in decl.edges}
-    if decl.retired is not None:
+    # Lines a header vocabulary declares on are read by it, not as prose; the note's own
+    # sentences (`prose`) stay prose here, so the author sees every closure phrase.
+    skip = {e.origin.line for e in decl.edges if e.origin.vocabulary != "prose"}
+    if decl.retired is not None and decl.retired.origin.vocabulary != "prose":
         skip.add(decl.retired.origin.line)
     if decl.frontmatter is not None and decl.frontmatter.present:
         skip.update(range(1, decl.frontmatter.body_line))

@@ -10,21 +10,17 @@ self-reference, ambiguous. Does not own: rules (lint), proposals (fix, check) or
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from recall import _core
+from recall import _core, status
 from recall.vocabularies import SETTINGS, Declarations, Edge, declare
 from recall.walk import MAX_FILE_BYTES, OPEN_FLAGS, Skipped, discover, shown, why
 
 __all__ = ["Corpus", "Note", "Target", "read_note", "scan"]
-
-# A numbered reference as people write it in prose: `ADR-0005`, `ADR 5`, `PEP 8`, `pep-0008`.
-_NUMBERED = re.compile(r"(adr|pep)[-_ #]?0*([0-9]{1,5})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,6 +58,7 @@ class Corpus:
     refused: list[Skipped] = field(default_factory=list)
     vocabularies: frozenset[str] = SETTINGS["all"]
     by_key: dict[str, list[int]] = field(default_factory=dict)
+    _resolved: dict[tuple[int, Edge], Target] | None = field(default=None, repr=False)
 
     def add(self, note: Note) -> int:
         index = len(self.notes)
@@ -69,6 +66,7 @@ class Corpus:
         self.by_key.setdefault(note.key, []).append(index)
         if note.alias is not None and note.alias != note.key:
             self.by_key.setdefault(note.alias, []).append(index)
+        self._resolved = None
         return index
 
     def edges(self, index: int) -> list[Edge]:
@@ -77,26 +75,50 @@ class Corpus:
         return d.active_edges(self.vocabularies) if d is not None else []
 
     def resolve(self, index: int, edge: Edge) -> Target:
-        matches = tuple(self.by_key.get(edge.key, ()))
-        if not matches:
-            return Target("dangling")
-        if matches == (index,):
-            return Target("self", matches)
-        if len(matches) == 1:
-            return Target("resolved", matches)
-        return Target("ambiguous", matches)
+        """How one declared edge resolves, exactly as the store's graph resolves it (SPEC §2.3
+        for frontmatter; §2.5 numbers and nearest folder first for the other vocabularies)."""
+        if self._resolved is None:
+            asked = [
+                (i, e)
+                for i, note in enumerate(self.notes)
+                if note.declarations is not None
+                for e in note.declarations.edges
+                if e.standing is None
+            ]
+            found = self._resolve(
+                [(i, e.key, e.origin.vocabulary != "frontmatter") for i, e in asked]
+            )
+            self._resolved = {(i, e): t for (i, e), t in zip(asked, found)}
+        target = self._resolved.get((index, edge))
+        if target is None:
+            target = self._resolve([(index, edge.key, edge.origin.vocabulary != "frontmatter")])[0]
+        return target
 
-    def find(self, reference: str) -> list[int]:
-        """Notes a reference written by a person names (SPEC §2.3 key, or a PEP/ADR alias:
-        `ADR-0005`, `adr 5`, `PEP 8` name the notes whose alias is `adr-0005`, `pep-0008`)."""
-        key = _core.resolution_key(reference)
-        found = self.by_key.get(key)
-        if not found:
-            numbered = _NUMBERED.fullmatch(key)
-            if numbered is not None:
-                alias = f"{numbered.group(1).lower()}-{int(numbered.group(2)):04d}"
-                found = self.by_key.get(alias)
-        return list(found or ())
+    def find(self, reference: str, near: int | None = None) -> list[int]:
+        """Notes a reference written by a person names: a file name or link by its SPEC §2.3
+        key, an identifier (`ADR-0005`, `RFC 1974`, `PEP 8`) by the number its note carries.
+        With `near` (the note that writes it), nearest first as the graph resolves (SPEC §2.5);
+        without, every match."""
+        key = status.reference_key(reference)
+        if not key:
+            return []
+        if near is not None:
+            target = self._resolve([(near, key, True)])[0]
+            return list(target.notes) if target.kind in ("resolved", "ambiguous") else []
+        if not self.notes:
+            return []
+        # Unscoped, every match is listed whoever declares it.
+        return sorted({n for k in key.split("\n") for n in self._resolve([(0, k, False)])[0].notes})
+
+    def _resolve(self, edges: list[tuple[int, str, bool]]) -> list[Target]:
+        documents = [
+            (os.path.dirname(os.path.join(note.root, note.rel)), note.key, note.alias)
+            for note in self.notes
+        ]
+        return [
+            Target(kind, tuple(notes))  # type: ignore[arg-type]
+            for kind, notes in _core.resolve_references(documents, edges)
+        ]
 
 
 def read_note(path: str) -> tuple[str | None, str | None]:

@@ -30,7 +30,7 @@ from recall.authoring.lint import file_name, skip_lines
 from recall.authoring.prose import Closure, find_closures
 from recall.errors import UsageError
 from recall.frontmatter import _strip_comment, parse
-from recall.vocabularies import in_force
+from recall.vocabularies import PARTIAL, in_force
 from recall.walk import MARKDOWN_SUFFIXES
 
 __all__ = [
@@ -249,7 +249,7 @@ def plan(corpus: Corpus) -> tuple[list[Proposal], list[Refused]]:
     for i, note in enumerate(corpus.notes):
         if note.text is None:
             continue
-        for closure in find_closures(note.text, note.rel, skip_lines(corpus, i)):
+        for closure in find_closures(note.text, note.rel, skip_lines(corpus, i, prose=False)):
             outcome = _judge(corpus, declared, i, closure)
             if isinstance(outcome, Refused):
                 refusals.append(outcome)
@@ -275,7 +275,8 @@ def plan(corpus: Corpus) -> tuple[list[Proposal], list[Refused]]:
 
 def _declared(corpus: Corpus) -> set[tuple[int, int]]:
     """(newer, older) for every resolved edge in force, and every frontmatter edge whatever the
-    setting: fix writes frontmatter, so it never repeats what frontmatter already says."""
+    setting: fix writes frontmatter, so it never repeats what frontmatter already says. A note's
+    own sentences (`prose`) are what fix turns into frontmatter, so they do not count."""
     pairs: set[tuple[int, int]] = set()
     for i, note in enumerate(corpus.notes):
         d = note.declarations
@@ -283,8 +284,11 @@ def _declared(corpus: Corpus) -> set[tuple[int, int]]:
             continue
         for edge in d.edges:
             vocabulary = edge.origin.vocabulary
-            if edge.overridden or (
-                vocabulary not in corpus.vocabularies and vocabulary != "frontmatter"
+            if (
+                edge.overridden
+                or edge.standing is not None
+                or vocabulary == "prose"
+                or (vocabulary not in corpus.vocabularies and vocabulary != "frontmatter")
             ):
                 continue
             target = corpus.resolve(i, edge)
@@ -292,6 +296,18 @@ def _declared(corpus: Corpus) -> set[tuple[int, int]]:
                 other = target.notes[0]
                 pairs.add((other, i) if edge.reversed else (i, other))
     return pairs
+
+
+def _partial_between(corpus: Corpus, a: int, b: int) -> str | None:
+    """The note (shown) whose partial statement links `a` and `b`, if either says partly."""
+    for one, other in ((a, b), (b, a)):
+        d = corpus.notes[one].declarations
+        if d is None:
+            continue
+        for edge in d.standing(PARTIAL):
+            if edge.key and other in corpus.find(edge.reference, near=one):
+                return corpus.notes[one].shown
+    return None
 
 
 def _judge(
@@ -326,6 +342,9 @@ def _judge(
     if other == i:
         return refuse("self_reference", f"{ref} is this note")
     newer, older = (i, other) if closure.direction == "replaces" else (other, i)
+    partial = _partial_between(corpus, newer, older)
+    if partial is not None:
+        return refuse("partial_scope", f"{partial} says the replacement is partial")
     if (newer, older) in declared:
         return refuse("already_declared", f"the edge is declared ({_edge(corpus, newer, older)})")
     if (older, newer) in declared:
@@ -343,7 +362,7 @@ def _judge(
     # header's own forward edges, whatever this run's setting.
     d = editor.declarations
     headers = [] if d is None else [e for e in d.edges if not e.reversed and not e.overridden]
-    if any(e.origin.vocabulary != "frontmatter" for e in headers):
+    if any(e.origin.vocabulary not in ("frontmatter", "prose") for e in headers):
         return refuse(
             "would_override_header",
             f"a frontmatter supersedes: in {editor.shown} would override its header's edges",

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from recall.authoring.corpus import Corpus, Note, scan
 from recall.authoring.prose import Closure, find_closures
 from recall.errors import UsageError
-from recall.vocabularies import Edge, Statement, in_force
+from recall.vocabularies import PARTIAL, UNREAD, Edge, Statement, about_itself, in_force
 from recall.walk import MARKDOWN_SUFFIXES
 
 __all__ = [
@@ -48,7 +48,9 @@ RULES: dict[str, tuple[str, Severity]] = {
     "E007": ("unreadable-file", "error"),
     "W001": ("versioned-siblings", "warning"),
     "W002": ("closure-prose", "warning"),
+    "W003": ("unread-status", "warning"),
     "I001": ("overridden-header", "info"),
+    "I002": ("partial-statement", "info"),
 }
 
 # `x-v1`, `x_v2`, `x.v3`, `x v4`: a stem that differs from its siblings only by the version.
@@ -162,19 +164,29 @@ def lint_corpus(corpus: Corpus) -> list[Finding]:
     findings.extend(_overridden(corpus))
     findings.extend(_versioned_siblings(corpus, graph))
     findings.extend(_closure_prose(corpus, graph))
+    findings.extend(_standing(corpus))
     findings.sort(key=lambda f: (f.file, f.line, f.code, f.message))
     return findings
 
 
-def skip_lines(corpus: Corpus, index: int) -> frozenset[int]:
+def skip_lines(corpus: Corpus, index: int, prose: bool = True) -> frozenset[int]:
     """Lines of note `index` that a vocabulary in force already read as declarations: closure
-    phrases on them are the declaration itself, not prose."""
+    phrases on them are the declaration itself, not prose. Without `prose`, the note's own
+    sentences stay prose (what `fix` turns into frontmatter)."""
     d = corpus.notes[index].declarations
     if d is None:
         return frozenset()
-    lines = {e.origin.line for e in d.active_edges(corpus.vocabularies)}
+    read = corpus.vocabularies - ({"frontmatter"} if prose else {"frontmatter", "prose"})
+    lines = {s.line for s in d.statements if s.vocabulary in read}
+    lines.update(
+        e.origin.line
+        for e in d.edges
+        if not e.overridden
+        and e.origin.vocabulary in corpus.vocabularies
+        and (prose or e.origin.vocabulary != "prose")
+    )
     retired = d.active_retirement(corpus.vocabularies)
-    if retired is not None:
+    if retired is not None and (prose or retired.origin.vocabulary != "prose"):
         lines.add(retired.origin.line)
     return frozenset(lines)
 
@@ -327,11 +339,12 @@ class _Graph:
         suggest = _Suggester(self.corpus) if self.dangling else None
         for i, edge in self.dangling:
             assert suggest is not None
-            close = suggest(edge.key, notes[i].key)
+            close = suggest(edge.key.split("\n", 1)[0], notes[i].key)
             fix = (
                 f"did you mean {' or '.join(repr(c) for c in close)}? correct the reference"
                 if close
-                else "no note by that name: add the note it names, or remove the reference"
+                else "no note by that name or number: add the note it names, or correct the "
+                "reference"
             )
             yield _finding(
                 "E001",
@@ -360,7 +373,10 @@ class _Graph:
                 f"{statement_words(edge)} {edge.reference!r}{_where(edge.origin)} matches "
                 f"{len(matches)} notes: {names}",
                 "references resolve by file name (SPEC §2.3), so a folder does not tell them "
-                "apart: rename one of them so its file name is unique, then reference that name",
+                "apart: rename one of them so its file name is unique, then reference that name"
+                if edge.origin.vocabulary == "frontmatter"
+                else "a number resolves in the note's own folder first, then up its tree (SPEC "
+                "§2.5); these share the nearest level: renumber one, or link the file itself",
                 edge.origin.vocabulary,
             )
 
@@ -462,6 +478,8 @@ class _Suggester:
         self.names: dict[str, str] = {}
         self.grams: dict[str, list[str]] = defaultdict(list)
         for key, indices in corpus.by_key.items():
+            if key.startswith("#"):
+                continue  # an identifier alias (`#adr:5`): numbers are not spelled alike
             note = corpus.notes[indices[0]]
             name = file_name(note) if note.key == key else key
             self.names[key] = name
@@ -542,10 +560,16 @@ def _closure_prose(corpus: Corpus, graph: _Graph) -> Iterator[Finding]:
         fm = d.frontmatter
         if fm is not None and fm.valid_until_raw is not None and _reads_frontmatter(corpus):
             continue
+        headings = _heading_lines(note.text)
+        current = d.current and any(s.vocabulary in corpus.vocabularies for s in d.statements)
         closures = [
             c
             for c in find_closures(note.text, note.rel, skip_lines(corpus, i))
+            # A title naming a subject ("Remove deprecated APIs") narrates no closure, and in a
+            # note whose status says it is in force, only a sentence about the note itself does.
             if c.refusal is None
+            and c.line not in headings
+            and (not current or about_itself(c.sentence, c.phrase))
         ]
         if not closures:
             continue
@@ -559,6 +583,56 @@ def _closure_prose(corpus: Corpus, graph: _Graph) -> Iterator[Finding]:
             f"valid_until: {_quoted(first.sentence)}",
             _closure_fix(corpus, note, first),
         )
+
+
+_HEADING_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def _heading_lines(text: str) -> frozenset[int]:
+    return frozenset(
+        n for n, line in enumerate(text.split("\n"), 1) if _HEADING_LINE.match(line) is not None
+    )
+
+
+def _standing(corpus: Corpus) -> Iterator[Finding]:
+    """SPEC §2.5: nothing unread passes silently (W003); partial statements are shown (I002)."""
+    for note in corpus.notes:
+        d = note.declarations
+        if d is None:
+            continue
+        for edge in d.standing(UNREAD, corpus.vocabularies):
+            origin = edge.origin
+            if edge.reversed:
+                message = (
+                    f"{origin.text!r}{_where(origin)} names a successor recall cannot find "
+                    f"({edge.reference!r}): the note is treated as retired and searches mark it "
+                    "unread"
+                )
+                fix = "name the successor by its file or number: `Superseded by [ADR 7](0007-x.md)`"
+            else:
+                message = (
+                    f"{origin.text!r}{_where(origin)} is not a status recall reads: searches mark "
+                    "the note unread"
+                )
+                fix = f"write one of the statuses recall reads ({_KNOWN_STATUSES}), or a "
+                fix += "`Superseded by` line naming the successor"
+            yield _finding("W003", note.shown, origin.line, message, fix, origin.vocabulary)
+        for edge in d.standing(PARTIAL, corpus.vocabularies):
+            origin = edge.origin
+            named = f" ({edge.reference})" if edge.key else ""
+            yield _finding(
+                "I002",
+                note.shown,
+                origin.line,
+                f"{origin.text!r}{_where(origin)} is a partial statement{named}: recorded and "
+                "shown, never a full edge, so the note stays in force",
+                "if the whole note is replaced, say so without 'partly' / 'in part'; otherwise "
+                "nothing to do",
+                origin.vocabulary,
+            )
+
+
+_KNOWN_STATUSES = "accepted, proposed, deprecated, rejected, withdrawn, superseded, …"
 
 
 def _reads_frontmatter(corpus: Corpus) -> bool:

@@ -15,9 +15,8 @@ import bisect
 import re
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import unquote
 
-from recall import _core
+from recall import status
 from recall.frontmatter import parse
 
 __all__ = ["Closure", "Direction", "Refusal", "find_closures"]
@@ -129,6 +128,7 @@ def find_closures(text: str, path: str, skip_lines: frozenset[int] = frozenset()
         return []
     lines = text.split("\n")
     first = _first_body_line(text, lines, path.lower())
+    definitions = status.link_definitions(text)
     found: list[Closure] = []
     for block in _blocks(lines, first, skip_lines):
         joined = block.text
@@ -138,7 +138,7 @@ def find_closures(text: str, path: str, skip_lines: frozenset[int] = frozenset()
         for start, end in _sentences(masked):
             if not _may_close(masked[start:end]):
                 continue
-            closure = _closure(joined[start:end], masked[start:end], start, block)
+            closure = _closure(joined[start:end], masked[start:end], start, block, definitions)
             if closure is not None:
                 found.append(closure)
     return found
@@ -253,6 +253,9 @@ def _blocks(lines: list[str], first: int, skip_lines: frozenset[int]) -> list[_B
         quote = _QUOTE.match(line)
         if quote is not None:
             line = line[quote.end() :]
+            if not line.strip():  # a `>` line alone ends a quoted paragraph
+                builder.flush()
+                continue
         heading = _HEADING.match(line)
         item = _ITEM.match(line) if heading is None else None
         if heading is not None or item is not None or line.lstrip().startswith("|"):
@@ -292,7 +295,9 @@ def _sentences(masked: str) -> list[tuple[int, int]]:
 # -- one sentence -------------------------------------------------------------------------------
 
 
-def _closure(sentence: str, masked: str, offset: int, block: _Block) -> Closure | None:
+def _closure(
+    sentence: str, masked: str, offset: int, block: _Block, definitions: dict[str, str]
+) -> Closure | None:
     match = _choose(masked)
     if match is None:
         return None
@@ -303,7 +308,7 @@ def _closure(sentence: str, masked: str, offset: int, block: _Block) -> Closure 
     if kind == "base" and refusal is None:
         # "replace" alone is an ordinary verb; it counts only where the wording holds it back.
         return None
-    references = _references(sentence)
+    references = _references(sentence, definitions)
     return Closure(
         line=block.line_at(offset + match.start()),
         phrase=_SPACE.sub(" ", match.group(0).lower()),
@@ -399,34 +404,7 @@ def _direction(
     return "replaces"
 
 
-def _references(sentence: str) -> list[tuple[str, int]]:
+def _references(sentence: str, definitions: dict[str, str]) -> list[tuple[str, int]]:
     """(reference as written, offset in the sentence), in the order written, each note once:
-    `x-v2.md` and `[[x-v2]]` in one sentence name one note (SPEC §2.3 key)."""
-    written: list[tuple[int, str]] = []
-    covered = list(sentence)
-
-    def cover(m: re.Match[str]) -> None:
-        covered[m.start() : m.end()] = " " * (m.end() - m.start())
-
-    if "[" in sentence:
-        for m in _WIKI.finditer(sentence):
-            cover(m)
-            if m.group(1).strip():
-                written.append((m.start(), f"[[{m.group(1).strip()}]]"))
-        for m in _LINK.finditer(sentence):
-            cover(m)
-            target = m.group(3)
-            if m.group(1) or "://" in target or target.startswith(("mailto:", "#")):
-                continue
-            written.append((m.start(), unquote(target.split("#", 1)[0])))
-    rest = "".join(covered)
-    written.extend((m.start(), m.group(1)) for m in _FILE.finditer(rest))
-    written.extend((m.start(), m.group(0)) for m in _NUMBERED.finditer(rest))
-    found: list[tuple[str, int]] = []
-    seen: set[str] = set()
-    for pos, reference in sorted(written):
-        key = _core.resolution_key(reference)
-        if key and key not in seen:
-            seen.add(key)
-            found.append((reference, pos))
-    return found
+    every link form and identifier family the status reader knows (`recall.status`)."""
+    return [(ref.written, pos) for ref, pos in status.references_at(sentence, definitions)]

@@ -139,7 +139,8 @@ class Namespace:
             ).fetchall()
             edges = c.execute(
                 "SELECT doc_id, key, raw_ref, reversed, vocabulary, line,"
-                f" coalesce(statement, ''), overridden FROM {self._t('edges')} ORDER BY id"
+                f" coalesce(statement, ''), overridden, standing FROM {self._t('edges')}"
+                " ORDER BY id"
             ).fetchall()
         corpus = _core.Corpus(
             [

@@ -95,8 +95,12 @@ CREATE TABLE IF NOT EXISTS {ns}.edges (
     vocabulary text NOT NULL DEFAULT 'frontmatter',
     line       integer,
     statement  text,
-    overridden boolean NOT NULL DEFAULT false
+    overridden boolean NOT NULL DEFAULT false,
+    -- SPEC §2.5: NULL, 'partial' or 'unread' (recorded and shown, never in force).
+    standing   text
 );
+-- Namespaces made before statements had a standing.
+ALTER TABLE {ns}.edges ADD COLUMN IF NOT EXISTS standing text;
 CREATE INDEX IF NOT EXISTS edges_doc ON {ns}.edges (doc_id);
 CREATE INDEX IF NOT EXISTS edges_key ON {ns}.edges (key);
 CREATE TABLE IF NOT EXISTS {ns}.lexicon (

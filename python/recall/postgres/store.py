@@ -218,7 +218,7 @@ class PgStore(Searching, Summaries):
         self,
         source: str,
         path: str,
-        edges: list[tuple[str, str, bool, str, int | None, str, bool]],
+        edges: list[tuple[str, str, bool, str, int | None, str, bool, str | None]],
         alias: str | None = None,
         retired: tuple[str, str | None, str, int | None, str, bool] | None = None,
     ) -> bool:

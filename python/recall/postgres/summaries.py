@@ -78,14 +78,9 @@ class Summaries(Namespace):
                 if row is None:
                     continue
                 doc_id, key, alias, first, chunks = row
-                referrers = c.execute(
-                    f"SELECT DISTINCT d.source, d.path FROM {t('edges')} e"
-                    f" JOIN {t('documents')} d ON d.id = e.doc_id"
-                    " WHERE (e.key = %s OR e.key = %s) AND e.doc_id != %s AND NOT e.overridden"
-                    " ORDER BY d.source, d.path",
-                    (key, alias, doc_id),
-                ).fetchall()
-                plan.append((source, path, first or "", int(chunks), [tuple(r) for r in referrers]))
+                # SPEC §2.5: edges resolve as the trust layer resolves them.
+                referrers = self._corpus_for(c)[1].declarers_toward(doc_id)
+                plan.append((source, path, first or "", int(chunks), list(referrers)))
         return plan
 
     def freshness(self) -> tuple[int, str | None, str | None, int]:
@@ -119,18 +114,14 @@ class Summaries(Namespace):
             def count(sql: str) -> int:
                 return int(c.execute(sql).fetchone()[0])
 
-            resolved, dangling, ambiguous, selfref = c.execute(
-                "SELECT coalesce(sum((n = 1 AND own = 0)::int), 0),"
-                " coalesce(sum((n = 0)::int), 0), coalesce(sum((n >= 2)::int), 0),"
-                " coalesce(sum((n = 1 AND own = 1)::int), 0) FROM ("
-                f" SELECT (SELECT count(*) FROM {t('documents')} d"
-                "          WHERE d.key = e.key OR d.alias = e.key) AS n,"
-                f"        (SELECT count(*) FROM {t('documents')} d"
-                "          WHERE (d.key = e.key OR d.alias = e.key) AND d.id = e.doc_id) AS own"
-                f" FROM {t('edges')} e WHERE NOT e.overridden"
-                "  AND (%s = 'all' OR (%s = 'frontmatter' AND e.vocabulary = 'frontmatter'))) s",
+            corpus = self._corpus_for(c)[1]
+            resolved, dangling, ambiguous, selfref = corpus.claim_counts()
+            partial = c.execute(
+                f"SELECT count(*) FROM {t('edges')} WHERE standing = 'partial'"
+                " AND NOT overridden AND (%s = 'all' OR (%s = 'frontmatter'"
+                " AND vocabulary = 'frontmatter'))",
                 (setting, setting),
-            ).fetchone()
+            ).fetchone()[0]
             by_vocabulary = [
                 (
                     v,
@@ -140,7 +131,8 @@ class Summaries(Namespace):
                     int(o),
                 )
                 for v, n, o in c.execute(
-                    f"SELECT vocabulary, count(*) FILTER (WHERE NOT overridden),"
+                    "SELECT vocabulary,"
+                    " count(*) FILTER (WHERE NOT overridden AND standing IS NULL),"
                     f" count(*) FILTER (WHERE overridden) FROM {t('edges')}"
                     " GROUP BY vocabulary ORDER BY vocabulary"
                 ).fetchall()
@@ -184,6 +176,8 @@ class Summaries(Namespace):
                 "forgotten": count(
                     f"SELECT count(*) FROM {t('forgotten')} WHERE undone_at IS NULL"
                 ),
+                "partial": int(partial),
+                "unread": corpus.unread_count(),
             }
 
     def document_list(self) -> list[tuple[str, str, str]]:
@@ -224,7 +218,7 @@ class Summaries(Namespace):
             edges: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
             for r in c.execute(
                 "SELECT doc_id, raw_ref, key, reversed, vocabulary, line,"
-                f" coalesce(statement, ''), overridden FROM {self._t('edges')}"
+                f" coalesce(statement, ''), overridden, standing FROM {self._t('edges')}"
                 " WHERE doc_id = ANY(%s) ORDER BY id",
                 (ids,),
             ).fetchall():
@@ -334,6 +328,8 @@ def _empty_stats() -> dict[str, Any]:
         "chunk_churn": 0,
         "vocabularies": "all",
         "edges_by_vocabulary": [],
+        "partial": 0,
+        "unread": 0,
         "retired": 0,
         "forgotten": 0,
     }

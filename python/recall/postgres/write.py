@@ -27,7 +27,7 @@ BATCH = 256
 #: The server clock as the store's fixed-width instant (SPEC §2.4).
 CLOCK = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
-EdgeRow = tuple[str, str, bool, str, "int | None", str, bool]
+EdgeRow = tuple[str, str, bool, str, "int | None", str, bool, "str | None"]
 RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
 
 
@@ -274,7 +274,8 @@ class Run:
             with self.conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO {self._t('edges')} (doc_id, raw_ref, key, reversed, vocabulary,"
-                    " line, statement, overridden) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    " line, statement, overridden, standing)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     [(doc_id, *e) for doc_id, e in edges],
                 )
 
