@@ -209,11 +209,19 @@ impl Corpus {
 
     /// The documents (source, path) whose edges in force name document `d`, sorted.
     pub fn declarers_toward(&self, d: usize) -> Vec<(String, String)> {
-        let mut found: Vec<(String, String)> = self
-            .graph
-            .incoming(d)
-            .map(|id| self.graph.claim(id).declarer)
+        let names_d = |r: &Resolution| match r {
+            Resolution::Resolved(t) => *t == d,
+            Resolution::Ambiguous(ts) => ts.contains(&d),
+            _ => false,
+        };
+        let mut found: Vec<(String, String)> = (0..self.graph.len())
             .filter(|&declarer| declarer != d)
+            .filter(|&declarer| {
+                self.graph
+                    .outgoing(declarer)
+                    .iter()
+                    .any(|&id| names_d(&self.graph.claim(id).resolution))
+            })
             .map(|declarer| self.locations[declarer].clone())
             .collect();
         found.sort();
@@ -338,6 +346,50 @@ mod tests {
         assert_eq!(all.locate("/notes/c.md"), Some(2));
         assert_eq!(all.locate("/elsewhere/c.md"), None);
         assert_eq!(all.index_of[&30], 2);
+    }
+
+    #[test]
+    fn standing_statements_are_kept_out_of_the_graph_and_dated_edges_hold_from_their_date() {
+        let mut old = doc(1, "adr/0001-a.md");
+        old.alias = Some("#:1".into());
+        old.retired_state = Some("superseded".into());
+        old.retired_since = Some("2026-05-01".into());
+        old.retired_vocabulary = Some("nygard".into());
+        let mut new = doc(2, "adr/0002-b.md");
+        new.alias = Some("#:2".into());
+        let mut partial = edge(2, "#adr:1", "nygard", false);
+        partial.standing = Some("partial".into());
+        let mut unread = edge(2, "", "nygard", false);
+        unread.standing = Some("unread".into());
+        unread.statement = "Parked pending legal".into();
+        let mut successor = edge(1, "#adr:2", "nygard", false);
+        successor.reversed = true;
+        let mut gone = edge(2, "#adr:9", "prose", false);
+        gone.reversed = true;
+        let c = Corpus::build(
+            vec![old, new],
+            vec![partial, unread, successor, gone],
+            "all",
+        );
+        assert_eq!(
+            c.claim_counts(),
+            (1, 1, 0, 0),
+            "partial and unread are no claims"
+        );
+        let at = |day: &str| crate::graph::At {
+            known_us: None,
+            now_us: crate::trust::parse_day_start_us(day),
+        };
+        assert_eq!(c.graph.terminal_at(0, at("2026-04-30")), None, "as it was");
+        assert_eq!(c.graph.terminal_at(0, at("2026-05-01")), Some(1));
+        let unread: Vec<_> = c.unread_of(1).into_iter().map(|u| u.2).collect();
+        assert_eq!(unread.len(), 2, "{unread:?}");
+        assert_eq!(unread[0], "Parked pending legal");
+        assert!(unread[1].contains("names no note"));
+        assert_eq!(
+            c.declarers_toward(1),
+            vec![("/notes".into(), "adr/0001-a.md".into())]
+        );
     }
 
     #[test]

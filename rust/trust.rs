@@ -633,6 +633,42 @@ mod tests {
     }
 
     #[test]
+    fn a_promoted_successor_keeps_the_identifier_rule() {
+        // b supersedes a; the query asks for an identifier only a holds.
+        let (g, w) = setup(&[("a.md", None, None), ("b.md", None, None)], &[(1, "a")]);
+        let p = policy("2026-01-01", 0.5);
+        let stale = Candidate::dense(0, 0, 0.8);
+        let lacking = Candidate {
+            identifiers_held: false,
+            ..Candidate::dense(1, 1, 0.3)
+        };
+        let out = judge(&g, &w, &[stale, lacking], &p, |_| None);
+        let got: Vec<_> = out.iter().map(|h| (h.doc, h.verdict, h.promoted)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Verdict::Superseded, false),
+                (1, Verdict::LowConfidence, false)
+            ]
+        );
+        // Fetched (not retrieved) and lacking it: judged, never promoted to ok.
+        let out = judge(&g, &w, &[stale], &p, |d| {
+            Some(Candidate {
+                identifiers_held: false,
+                ..Candidate::dense(d, 9, 0.3)
+            })
+        });
+        assert!(out.iter().all(|h| h.verdict != Verdict::Ok));
+        // Holding it, the same successor is promoted.
+        let held = Candidate::dense(1, 1, 0.3);
+        let out = judge(&g, &w, &[stale, held], &p, |_| None);
+        assert_eq!(
+            (out[0].doc, out[0].verdict, out[0].promoted),
+            (1, Verdict::Ok, true)
+        );
+    }
+
+    #[test]
     fn confidence_is_monotone_in_each_feature() {
         let grid = [0.0f32, 0.1, 0.25, 0.4, 0.5, 0.75, 1.0];
         for (lw, iw, t) in [
