@@ -12,6 +12,7 @@ pub mod judgment;
 pub mod lexical;
 mod py_corpus;
 pub mod store;
+pub mod triggers;
 pub mod trust;
 
 use std::sync::Mutex;
@@ -641,6 +642,14 @@ fn hashing_embed<'py>(py: Python<'py>, texts: Vec<String>, dim: usize) -> Bound<
     PyBytes::new(py, &out)
 }
 
+/// SPEC §2.5: whether a text may declare something about itself (a status, a supersession, a
+/// retirement word), in one scan; a text that may not is not read line by line.
+#[pyfunction]
+#[pyo3(signature = (text, status = true))]
+fn may_declare(text: &str, status: bool) -> bool {
+    triggers::may_declare(text, status)
+}
+
 /// SPEC §2.3 resolution key of a reference or a document path.
 #[pyfunction]
 fn resolution_key(reference: &str) -> String {
@@ -813,6 +822,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_references, m)?)?;
+    m.add_function(wrap_pyfunction!(may_declare, m)?)?;
     m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;

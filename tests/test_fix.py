@@ -412,3 +412,20 @@ def test_apply_round_trip_on_disk(corpus: Path, name: str) -> None:
     assert code == 0
     assert (corpus / name).read_bytes() == expected[name]
     assert {k: v for k, v in snapshot(corpus).items() if k != name} == others
+
+
+def test_no_full_edge_where_either_note_says_partial(corpus: Path) -> None:
+    # SPEC §2.5: the older note's status says the replacement is partial, so the newer note's
+    # plain "replaces" proves no full edge.
+    write_corpus(
+        corpus,
+        {
+            "a.md": "# A\n\n## Status\n\nPartly superseded by [B](b.md)\n\nRetries back off.\n",
+            "b.md": "# B\n\nThis note replaces [a](a.md).\n",
+        },
+    )
+    report = fix([corpus], apply=True)
+    assert report.proposals == []
+    (refused,) = [r for r in report.refusals if os.path.basename(r.file) == "b.md"]
+    assert refused.reason == "partial_scope"
+    assert "a.md says the replacement is partial" in refused.detail

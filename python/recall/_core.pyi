@@ -19,6 +19,7 @@ __all__ = [
     "lexical_terms",
     "resolution_key",
     "resolve_references",
+    "may_declare",
     "rrf",
     "tsquery_literal",
 ]
@@ -127,6 +128,7 @@ class Store:
 
 def hashing_embed(texts: list[str], dim: int) -> bytes: ...
 def resolution_key(reference: str) -> str: ...
+def may_declare(text: str, status: bool = True) -> bool: ...
 def resolve_references(
     documents: list[tuple[str, str, str | None]], edges: list[tuple[int, str, bool]]
 ) -> list[tuple[str, list[int]]]: ...

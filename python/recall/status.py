@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
@@ -39,6 +38,7 @@ __all__ = [
     "file_alias",
     "find_date",
     "identifier_key",
+    "leading_identifier",
     "link_definitions",
     "normalise",
     "read",
@@ -97,7 +97,7 @@ _QUALIFIERS = frozenset({"partly", "partially", "mostly", "largely", "partial"})
 _PARTIAL = _QUALIFIERS | {"part", "parts", "section", "sections", "portion", "portions"}
 _NEGATION = frozenset({"not", "no", "never", "nor", "un"})
 # Labels a status value may open with: `Status:`, `Note:`, `Update:`, `Current status`.
-_LABELS = frozenset({"status", "state", "note", "notes", "update", "current", "decision", "adr"})
+_LABELS = frozenset({"status", "state", "note", "notes", "update", "decision", "adr"})
 
 _STRIKE = re.compile(r"~~.*?~~|<(del|s|strike)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _ARROW = re.compile(r"\s*(?:→|->|⇒|=>|➡\ufe0f?|⟶|»)\s*")
@@ -118,6 +118,7 @@ _IDENTIFIER = re.compile(
     rf"(?<![\w#/])(?:(?P<fam>(?i:{_FAMILIES}))[-_ #]?|(?P<cap>[A-Z]{{2,6}})-|(?P<hash>#))"
     r"0*(?P<num>[0-9]{1,6})(?![\w])"
 )
+_DIGIT = re.compile(r"[0-9]")
 _BARE_NUMBER = re.compile(r"#?0*([0-9]{1,6})")
 # File names: `0005-x`, `adr-0005-x`, `ADR_5_x`, `DR008-x`, `1974-x`, `pep-0008`; never a date.
 _FILE_NUMBER = re.compile(r"(?:(?P<fam>[A-Za-z]{2,6})[-_ ]?)?0*(?P<num>[0-9]{1,6})(?:[-_ .].*)?")
@@ -193,15 +194,9 @@ def _words(text: str) -> list[str]:
 
 
 def _fold(text: str) -> str:
-    """Lower case with symbols (emoji, arrows, marks) turned into spaces."""
-    out = []
-    for ch in text:
-        if _is_ref(ch):
-            out.append(ch)
-            continue
-        category = unicodedata.category(ch)
-        out.append(" " if category[0] in "SCZ" or category in ("Mn", "Me") else ch)
-    return "".join(out).lower()
+    """Lower case. Symbols (emoji, arrows, variation selectors) need no mapping: they are not
+    word characters, so `_TOKEN` splits on them as on punctuation."""
+    return text.lower()
 
 
 def link_definitions(text: str) -> dict[str, str]:
@@ -236,6 +231,12 @@ def _id_key(match: re.Match[str]) -> str:
     return f"#{family}:{int(match.group('num'))}"
 
 
+def leading_identifier(text: str) -> str | None:
+    """`#family:number` of an identifier that opens the text (`ADR 0001 — Topology`)."""
+    match = _IDENTIFIER.match(text.strip().lstrip("*_`[").strip())
+    return _id_key(match) if match is not None else None
+
+
 def reference_key(written: str) -> str:
     """The key a reference as written resolves by: an identifier (`RFC 1974` -> `#rfc:1974`),
     else a file name or link target with its file name's identifier as the alternative."""
@@ -250,7 +251,7 @@ def file_alias(name: str) -> str | None:
     """The identifier a file name carries (`0005-x.md` -> `#:5`, `DR008-x.md` -> `#dr:8`,
     `adr-0005-x.md` -> `#adr:5`), None when it carries none. A date prefix is not a number."""
     stem = name.replace("\\", "/").rsplit("/", 1)[-1]
-    if _DATE_PREFIX.match(stem):
+    if not _DIGIT.search(stem) or _DATE_PREFIX.match(stem):
         return None
     match = _FILE_NUMBER.fullmatch(stem)
     if match is None:
@@ -292,13 +293,14 @@ def references_at(
     """(reference, offset in `text`) for every note the text names, in order, each once."""
     masked, refs = _extract(text, definitions or {})
     found: list[tuple[Reference, int]] = []
-    for i, ch in enumerate(masked):
-        if _is_ref(ch) and ord(ch) - _REF_BASE == len(found):
-            found.append((refs[len(found)], i))
+    for m in _REF_CHAR.finditer(masked):
+        if ord(m.group(0)) - _REF_BASE == len(found):
+            found.append((refs[len(found)], m.start()))
     return found
 
 
 _REF_BASE = 0xF0000  # a private-use plane: one character stands for one reference
+_REF_CHAR = re.compile("[\U000f0000-\U000ffffd]")
 
 
 def _is_ref(ch: str) -> bool:
@@ -310,6 +312,9 @@ def _extract(text: str, definitions: dict[str, str]) -> tuple[str, list[Referenc
     it (then spaces, so offsets are kept), and the references in the order written, each note
     once: `x-v2.md` and `[[x-v2]]` in one line name one note, written as it first appears."""
     spans: list[tuple[int, Reference]] = []
+    # The placeholder characters are the text's own too (icon fonts use that plane): a blank.
+    if _REF_CHAR.search(text):
+        text = _REF_CHAR.sub(" ", text)
 
     def mask(ref: Reference | None, match: re.Match[str]) -> str:
         if ref is not None:
@@ -329,8 +334,12 @@ def _extract(text: str, definitions: dict[str, str]) -> tuple[str, list[Referenc
         text = _SHORTCUT.sub(lambda m: _shortcut(m, definitions, mask), text)
     if "<" in text:
         text = _AUTOLINK.sub(lambda m: mask(_path_reference(m.group(1), ""), m), text)
-    text = _FILE.sub(lambda m: mask(_path_reference(m.group(1), ""), m), text)
-    text = _IDENTIFIER.sub(lambda m: mask(Reference(m.group(0), _id_key(m)), m), text)
+    if "." in text:
+        text = _FILE.sub(lambda m: mask(_path_reference(m.group(1), ""), m), text)
+    if _DIGIT.search(text):
+        text = _IDENTIFIER.sub(lambda m: mask(Reference(m.group(0), _id_key(m)), m), text)
+    if not spans:
+        return text.replace("\x01", " "), []
     found: list[Reference] = []
     index: dict[str, int] = {}
     chars = list(text.replace("\x01", " "))
@@ -413,7 +422,8 @@ def read(
     raw = _STRIKE.sub(" ", value)
     # A template's list of choices (`proposed | accepted | deprecated`) is no status; with the
     # choices not taken struck through, the one left is.
-    if len([c for c in raw.split("|") if c.strip(" \t[]*_`")]) > 1:
+    unlinked = _WIKI.sub(" ", _INLINE_LINK.sub(" ", raw)) if "[" in raw else raw
+    if len([c for c in unlinked.split("|") if c.strip(" \t[]*_`")]) > 1:
         return Reading(unknown=True)
     # `Proposed → Accepted → Deprecated`: the last step is the status.
     steps = [s for s in _ARROW.split(raw) if s.strip()]
@@ -431,7 +441,11 @@ def read(
         tail = _BY_TAIL.search(plain)
         words = tail.group(1).strip(" \t.,;:!?*_`'\"()[]") if tail is not None else ""
         if words and not any(_is_ref(ch) for ch in words):
-            if len(words.split()) == 1 and _core.resolution_key(words):
+            if (
+                len(words.split()) == 1
+                and _core.resolution_key(words)
+                and not _EXTERNAL.match(words)
+            ):
                 # `Superseded by new-retry-policy`: one bare name is a reference (SPEC §2.3 key).
                 ref = Reference(words, _core.resolution_key(words))
                 reading = Reading(reading.state, reading.current, (ref,), reading.predecessors)
@@ -452,7 +466,11 @@ def read(
 def _classify(tokens: list[tuple[str, int | None]], refs: list[Reference], window: int) -> Reading:
     words = [w for w, _ in tokens]
     start = 0
-    while start < len(words) and tokens[start][1] is None and words[start] in _LABELS:
+    while start < len(words) and tokens[start][1] is None:
+        if words[start] == "current" and words[start + 1 : start + 2] == ["status"]:
+            start += 1  # "Current status: …"
+        elif words[start] not in _LABELS:
+            break
         start += 1
     # The status word opens the value, after adverbs ("Now deprecated", "Partly superseded").
     first = start
@@ -514,7 +532,11 @@ def _partial_near(tokens: list[tuple[str, int | None]], i: int) -> bool:
             continue
         if seen_ref:
             # "Superseded by [ADR-0016](…) in part": the qualifier right after the reference.
-            return word in _QUALIFIERS or word == "in" and _next_is(tokens, word, "part")
+            return (
+                word in _QUALIFIERS
+                or word == "in"
+                and (_next_is(tokens, word, "part") or _next_is(tokens, word, "parts"))
+            )
         if word in _PARTIAL:
             return True
     return False

@@ -70,6 +70,7 @@ _PEP_SPACED = re.compile(r"\bpep[ \t]+([0-9])", re.IGNORECASE)
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _DATE_IN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_DIGIT = re.compile(r"[0-9]")
 
 
 @dataclass(frozen=True)
@@ -205,14 +206,19 @@ def _markdown(name: str, text: str) -> Declarations:
                 Statement("frontmatter", supersedes_line, f"supersedes: {ref}"),
             )
         )
-    definitions = status.link_definitions(text)
-    said, date = _front_statements(fm, definitions)
-    lines = text.split("\n")
     body_start = fm.body_line if fm.present else 1
-    body_said, body_date, opening_end = _body_statements(lines, body_start, definitions)
-    said.extend(body_said)
-    consumed = frozenset(s.origin.line for s in said)
-    said.extend(_opening_sentences(text, name, definitions, consumed, opening_end))
+    body = fm.body if fm.present else text
+    declares = _core.may_declare(body)
+    # Reference-style links are looked up only where a statement may use them.
+    definitions = status.link_definitions(text) if declares or fm.fields else {}
+    said, date = _front_statements(fm, definitions) if fm.fields else ([], None)
+    body_date = None
+    if declares:
+        lines = text.split("\n")
+        body_said, body_date, opening_end = _body_statements(lines, body_start, definitions)
+        said.extend(body_said)
+        consumed = frozenset(s.origin.line for s in said)
+        said.extend(_opening_sentences(text, name, definitions, consumed, body_start, opening_end))
     header_edges, retired = _assemble(said, date or body_date)
     # SPEC §8.4: frontmatter wins where both speak (a header's forward edges; the note's own
     # sentences are not a header).
@@ -230,7 +236,7 @@ def _markdown(name: str, text: str) -> Declarations:
     return Declarations(
         frontmatter=fm,
         title=title.strip() if isinstance(title, str) and title.strip() else None,
-        alias=status.file_alias(name) or _title_alias(lines, body_start),
+        alias=status.file_alias(name) or _title_alias(body),
         edges=tuple(edges),
         retired=retired,
         statements=tuple(s.origin for s in said),
@@ -285,19 +291,19 @@ def _named(value: str) -> tuple[status.Reference, ...]:
 # A field line: `Status: Accepted`, `* Status: rejected`, `**Status:** Deprecated`,
 # `- **Superseded by**: RFC-0025 (…)`, `Date: 2021-03-04`.
 _FIELD = re.compile(
-    r"[ \t]*(?P<bullet>[*+-][ \t]+)?(?:\*\*|__)?(?P<name>status|state|superseded[ _-]by"
+    r"[ \t]*(?P<bullet>[*+-][ \t]+)?(?:\*\*|__)?(?P<name>status|superseded[ _-]by"
     r"|replaced[ _-]by|date|decision[ _-]date)(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*"
     r"(?P<value>.*)",
     re.IGNORECASE,
 )
-_TABLE_ROW = re.compile(
-    r"[ \t]*\|[ \t]*(?:\*\*)?(status|state)(?:\*\*)?[ \t]*\|(.*?)\|?[ \t]*$", re.I
-)
+_TABLE_ROW = re.compile(r"[ \t]*\|[ \t]*(?:\*\*)?(status)(?:\*\*)?[ \t]*\|(.*?)\|?[ \t]*$", re.I)
 # A status section's later paragraphs count only when they open with a status or a supersession.
 _STATUS_OPENING = frozenset(status.TERMINAL) | {
     "supersedes", "supercedes", "replaces", "obsoletes", "amended", "amends", "partly",
     "partially", "mostly", "status",
 }  # fmt: skip
+# Headings that open a status section ("## Status: Accepted" carries its value inline).
+_STATUS_HEADINGS = frozenset({"status", "current status", "decision status", "adr status"})
 #: How far into a note's body the opening reaches at most (lines).
 _OPENING_LINES = 60
 #: The opening ends where the third section holding prose begins (title block, status or summary,
@@ -323,15 +329,21 @@ def _body_statements(
     opening_end = min(len(lines), body_start + _OPENING_LINES)
     for number in range(body_start, len(lines) + 1):
         raw = lines[number - 1].rstrip("\r")
-        if _FENCE.match(raw):
+        stripped = raw.strip()
+        # One character decides which pattern may match: most lines are plain prose.
+        lead = stripped[:1]
+        fence = _FENCE.match(raw) if lead in ("`", "~") else None
+        # CommonMark: a backtick fence's info string holds no backtick (```Rejected``` is code).
+        if fence is not None and not (fence.group(1)[0] == "`" and "`" in raw[fence.end() :]):
             in_fence = not in_fence
             continue
         if in_fence:
             continue
-        heading = _ATX.fullmatch(raw)
+        heading = _ATX.fullmatch(raw) if lead == "#" else None
         if heading is not None:
             level = len(heading.group(1))
-            words = status.normalise(heading.group(2))
+            title = heading.group(2).lower()
+            words = status.normalise(title) if "status" in title or "date" in title else ""
             if section_has_prose:
                 prose_sections += 1
                 section_has_prose = False
@@ -340,7 +352,8 @@ def _body_statements(
             if section == "status" and pending_unknown is not None and not spoke:
                 said.append(pending_unknown)
             pending_unknown = None
-            if words == "status" or words.startswith("status "):
+            inline_value = heading.group(2).lower().lstrip("*_ ").startswith("status:")
+            if words in _STATUS_HEADINGS or inline_value:
                 section, section_level, paragraph, spoke = "status", level, 0, False
                 inline = heading.group(2).split(":", 1)
                 if len(inline) == 2 and inline[1].strip():
@@ -352,7 +365,6 @@ def _body_statements(
             elif section is not None and level <= section_level:
                 section = None
             continue
-        stripped = raw.strip()
         if not stripped:
             blank_before = True
             continue
@@ -374,7 +386,7 @@ def _body_statements(
                     pending_unknown = _Said(origin, reading)
             continue
         blank_before = False
-        if number > opening_end:
+        if number > opening_end or (":" not in raw and "|" not in raw):
             continue
         field = _FIELD.fullmatch(raw)
         table = _TABLE_ROW.fullmatch(raw) if field is None else None
@@ -389,7 +401,7 @@ def _body_statements(
             continue
         vocabulary = "madr" if field is not None and field.group("bullet") else "nygard"
         origin = Statement(vocabulary, number, stripped)
-        if name in ("status", "state"):
+        if name == "status":
             said.append(_Said(origin, status.read(value, definitions)))
         else:
             reading = status.read(f"superseded by {value}", definitions)
@@ -482,11 +494,31 @@ def about_itself(sentence: str, phrase: str, definitions: dict[str, str] | None 
     return all(word in _SELF_WORDS for word in status.normalise(sentence[:at]).split())
 
 
+# Cuts text into pieces no longer than a sentence (finer cuts only shorten what stands before a
+# word, so they never hide a statement about the note itself).
+_PIECES = re.compile(r"[\n.!?;:]")
+
+
+def _may_state_itself(opening: str) -> bool:
+    """Whether some piece of the opening has a declaration word with only words about the note
+    itself before it (`about_itself`'s test, cheaply, before the sentences are parsed)."""
+    for piece in _PIECES.split(opening):
+        if not _core.may_declare(piece, status=False):
+            continue
+        for word in status.normalise(piece).split():
+            if _core.may_declare(word, status=False):
+                return True
+            if word not in _SELF_WORDS:
+                break
+    return False
+
+
 def _opening_sentences(
     text: str,
     name: str,
     definitions: dict[str, str],
     consumed: frozenset[int],
+    opening_start: int,
     opening_end: int,
 ) -> list[_Said]:
     """SPEC §2.5: sentences in a note's opening that say this note is superseded, replaced or
@@ -495,8 +527,19 @@ def _opening_sentences(
     from recall.authoring.prose import find_closures
 
     said: list[_Said] = []
-    for closure in find_closures(text, name, consumed):
-        if closure.line > opening_end or closure.refusal in ("reported_speech", "hedge", "negated"):
+    lines = text.split("\n", opening_end)
+    opening = "\n".join(
+        line
+        for number, line in enumerate(lines[opening_start - 1 : opening_end], opening_start)
+        if number not in consumed
+    )
+    if not _core.may_declare(opening, status=False) or not _may_state_itself(opening):
+        return said
+    closures = find_closures(
+        text, name, consumed, lines=(opening_start, opening_end), definitions=definitions
+    )
+    for closure in closures:
+        if closure.refusal in ("reported_speech", "hedge", "negated"):
             continue
         if not about_itself(closure.sentence, closure.phrase, definitions):
             continue  # another subject: "the retry section was replaced by …", "[RFC 12] is …"
@@ -557,15 +600,15 @@ def _assemble(
     return edges, retired
 
 
-def _title_alias(lines: list[str], body_start: int) -> str | None:
+def _title_alias(body: str) -> str | None:
     """The identifier a note's title opens with (`# ADR 0001 — Deployment topology`)."""
-    for number in range(body_start, min(len(lines), body_start + 5) + 1):
-        heading = _ATX.fullmatch(lines[number - 1].rstrip("\r"))
+    for line in body.split("\n", 5)[:5]:
+        if not line.lstrip(" ").startswith("#"):
+            continue
+        heading = _ATX.fullmatch(line.rstrip("\r"))
         if heading is not None:
-            found = status.references_at(heading.group(2))
-            if found and found[0][1] == 0 and found[0][0].key.startswith("#"):
-                return found[0][0].key
-            return None
+            title = heading.group(2)
+            return status.leading_identifier(title) if _DIGIT.search(title) else None
     return None
 
 
@@ -596,7 +639,7 @@ def _pep(name: str, text: str) -> Declarations:
     lines = text.split("\n")
     consumed = frozenset(line for _, _, line in headers)
     opening_end = min(len(lines), headers[-1][2] + _OPENING_LINES)
-    said.extend(_opening_sentences(text, name, {}, consumed, opening_end))
+    said.extend(_opening_sentences(text, name, {}, consumed, headers[-1][2] + 1, opening_end))
     edges, retired = _assemble(said, resolved)
     alias = None
     if "pep" in fields:

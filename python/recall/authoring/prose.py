@@ -119,18 +119,33 @@ _QUOTES = ('"', "\u201c", "\u201d")
 _MARKDOWN = (".md", ".markdown", ".mdx")
 
 
-def find_closures(text: str, path: str, skip_lines: frozenset[int] = frozenset()) -> list[Closure]:
+def find_closures(
+    text: str,
+    path: str,
+    skip_lines: frozenset[int] = frozenset(),
+    *,
+    lines: tuple[int, int] | None = None,
+    definitions: dict[str, str] | None = None,
+) -> list[Closure]:
     """Every closure phrase in the prose of one note, in the order written (one per sentence).
 
     `path` picks the format by suffix (frontmatter for markdown, a PEP preamble for `.rst`);
-    `skip_lines` are 1-based lines already read as declarations (a Nygard status line)."""
+    `skip_lines` are 1-based lines already read as declarations (a Nygard status line). With
+    `lines` (first, last), only those lines of the body are read (the caller knows where it
+    starts); `definitions` are the file's reference-style links when the caller has them."""
     if not _may_close(text):
         return []
-    lines = text.split("\n")
-    first = _first_body_line(text, lines, path.lower())
-    definitions = status.link_definitions(text)
+    all_lines = text.split("\n")
+    if lines is None:
+        first = _first_body_line(text, all_lines, path.lower())
+        last = len(all_lines)
+    else:
+        first, last = lines
+    if definitions is None:
+        definitions = status.link_definitions(text)
+    lines_ = all_lines[:last]
     found: list[Closure] = []
-    for block in _blocks(lines, first, skip_lines):
+    for block in _blocks(lines_, first, skip_lines):
         joined = block.text
         if not _may_close(joined):
             continue
@@ -233,6 +248,8 @@ def _blocks(lines: list[str], first: int, skip_lines: frozenset[int]) -> list[_B
     for number in range(first, len(lines) + 1):
         line = lines[number - 1].rstrip("\r")
         opened = _FENCE.match(line)
+        if opened is not None and opened.group(1)[0] == "`" and "`" in line[opened.end() :]:
+            opened = None  # CommonMark: a backtick fence's info string holds no backtick
         if fence:
             # A fence closes on a run of the same character, at least as long, alone on its line.
             if (
