@@ -119,6 +119,8 @@ _IDENTIFIER = re.compile(
     r"0*(?P<num>[0-9]{1,6})(?![\w])"
 )
 _DIGIT = re.compile(r"[0-9]")
+# One word wrapped in marks only: `Accepted`, `**Rejected**`, `` `Withdrawn` ``, `Final.`
+_SINGLE_WORD = re.compile(r"[\s*_`.:!]*([A-Za-z]+)[\s*_`.:!]*")
 _BARE_NUMBER = re.compile(r"#?0*([0-9]{1,6})")
 # File names: `0005-x`, `adr-0005-x`, `ADR_5_x`, `DR008-x`, `1974-x`, `pep-0008`; never a date.
 _FILE_NUMBER = re.compile(r"(?:(?P<fam>[A-Za-z]{2,6})[-_ ]?)?0*(?P<num>[0-9]{1,6})(?:[-_ .].*)?")
@@ -419,6 +421,14 @@ def read(
     The status word opens a value (after labels such as `Status:`); with `sentence` it may
     stand anywhere ("This RFC is now deprecated."). Supersession is read anywhere. A value
     with no status word and no supersession is `unknown`."""
+    # Most statuses are one word (`Accepted`, `**Rejected**`): read without the machinery.
+    single = _SINGLE_WORD.fullmatch(value)
+    if single is not None:
+        word = single.group(1).lower()
+        if word in TERMINAL:
+            return Reading(state=TERMINAL[word])
+        if word in CURRENT:
+            return Reading(current=True)
     raw = _STRIKE.sub(" ", value)
     # A template's list of choices (`proposed | accepted | deprecated`) is no status; with the
     # choices not taken struck through, the one left is.

@@ -210,8 +210,9 @@ def _markdown(name: str, text: str) -> Declarations:
     body = fm.body if fm.present else text
     declares = _core.may_declare(body)
     # Reference-style links are looked up only where a statement may use them.
-    definitions = status.link_definitions(text) if declares or fm.fields else {}
-    said, date = _front_statements(fm, definitions) if fm.fields else ([], None)
+    front = fm.fields and not _FRONT_KEYS.isdisjoint(k.lower() for k in fm.fields)
+    definitions = status.link_definitions(text) if declares or front else {}
+    said, date = _front_statements(fm, definitions) if front else ([], None)
     body_date = None
     if declares:
         lines = text.split("\n")
@@ -248,6 +249,7 @@ def _markdown(name: str, text: str) -> Declarations:
 # generators write them besides Validity Frontmatter's `supersedes:`).
 _SUCCESSOR_KEYS = ("superseded_by", "superseded-by", "supersededby", "replaced_by", "replaced-by")
 _PREDECESSOR_KEYS = ("replaces",)
+_FRONT_KEYS = frozenset({"status", "date", *_SUCCESSOR_KEYS, *_PREDECESSOR_KEYS})
 
 
 def _front_statements(
