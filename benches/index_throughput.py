@@ -216,8 +216,7 @@ def frontmatter_only(path: str, text: str) -> Declarations:
 
 
 def load_reader(path: Path) -> Callable[[str, str], object]:
-    """`declare` of an earlier release's vocabularies module, fed to today's index run: its
-    edges lack a standing (every one a full edge), so the run's edge rows read it leniently."""
+    """`declare` of an earlier release's vocabularies module, fed to today's index run."""
     spec = importlib.util.spec_from_file_location("reader_before", path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"{path}: not a Python module")
@@ -225,23 +224,8 @@ def load_reader(path: Path) -> Callable[[str, str], object]:
     sys.modules["reader_before"] = module
     spec.loader.exec_module(module)
 
-    def edge_rows(decl: object) -> list[tuple[object, ...]]:
-        edges = getattr(decl, "edges", ()) if decl is not None else ()
-        return [
-            (
-                e.reference,
-                e.key,
-                e.reversed,
-                e.origin.vocabulary,
-                e.origin.line,
-                e.origin.text,
-                e.overridden,
-                getattr(e, "standing", None),
-            )
-            for e in edges
-        ]
-
-    recall.indexing._edge_rows = edge_rows  # type: ignore[assignment]
+    # Its edges predate a standing: every one is a full edge.
+    module.Edge.standing = None
     return module.declare  # type: ignore[no-any-return]
 
 

@@ -567,3 +567,15 @@ def test_dressed_terminal_status_is_expired_in_search(
     (hit,) = [h for h in res.hits if h.provenance.file == "t.md"]
     assert hit.verdict == "expired", value
     assert hit.validity.retired is not None and hit.validity.retired.line == 5
+
+
+@pytest.mark.parametrize(
+    ("value", "state"),
+    [
+        ("Status: [Deprecated](../README.md#deprecated)", "deprecated"),
+        ("[**Rejected**](glossary.md#rejected)", "rejected"),
+    ],
+)
+def test_a_status_word_linked_to_its_definition(value: str, state: str) -> None:
+    reading = read(value)
+    assert (reading.state, reading.unknown, reading.successors) == (state, False, ())

@@ -446,6 +446,11 @@ def read(
         for m in _TOKEN.finditer(_fold(plain))
     ]
     reading = _classify(tokens, refs, len(tokens) if sentence else _STATUS_WORDS_AT)
+    if reading.unknown and "](" in raw:
+        # `[Deprecated](../README.md#statuses)`: a status word linked to its definition.
+        unlinked = _INLINE_LINK.sub(lambda m: f" {m.group(2)} ", raw)
+        if unlinked != raw:
+            return read(unlinked, definitions, sentence=sentence)
     unresolved = None
     if reading.state is not None and not reading.successors and not reading.partial:
         tail = _BY_TAIL.search(plain)

@@ -36,7 +36,9 @@ from recall.frontmatter import FieldError, Frontmatter, parse, parse_date
 
 __all__ = [
     "ALL",
+    "PARTIAL",
     "SETTINGS",
+    "UNREAD",
     "VOCABULARIES",
     "Declarations",
     "Edge",
@@ -194,6 +196,8 @@ class _Said:
 
 
 def _markdown(name: str, text: str) -> Declarations:
+    from recall.opening import opening_sentences
+
     fm = parse(text)
     edges: list[Edge] = []
     supersedes_line = fm.lines.get("supersedes", 0)
@@ -219,7 +223,12 @@ def _markdown(name: str, text: str) -> Declarations:
         body_said, body_date, opening_end = _body_statements(lines, body_start, definitions)
         said.extend(body_said)
         consumed = frozenset(s.origin.line for s in said)
-        said.extend(_opening_sentences(text, name, definitions, consumed, body_start, opening_end))
+        said.extend(
+            _Said(origin, reading)
+            for origin, reading in opening_sentences(
+                text, name, definitions, consumed, body_start, opening_end
+            )
+        )
     header_edges, retired = _assemble(said, date or body_date)
     # SPEC §8.4: frontmatter wins where both speak (a header's forward edges; the note's own
     # sentences are not a header).
@@ -418,152 +427,6 @@ def _opens_status(line: str) -> bool:
     return bool(words) and words[0] in _STATUS_OPENING
 
 
-# Words that may stand before "superseded by" in a note's own statement about itself:
-# "*Note:* this RFC has been superseded by", "**DEPRECATED** — This RFC has mostly been".
-_SELF_WORDS = frozenset(
-    [
-        "this",
-        "the",
-        "present",
-        "current",
-        "rfc",
-        "adr",
-        "pep",
-        "kep",
-        "note",
-        "notes",
-        "document",
-        "doc",
-        "record",
-        "decision",
-        "proposal",
-        "page",
-        "spec",
-        "specification",
-        "memo",
-        "design",
-        "policy",
-        "runbook",
-        "guide",
-        "it",
-        "has",
-        "have",
-        "had",
-        "been",
-        "is",
-        "was",
-        "are",
-        "were",
-        "now",
-        "hereby",
-        "already",
-        "also",
-        "therefore",
-        "thus",
-        "effectively",
-        "officially",
-        "formally",
-        "entirely",
-        "fully",
-        "completely",
-        "mostly",
-        "partly",
-        "partially",
-        "largely",
-        "in",
-        "part",
-        "update",
-        "warning",
-        "caution",
-        "important",
-        "info",
-        "nb",
-        "as",
-        "of",
-        "since",
-        "today",
-        "status",
-    ]
-) | frozenset(status.TERMINAL)
-
-
-def about_itself(sentence: str, phrase: str, definitions: dict[str, str] | None = None) -> bool:
-    """Whether the words before a closure phrase make the note itself its subject ("This RFC has
-    been", "*Note:*", nothing at all), not another note or thing."""
-    at = max(sentence.lower().find(phrase), 0)
-    if status.references(sentence[:at], definitions):
-        return False
-    return all(word in _SELF_WORDS for word in status.normalise(sentence[:at]).split())
-
-
-# Cuts text into pieces no longer than a sentence (finer cuts only shorten what stands before a
-# word, so they never hide a statement about the note itself).
-_PIECES = re.compile(r"[\n.!?;:]")
-
-
-def _may_state_itself(opening: str) -> bool:
-    """Whether some piece of the opening has a declaration word with only words about the note
-    itself before it (`about_itself`'s test, cheaply, before the sentences are parsed)."""
-    for piece in _PIECES.split(opening):
-        if not _core.may_declare(piece, status=False):
-            continue
-        for word in status.normalise(piece).split():
-            if _core.may_declare(word, status=False):
-                return True
-            if word not in _SELF_WORDS:
-                break
-    return False
-
-
-def _opening_sentences(
-    text: str,
-    name: str,
-    definitions: dict[str, str],
-    consumed: frozenset[int],
-    opening_start: int,
-    opening_end: int,
-) -> list[_Said]:
-    """SPEC §2.5: sentences in a note's opening that say this note is superseded, replaced or
-    obsoleted by a named note (vocabulary `prose`), with the refusals `fix` knows: reported
-    speech, hedges, negation, another subject; partial scope is recorded as partial."""
-    from recall.authoring.prose import find_closures
-
-    said: list[_Said] = []
-    lines = text.split("\n", opening_end)
-    opening = "\n".join(
-        line
-        for number, line in enumerate(lines[opening_start - 1 : opening_end], opening_start)
-        if number not in consumed
-    )
-    if not _core.may_declare(opening, status=False) or not _may_state_itself(opening):
-        return said
-    closures = find_closures(
-        text, name, consumed, lines=(opening_start, opening_end), definitions=definitions
-    )
-    for closure in closures:
-        if closure.refusal in ("reported_speech", "hedge", "negated"):
-            continue
-        if not about_itself(closure.sentence, closure.phrase, definitions):
-            continue  # another subject: "the retry section was replaced by …", "[RFC 12] is …"
-        # SPEC §2.5: the note says it is superseded (or retired); "this note replaces X" is left
-        # to `fix` and `check`, which turn it into frontmatter with the author's consent.
-        reading = replace(
-            status.read(closure.sentence, definitions, sentence=True), predecessors=()
-        )
-        if closure.direction is None and not set(status.normalise(closure.sentence).split()) <= (
-            _SELF_WORDS
-        ):
-            continue  # a state word in passing ("Deprecated flags are dropped"), not a status
-        if closure.refusal == "partial_scope" and not reading.partial:
-            reading = replace(reading, partial=True, state=None)
-        if reading.partial and closure.direction == "replaces":
-            refs = status.references(closure.sentence, definitions)
-            reading = replace(reading, predecessors=tuple(refs), successors=())
-        if reading.says_anything:
-            said.append(_Said(Statement("prose", closure.line, closure.sentence), reading))
-    return said
-
-
 def _assemble(
     said: list[_Said], near: datetime.date | None
 ) -> tuple[list[Edge], Retirement | None]:
@@ -618,6 +481,8 @@ def _title_alias(body: str) -> str | None:
 
 
 def _pep(name: str, text: str) -> Declarations:
+    from recall.opening import opening_sentences
+
     headers = _preamble(text)
     if headers is None:
         return Declarations(None, None, status.file_alias(name), (), None)
@@ -641,7 +506,12 @@ def _pep(name: str, text: str) -> Declarations:
     lines = text.split("\n")
     consumed = frozenset(line for _, _, line in headers)
     opening_end = min(len(lines), headers[-1][2] + _OPENING_LINES)
-    said.extend(_opening_sentences(text, name, {}, consumed, headers[-1][2] + 1, opening_end))
+    said.extend(
+        _Said(origin, reading)
+        for origin, reading in opening_sentences(
+            text, name, {}, consumed, headers[-1][2] + 1, opening_end
+        )
+    )
     edges, retired = _assemble(said, resolved)
     alias = None
     if "pep" in fields:

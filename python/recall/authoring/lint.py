@@ -21,7 +21,8 @@ from typing import Any, Literal
 from recall.authoring.corpus import Corpus, Note, scan
 from recall.authoring.prose import Closure, find_closures
 from recall.errors import UsageError
-from recall.vocabularies import PARTIAL, UNREAD, Edge, Statement, about_itself, in_force
+from recall.opening import about_itself
+from recall.vocabularies import PARTIAL, UNREAD, Edge, Statement, in_force
 from recall.walk import MARKDOWN_SUFFIXES
 
 __all__ = [

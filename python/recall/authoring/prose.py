@@ -95,12 +95,6 @@ _CLAUSE = re.compile(r"[;:\u2014]|\s-\s|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\
 # "... superseded by this note", "[new](new.md) replaces it": the note itself is the object.
 _SELF_AFTER = re.compile(r"^[\W_]*(?:this|the\s+present|the\s+current|it)\b", re.I)
 
-_LINK = re.compile(r"(!?)\[([^\]]*)\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'][^)]*[\"'])?\s*\)")
-_WIKI = re.compile(r"\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
-_FILE = re.compile(
-    r"(?<![\w/.\-:])((?:[\w.\-]+/)*[\w.\-]*\w\.(?:md|markdown|mdx|rst|txt))(?![\w/])", re.I
-)
-_NUMBERED = re.compile(r"\b(?:ADR|PEP)(?:[-_ #]|\s)?0*[0-9]{1,5}\b", re.I)
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
