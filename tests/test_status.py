@@ -579,3 +579,16 @@ def test_dressed_terminal_status_is_expired_in_search(
 def test_a_status_word_linked_to_its_definition(value: str, state: str) -> None:
     reading = read(value)
     assert (reading.state, reading.unknown, reading.successors) == (state, False, ())
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        # CommonMark: a destination in angle brackets may hold spaces.
+        ("Superseded by [ADR 9](<0009 x.md>)", ["0009 x\n#:9\n#adr:9"]),
+        ("Superseded by [ADR 9](<./0009-x.md#decision>)", ["0009-x\n#:9\n#adr:9"]),
+        ('Superseded by [ADR 9](0009-x.md "the new one")', ["0009-x\n#:9\n#adr:9"]),
+    ],
+)
+def test_link_destinations_in_angle_brackets_and_with_titles(text: str, keys: list[str]) -> None:
+    assert [r.key for r in references(text)] == keys

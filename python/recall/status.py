@@ -102,7 +102,7 @@ _LABELS = frozenset({"status", "state", "note", "notes", "update", "decision", "
 _STRIKE = re.compile(r"~~.*?~~|<(del|s|strike)>.*?</\1>", re.IGNORECASE | re.DOTALL)
 _ARROW = re.compile(r"\s*(?:→|->|⇒|=>|➡\ufe0f?|⟶|»)\s*")
 _INLINE_LINK = re.compile(
-    r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'(][^)]*)?\s*\)"
+    r"(!?)\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(\s*(?:<([^<>\n]*)>|([^)\s]*))(?:\s+[\"'(][^)]*)?\s*\)"
 )
 _REF_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])+)\]\s?\[([^\[\]]*)\]")
 _SHORTCUT = re.compile(r"(?<![\]\\])\[([^\[\]]+)\](?![\[(:])")
@@ -327,7 +327,9 @@ def _extract(text: str, definitions: dict[str, str]) -> tuple[str, list[Referenc
     if "[" in text:
         text = _WIKI.sub(lambda m: mask(_wiki(m.group(1)), m), text)
         text = _INLINE_LINK.sub(
-            lambda m: mask(None if m.group(1) else _path_reference(m.group(3), m.group(2)), m),
+            lambda m: mask(
+                None if m.group(1) else _path_reference(m.group(3) or m.group(4), m.group(2)), m
+            ),
             text,
         )
         text = _REF_LINK.sub(
