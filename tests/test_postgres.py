@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import multiprocessing
+import os
 import threading
 import time
 from pathlib import Path
@@ -378,3 +379,46 @@ def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> N
             cut = a["dense"][-1][1]
             above = [(c, s) for c, s in a["dense"] if s > cut]
             assert above == [(c, s) for c, s in b["dense"] if s > cut], q
+
+
+def test_a_namespace_an_earlier_release_wrote_is_read_then_upgraded(
+    corpus: Path, pg_url: str
+) -> None:
+    write_corpus(
+        corpus,
+        {
+            "0001-a.md": "# A\n\n## Status\n\n🚧 Parked pending legal\n\n"
+            "The retry budget is three.\n",
+            "b.md": "# B\n\nPayroll runs monthly.\n",
+        },
+    )
+    url = pg_target(pg_url, "upgrade")
+    namespace = f"t{os.getpid()}_upgrade"
+    with recall.open(url) as mem:
+        mem.index(corpus)
+    # What an earlier release left: no `standing` column, tables version 1, declarations read
+    # by the reader before (SPEC §2.5 statements unknown to it).
+    _sql(
+        pg_url,
+        f"DELETE FROM {namespace}.edges WHERE standing IS NOT NULL",
+        f"ALTER TABLE {namespace}.edges DROP COLUMN standing",
+        f"UPDATE {namespace}.meta SET value = '1' WHERE key IN "
+        "('pg_schema_version', 'declarations_version')",
+    )
+    with recall.open(url) as mem:
+        # Read as it is: searches, stats and doctor work; doctor says the next run upgrades.
+        assert mem.search("retry budget", mode="development").hits
+        assert mem.stats().unread == 0
+        (schema,) = [c for c in mem.doctor().checks if c.name == "schema"]
+        assert schema.status == "warning" and "upgrades" in schema.detail
+        report = mem.index(corpus)
+        assert report.ok and report.embedded == 0
+        assert mem.stats().unread == 1
+        hit = next(
+            h
+            for h in mem.search("retry budget", mode="development").hits
+            if h.provenance.file == "0001-a.md"
+        )
+        assert [u.statement for u in hit.validity.unread] == ["🚧 Parked pending legal"]
+        (schema,) = [c for c in mem.doctor().checks if c.name == "schema"]
+        assert schema.status == "ok"

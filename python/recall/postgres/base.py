@@ -62,6 +62,7 @@ class Namespace:
     _tables: set[str]
     _corpus: tuple[int, _core.Corpus] | None
     _corpus_lock: threading.Lock
+    _has_standing: bool
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
@@ -85,6 +86,18 @@ class Namespace:
         if found and self._write is None:
             self._tables.add(table)
         return found
+
+    def _standing(self, c: Any) -> str:
+        """The edges' `standing` column (schema 2), or NULL for a namespace an earlier release
+        wrote, read as it is until its next index run adds the column."""
+        if not self._has_standing:
+            row = c.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = %s"
+                " AND table_name = 'edges' AND column_name = 'standing'",
+                (self.namespace,),
+            ).fetchone()
+            self._has_standing = row is not None
+        return "standing" if self._has_standing else "NULL::text"
 
     def _schema_exists(self, c: Any) -> bool:
         row = c.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.namespace,))
@@ -139,7 +152,7 @@ class Namespace:
             ).fetchall()
             edges = c.execute(
                 "SELECT doc_id, key, raw_ref, reversed, vocabulary, line,"
-                f" coalesce(statement, ''), overridden, standing FROM {self._t('edges')}"
+                f" coalesce(statement, ''), overridden, {self._standing(c)} FROM {self._t('edges')}"
                 " ORDER BY id"
             ).fetchall()
         corpus = _core.Corpus(

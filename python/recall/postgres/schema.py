@@ -28,7 +28,7 @@ __all__ = [
 
 DEFAULT_NAMESPACE = "recall"
 #: Version of the tables below (kept in `meta` as `pg_schema_version`).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The HNSW graph's links per node and build-time candidate list: above pgvector's defaults (16,
 #: 64), which find 6 of the exact 10 for short hashed queries at 10k chunks; these find 8 at
@@ -99,8 +99,6 @@ CREATE TABLE IF NOT EXISTS {ns}.edges (
     -- SPEC §2.5: NULL, 'partial' or 'unread' (recorded and shown, never in force).
     standing   text
 );
--- Namespaces made before statements had a standing.
-ALTER TABLE {ns}.edges ADD COLUMN IF NOT EXISTS standing text;
 CREATE INDEX IF NOT EXISTS edges_doc ON {ns}.edges (doc_id);
 CREATE INDEX IF NOT EXISTS edges_key ON {ns}.edges (key);
 CREATE TABLE IF NOT EXISTS {ns}.lexicon (

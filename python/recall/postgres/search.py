@@ -282,7 +282,7 @@ class Searching(Namespace):
             dense = self._dense(c, query, depth)
             lexical = self._lexical(c, text, depth, term_dfs, chunk_count, tokens)
             declarations = c.execute(
-                "SELECT vocabulary, line, statement, overridden, standing"
+                f"SELECT vocabulary, line, statement, overridden, {self._standing(c)}"
                 f" FROM {self._t('edges')} WHERE doc_id = %s ORDER BY id",
                 (doc_id,),
             ).fetchall()

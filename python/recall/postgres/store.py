@@ -79,6 +79,7 @@ class PgStore(Searching, Summaries):
         self._server_clock = True
         self._corpus: tuple[int, _core.Corpus] | None = None
         self._corpus_lock = threading.Lock()
+        self._has_standing = False
         self._closed = False
         with self._conn() as c:
             row = c.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -179,6 +180,12 @@ class PgStore(Searching, Summaries):
                 if not self._schema_exists(conn):
                     conn.execute(f"CREATE SCHEMA {self.namespace}")
                 conn.execute(base_ddl(self.namespace))
+            if self._standing(conn) != "standing":
+                # Schema 2 (SPEC §2.5): statements with a standing, for a namespace an earlier
+                # release made; the writer that owns it adds the column once.
+                conn.execute(f"ALTER TABLE {self._t('edges')} ADD COLUMN standing text")
+                self._has_standing = True
+                self.set_meta("pg_schema_version", str(SCHEMA_VERSION))
             bound = self.embedder()
             if bound is not None and (bound[0], bound[1], bound[2]) != (name, dim, fingerprint):
                 raise EmbedderMismatchError(

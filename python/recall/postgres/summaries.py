@@ -117,7 +117,7 @@ class Summaries(Namespace):
             corpus = self._corpus_for(c)[1]
             resolved, dangling, ambiguous, selfref = corpus.claim_counts()
             partial = c.execute(
-                f"SELECT count(*) FROM {t('edges')} WHERE standing = 'partial'"
+                f"SELECT count(*) FROM {t('edges')} WHERE {self._standing(c)} = 'partial'"
                 " AND NOT overridden AND (%s = 'all' OR (%s = 'frontmatter'"
                 " AND vocabulary = 'frontmatter'))",
                 (setting, setting),
@@ -132,7 +132,7 @@ class Summaries(Namespace):
                 )
                 for v, n, o in c.execute(
                     "SELECT vocabulary,"
-                    " count(*) FILTER (WHERE NOT overridden AND standing IS NULL),"
+                    f" count(*) FILTER (WHERE NOT overridden AND {self._standing(c)} IS NULL),"
                     f" count(*) FILTER (WHERE overridden) FROM {t('edges')}"
                     " GROUP BY vocabulary ORDER BY vocabulary"
                 ).fetchall()
@@ -218,7 +218,7 @@ class Summaries(Namespace):
             edges: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
             for r in c.execute(
                 "SELECT doc_id, raw_ref, key, reversed, vocabulary, line,"
-                f" coalesce(statement, ''), overridden, standing FROM {self._t('edges')}"
+                f" coalesce(statement, ''), overridden, {self._standing(c)} FROM {self._t('edges')}"
                 " WHERE doc_id = ANY(%s) ORDER BY id",
                 (ids,),
             ).fetchall():
@@ -275,13 +275,24 @@ class Summaries(Namespace):
                 checks.append(("schema", "ok", f"namespace {self.namespace} is empty"))
                 return checks
             found = self._int_meta(c, "pg_schema_version")
-            checks.append(
-                (
-                    "schema",
-                    "ok" if found == SCHEMA_VERSION else "damaged",
-                    f"namespace {self.namespace}, tables version {found}",
+            if found < SCHEMA_VERSION:
+                # An earlier release's tables: read as they are, upgraded by the next index run.
+                checks.append(
+                    (
+                        "schema",
+                        "warning",
+                        f"namespace {self.namespace}, tables version {found}; this recall writes "
+                        f"{SCHEMA_VERSION}: the next 'recall index' upgrades them",
+                    )
                 )
-            )
+            else:
+                checks.append(
+                    (
+                        "schema",
+                        "ok" if found == SCHEMA_VERSION else "damaged",
+                        f"namespace {self.namespace}, tables version {found}",
+                    )
+                )
             if self._exists(c, "chunks"):
                 orphans = c.execute(
                     f"SELECT count(*) FROM {self._t('documents')} d WHERE NOT EXISTS"
