@@ -139,6 +139,38 @@ fn segments(folder: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The document a relative link from `folder` names (`../adr/0007-x.md`, `./x.md#a`, a folder
+/// with a trailing `/` standing for its `README.md` or `index.md`), if it is in the store.
+fn linked_file(
+    folder: &[&str],
+    relative: &str,
+    files: &HashMap<Vec<&str>, usize>,
+) -> Option<usize> {
+    if folder.is_empty() {
+        return None;
+    }
+    let mut path: Vec<&str> = folder.to_vec();
+    for part in relative.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                path.pop()?;
+            }
+            name => path.push(name),
+        }
+    }
+    if relative.ends_with('/') {
+        return ["README.md", "index.md", "readme.md"]
+            .iter()
+            .find_map(|index| {
+                let mut file = path.clone();
+                file.push(index);
+                files.get(&file).copied()
+            });
+    }
+    files.get(&path).copied()
+}
+
 /// How many levels up from `from` the nearest folder holding `to` is (0: `to` is `from` or
 /// below it).
 fn distance(from: &[&str], to: &[&str]) -> usize {
@@ -198,6 +230,20 @@ impl Graph {
             found
         };
         let folders: Vec<Vec<&str>> = nodes.iter().map(|n| segments(&n.folder)).collect();
+        // Each document's file, as folder segments and its name, for links by relative path.
+        let mut files: HashMap<Vec<&str>, usize> = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if let Some(name) = n
+                .path
+                .rsplit(['/', '\\'])
+                .next()
+                .filter(|_| !n.folder.is_empty())
+            {
+                let mut file = folders[i].clone();
+                file.push(name);
+                files.entry(file).or_insert(i);
+            }
+        }
         let n = nodes.len();
         let mut g = Graph {
             claims: Vec::with_capacity(edges.len()),
@@ -212,7 +258,7 @@ impl Graph {
                 continue;
             }
             let resolution = if e.scoped {
-                Self::nearest(declarer, &key, &lookup, &folders, &nodes)
+                Self::nearest(declarer, &key, &lookup, &folders, &files, &nodes)
             } else {
                 let matches: Vec<usize> = lookup(key.split('\n').next().unwrap_or_default())
                     .into_iter()
@@ -258,6 +304,7 @@ impl Graph {
         key: &str,
         lookup: &dyn Fn(&str) -> Vec<(usize, bool)>,
         folders: &[Vec<&str>],
+        files: &HashMap<Vec<&str>, usize>,
         nodes: &[Node],
     ) -> Resolution {
         // A note named with a family (`DR019`) stands for a bare-numbered note (`0019-x.md`)
@@ -270,6 +317,15 @@ impl Graph {
             .is_none_or(|(family, _)| family.is_empty());
         let mut itself = false;
         for alternative in key.split('\n').filter(|k| !k.is_empty()) {
+            if let Some(relative) = alternative.strip_prefix('@') {
+                // A relative link names one file exactly, from the declarer's folder.
+                match linked_file(&folders[declarer], relative, files) {
+                    Some(m) if m == declarer => itself = true,
+                    Some(m) => return Resolution::Resolved(m),
+                    None => {}
+                }
+                continue;
+            }
             let found = lookup(alternative);
             itself |= found.iter().any(|&(m, _)| m == declarer);
             let matches: Vec<usize> = found
@@ -689,6 +745,53 @@ mod tests {
             g.terminal(0, None),
             Some(1),
             "no valid-time instant: it holds"
+        );
+    }
+
+    #[test]
+    fn a_relative_link_names_one_file() {
+        // Two teams hold `0005-use-postgres.md`; each links its own by a relative path, and a
+        // link to a folder stands for its README.
+        let node = |folder: &str, name: &str| Node {
+            key: resolution_key(name),
+            path: format!("x/{name}"),
+            folder: folder.into(),
+            ..Node::default()
+        };
+        let nodes = vec![
+            node("/r/a/adr", "0005-use-postgres.md"),
+            node("/r/b/adr", "0005-use-postgres.md"),
+            node("/r/b/adr", "0006-b.md"),
+            node("/r/a/adr", "0006-a.md"),
+            node("/r/a/adr/spec", "README.md"),
+        ];
+        let edge = |declarer: usize, key: &str| Declared {
+            declarer,
+            key: key.into(),
+            reversed: false,
+            scoped: true,
+            since_us: None,
+        };
+        let g = Graph::build_declared(
+            nodes,
+            &[
+                edge(2, "@0005-use-postgres.md\n0005-use-postgres"),
+                edge(3, "@./0005-use-postgres.md\n0005-use-postgres"),
+                edge(3, "@spec/"),
+                edge(3, "@../../b/adr/0006-b.md"),
+                edge(3, "@gone.md"),
+            ],
+        );
+        let got: Vec<_> = (0..5).map(|id| g.claim(id).resolution.clone()).collect();
+        assert_eq!(
+            got,
+            vec![
+                Resolution::Resolved(1),
+                Resolution::Resolved(0),
+                Resolution::Resolved(4),
+                Resolution::Resolved(2),
+                Resolution::Dangling
+            ]
         );
     }
 }

@@ -657,18 +657,18 @@ fn resolution_key(reference: &str) -> String {
 }
 
 /// How declared references resolve among documents, exactly as the trust layer resolves them
-/// (SPEC §2.3, §2.5): documents [(folder, key, alias)], edges [(declarer, key, scoped)] ->
-/// per edge ("resolved" | "dangling" | "self" | "ambiguous", [document indices]).
+/// (SPEC §2.3, §2.5): documents [(folder, file name, key, alias)], edges [(declarer, key,
+/// scoped)] -> per edge ("resolved" | "dangling" | "self" | "ambiguous", [document indices]).
 #[pyfunction]
 fn resolve_references(
-    documents: Vec<(String, String, Option<String>)>,
+    documents: Vec<(String, String, String, Option<String>)>,
     edges: Vec<(usize, String, bool)>,
 ) -> Vec<(&'static str, Vec<usize>)> {
     let nodes = documents
         .into_iter()
-        .map(|(folder, key, alias)| graph::Node {
+        .map(|(folder, name, key, alias)| graph::Node {
             key,
-            path: String::new(),
+            path: name,
             first_indexed_us: None,
             alias,
             folder,

@@ -97,14 +97,28 @@ Background jobs go through a Postgres table with SKIP LOCKED workers.
         (
             "0001-sessions-in-memcached.md",
             NYGARD_OLD,
-            [("0003-sessions-in-redis.md", "0003-sessions-in-redis\n#:3", True, 7)],
+            [
+                (
+                    "0003-sessions-in-redis.md",
+                    "@0003-sessions-in-redis.md\n0003-sessions-in-redis\n#:3",
+                    True,
+                    7,
+                )
+            ],
             ("superseded", 7),
             "#:1",
         ),
         (
             "0003-sessions-in-redis.md",
             NYGARD_NEW,
-            [("0001-sessions-in-memcached.md", "0001-sessions-in-memcached\n#:1", False, 7)],
+            [
+                (
+                    "0001-sessions-in-memcached.md",
+                    "@0001-sessions-in-memcached.md\n0001-sessions-in-memcached\n#:1",
+                    False,
+                    7,
+                )
+            ],
             None,
             "#:3",
         ),
@@ -152,7 +166,7 @@ def test_frontmatter_wins_where_both_speak() -> None:
     d = declare("n.md", edges)
     assert [(e.key, e.origin.vocabulary) for e in d.active_edges()] == [("a", "frontmatter")]
     assert [(e.key, e.origin.vocabulary, e.overridden) for e in d.edges if e.overridden] == [
-        ("b", "nygard", True)
+        ("@b.md\nb", "nygard", True)
     ]
     window = "---\nvalid_until: 2999-12-31\nstatus: deprecated\n---\n# Note\n"
     d = declare("n.md", window)
@@ -162,7 +176,7 @@ def test_frontmatter_wins_where_both_speak() -> None:
     both = "---\nsupersedes: a.md\nstatus: superseded by [c](c.md)\n---\n# Note\n"
     assert [(e.key, e.reversed) for e in declare("n.md", both).active_edges()] == [
         ("a", False),
-        ("c", True),
+        ("@c.md\nc", True),
     ]
 
 

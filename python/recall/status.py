@@ -148,6 +148,7 @@ _BY_TAIL = re.compile(
 )
 _EXTERNAL = re.compile(r"[a-z][a-z0-9+.-]*://|mailto:", re.IGNORECASE)
 _SITE_SUFFIXES = (".html", ".htm")
+_INDEX_NAMES = frozenset({"readme", "readme.md", "index", "index.md", "_index.md"})
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,11 @@ def _path_reference(target: str, text: str) -> Reference | None:
     for suffix in _SITE_SUFFIXES:
         if last.lower().endswith(suffix):
             last = last[: -len(suffix)]
-    keys = [_core.resolution_key(last)]
+    # A relative link names one file from the declaring note's folder (`@` + the path), tried
+    # first; then its file name (an index page's name says nothing), then its identifiers.
+    keys = [] if written.startswith(("/", "\\")) else [f"@{written}"]
+    if last.lower() not in _INDEX_NAMES:
+        keys.append(_core.resolution_key(last))
     for alt in (file_alias(last), identifier_key(_plain(text))):
         if alt and alt not in keys:
             keys.append(alt)
@@ -348,10 +353,15 @@ def _extract(text: str, definitions: dict[str, str]) -> tuple[str, list[Referenc
     index: dict[str, int] = {}
     chars = list(text.replace("\x01", " "))
     for start, ref in sorted(spans, key=lambda s: s[0]):
-        if ref.key not in index:
-            index[ref.key] = len(found)
+        # One note by its name: `[[x-v2]]` and `x-v2.md` in one line are one reference, which
+        # keeps the linked path when either names one.
+        name = "\n".join(k for k in ref.key.split("\n") if not k.startswith("@"))
+        if name not in index:
+            index[name] = len(found)
             found.append(ref)
-        chars[start] = chr(_REF_BASE + index[ref.key])
+        elif ref.key.startswith("@") and not found[index[name]].key.startswith("@"):
+            found[index[name]] = Reference(found[index[name]].written, ref.key)
+        chars[start] = chr(_REF_BASE + index[name])
     return "".join(chars), found
 
 
@@ -441,8 +451,11 @@ def read(
     steps = [s for s in _ARROW.split(raw) if s.strip()]
     if len(steps) > 1:
         raw = steps[-1]
-    date = find_date(raw)
-    plain, refs = _extract(_without_dates(raw), definitions or {})
+    # References first: a date inside a file name (`2026-05-23-x.md`) is the name's, not the
+    # statement's.
+    masked, refs = _extract(raw, definitions or {})
+    date = find_date(masked)
+    plain = _without_dates(masked)
     tokens = [
         (m.group(0), ord(m.group(1)) - _REF_BASE if m.group(1) is not None else None)
         for m in _TOKEN.finditer(_fold(plain))

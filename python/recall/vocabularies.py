@@ -302,7 +302,7 @@ def _named(value: str) -> tuple[status.Reference, ...]:
 # A field line: `Status: Accepted`, `* Status: rejected`, `**Status:** Deprecated`,
 # `- **Superseded by**: RFC-0025 (…)`, `Date: 2021-03-04`.
 _FIELD = re.compile(
-    r"[ \t]*(?P<bullet>[*+-][ \t]+)?(?:\*\*|__)?(?P<name>status|superseded[ _-]by"
+    r"[ \t]*(?:>[ \t]*)*(?P<bullet>[*+-][ \t]+)?(?:\*\*|__)?(?P<name>status|superseded[ _-]by"
     r"|replaced[ _-]by|date|decision[ _-]date)(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*"
     r"(?P<value>.*)",
     re.IGNORECASE,

@@ -111,10 +111,10 @@ class Corpus:
         return sorted({n for k in key.split("\n") for n in self._resolve([(0, k, False)])[0].notes})
 
     def _resolve(self, edges: list[tuple[int, str, bool]]) -> list[Target]:
-        documents = [
-            (os.path.dirname(os.path.join(note.root, note.rel)), note.key, note.alias)
-            for note in self.notes
-        ]
+        documents = []
+        for note in self.notes:
+            folder, name = os.path.split(os.path.join(note.root, note.rel))
+            documents.append((folder.replace(os.sep, "/"), name, note.key, note.alias))
         return [
             Target(kind, tuple(notes))  # type: ignore[arg-type]
             for kind, notes in _core.resolve_references(documents, edges)
