@@ -286,13 +286,15 @@ def main() -> None:
         pipeline_s = time.perf_counter() - t
 
         # The reader alone: declare() against parse() over every text, interleaved.
-        declare_times, parse_times = [], []
+        declare_times, parse_times, before_times = [], [], []
         for run in range(max(args.reindex_runs, 5)):
             for which in ("declare", "parse") if run % 2 == 0 else ("parse", "declare"):
                 if which == "declare":
                     declare_times.append(timed_loop(declare, texts))
                 else:
                     parse_times.append(timed_loop(lambda _rel, text: parse(text), texts))
+            if "before" in readers:
+                before_times.append(timed_loop(readers["before"], texts))
 
         # Fresh index with the full reader and with the frontmatter-only one, interleaved
         # (ABBA order), each into a new store.
@@ -405,6 +407,14 @@ def main() -> None:
         f"reader's extra {dec_med - parse_med:.3f} s = {(dec_med - parse_med) / base_med:.1%} "
         "of the frontmatter-only index"
     )
+    if before_times:
+        before_med = statistics.median(before_times)
+        print(
+            f"  the previous reader's declare() over the same texts: median {before_med:.3f} s, "
+            f"p95 {p95(before_times):.3f} s ({(before_med / len(texts)) * 1e6:.0f} us per note); "
+            f"today's extra {dec_med - before_med:.3f} s = {(dec_med - before_med) / base_med:.1%} "
+            "of the frontmatter-only index"
+        )
     print(
         f"  baseline parse+chunk+embed (no store): {pipeline_s:.2f} s "
         f"({n_chunks / pipeline_s:,.0f} chunks/s); store share "
