@@ -388,11 +388,6 @@ impl Graph {
             .copied()
     }
 
-    /// Whether claim `id` is in force at knowledge instant `k` (SPEC §2.4).
-    pub fn claim_applies(&self, id: usize, k: Option<i64>) -> bool {
-        self.claim_applies_at(id, At::known(k))
-    }
-
     /// Whether claim `id` is in force at `at`: recorded by the knowledge instant, and its
     /// declaration's date (if any) reached by the valid-time instant (SPEC §2.5).
     pub fn claim_applies_at(&self, id: usize, at: At) -> bool {
@@ -405,10 +400,6 @@ impl Graph {
     }
 
     /// SPEC §2.3: an applying edge names this document among two or more matches.
-    pub fn is_ambiguous(&self, d: usize, k: Option<i64>) -> bool {
-        self.is_ambiguous_at(d, At::known(k))
-    }
-
     pub fn is_ambiguous_at(&self, d: usize, at: At) -> bool {
         self.ambiguous_in[d]
             .iter()
@@ -417,10 +408,6 @@ impl Graph {
 
     /// SPEC §2.4 fan-in: among the applying claims on `t`, the one recorded last wins (undated
     /// counts as earliest); ties go to the lexicographically smallest declaring path.
-    pub fn successor(&self, t: usize, k: Option<i64>) -> Option<usize> {
-        self.successor_at(t, At::known(k))
-    }
-
     pub fn successor_at(&self, t: usize, at: At) -> Option<usize> {
         self.incoming[t]
             .iter()
@@ -438,11 +425,7 @@ impl Graph {
     }
 
     /// The chain walk from `d`: `d`, its successor, … stopping before the first revisit (SPEC
-    /// §2.4). Every step uses only the edges that apply at `k`.
-    pub fn walk(&self, d: usize, k: Option<i64>) -> Vec<usize> {
-        self.walk_at(d, At::known(k))
-    }
-
+    /// §2.4). Every step uses only the edges that apply at `at`.
     pub fn walk_at(&self, d: usize, at: At) -> Vec<usize> {
         let mut path = vec![d];
         let mut visited = vec![false; self.nodes.len()];
@@ -460,13 +443,29 @@ impl Graph {
     }
 
     /// The terminal successor of `d` (a→b→c: c), or None when nothing supersedes it.
-    pub fn terminal(&self, d: usize, k: Option<i64>) -> Option<usize> {
-        self.terminal_at(d, At::known(k))
-    }
-
     pub fn terminal_at(&self, d: usize, at: At) -> Option<usize> {
         let path = self.walk_at(d, at);
         (path.len() > 1).then(|| path[path.len() - 1])
+    }
+}
+
+/// The knowledge-instant-only forms of the graph's questions, for tests.
+#[cfg(test)]
+impl Graph {
+    pub fn claim_applies(&self, id: usize, k: Option<i64>) -> bool {
+        self.claim_applies_at(id, At::known(k))
+    }
+    pub fn is_ambiguous(&self, d: usize, k: Option<i64>) -> bool {
+        self.is_ambiguous_at(d, At::known(k))
+    }
+    pub fn successor(&self, t: usize, k: Option<i64>) -> Option<usize> {
+        self.successor_at(t, At::known(k))
+    }
+    pub fn walk(&self, d: usize, k: Option<i64>) -> Vec<usize> {
+        self.walk_at(d, At::known(k))
+    }
+    pub fn terminal(&self, d: usize, k: Option<i64>) -> Option<usize> {
+        self.terminal_at(d, At::known(k))
     }
 }
 

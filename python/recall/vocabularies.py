@@ -32,7 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from recall import _core, status
-from recall.frontmatter import FieldError, Frontmatter, parse, parse_date
+from recall.authoring.prose import fence_step
+from recall.frontmatter import FieldError, Frontmatter, parse
 
 __all__ = [
     "ALL",
@@ -70,8 +71,6 @@ _HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)")
 _PEP_NUMBER = re.compile(r"(?:pep[-_ ]?)?0*([0-9]{1,5})", re.IGNORECASE)
 _PEP_SPACED = re.compile(r"\bpep[ \t]+([0-9])", re.IGNORECASE)
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*")
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
-_DATE_IN = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DIGIT = re.compile(r"[0-9]")
 
 
@@ -287,7 +286,8 @@ def _front_statements(
                 else status.Reading(predecessors=refs)
             )
             said.append(_Said(origin, reading))
-    return said, _date(fm.fields.get("date"))
+    date = fm.fields.get("date")
+    return said, status.find_date(date) if isinstance(date, str) else None
 
 
 def _named(value: str) -> tuple[status.Reference, ...]:
@@ -328,7 +328,7 @@ def _body_statements(
     """Status sections, field lines and dates of the body; and the last line of the opening."""
     said: list[_Said] = []
     date: datetime.date | None = None
-    in_fence = False
+    fence = ""  # the code fence open, "" outside one
     section: str | None = None  # "status" or "date" while one is open
     section_level = 0
     paragraph = 0  # paragraphs seen in the open status section
@@ -343,13 +343,10 @@ def _body_statements(
         stripped = raw.strip()
         # One character decides which pattern may match: most lines are plain prose.
         lead = stripped[:1]
-        fence = _FENCE.match(raw) if lead in ("`", "~") else None
-        # CommonMark: a backtick fence's info string holds no backtick (```Rejected``` is code).
-        if fence is not None and not (fence.group(1)[0] == "`" and "`" in raw[fence.end() :]):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
+        if fence or lead in ("`", "~"):
+            fence, code = fence_step(fence, raw)
+            if code:
+                continue
         heading = _ATX.fullmatch(raw) if lead == "#" else None
         if heading is not None:
             level = len(heading.group(1))
@@ -580,15 +577,3 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0]:
         return value[1:-1]
     return value
-
-
-def _date(value: object) -> datetime.date | None:
-    if not isinstance(value, str):
-        return None
-    match = _DATE_IN.search(value)
-    if match is None:
-        return None
-    try:
-        return parse_date(match.group(0))
-    except ValueError:
-        return None

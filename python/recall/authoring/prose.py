@@ -19,7 +19,7 @@ from typing import Literal
 from recall import status
 from recall.frontmatter import parse
 
-__all__ = ["Closure", "Direction", "Refusal", "find_closures"]
+__all__ = ["Closure", "Direction", "Refusal", "fence_step", "find_closures"]
 
 Direction = Literal["replaced_by", "replaces"]
 Refusal = Literal["reported_speech", "hedge", "partial_scope", "negated"]
@@ -236,27 +236,36 @@ class _Builder:
         self.parts, self.starts, self.numbers, self.size = [], [], [], 0
 
 
+def fence_step(fence: str, line: str) -> tuple[str, bool]:
+    """CommonMark code fences, one line at a time: the fence open after `line` ("" for none)
+    and whether `line` is code or a fence line rather than prose."""
+    opened = _FENCE.match(line)
+    if opened is not None and opened.group(1)[0] == "`" and "`" in line[opened.end() :]:
+        opened = None  # a backtick fence's info string holds no backtick: ```x``` is code
+    if fence:
+        # A fence closes on a run of the same character, at least as long, alone on its line.
+        closes = (
+            opened is not None
+            and opened.group(1)[0] == fence[0]
+            and len(opened.group(1)) >= len(fence)
+            and not line[opened.end() :].strip()
+        )
+        return ("" if closes else fence), True
+    if opened is not None:
+        return opened.group(1), True
+    return "", False
+
+
 def _blocks(lines: list[str], first: int, skip_lines: frozenset[int]) -> list[_Block]:
     builder = _Builder()
     fence = ""
     for number in range(first, len(lines) + 1):
         line = lines[number - 1].rstrip("\r")
-        opened = _FENCE.match(line)
-        if opened is not None and opened.group(1)[0] == "`" and "`" in line[opened.end() :]:
-            opened = None  # CommonMark: a backtick fence's info string holds no backtick
-        if fence:
-            # A fence closes on a run of the same character, at least as long, alone on its line.
-            if (
-                opened is not None
-                and opened.group(1)[0] == fence[0]
-                and len(opened.group(1)) >= len(fence)
-                and not line[opened.end() :].strip()
-            ):
-                fence = ""
-            continue
-        if opened is not None:
-            builder.flush()
-            fence = opened.group(1)
+        was = fence
+        fence, code = fence_step(fence, line)
+        if code:
+            if not was:
+                builder.flush()
             continue
         if number in skip_lines or not line.strip():
             builder.flush()
