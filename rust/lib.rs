@@ -650,6 +650,13 @@ fn may_declare(text: &str, status: bool) -> bool {
     triggers::may_declare(text, status)
 }
 
+/// Character offsets where `may_declare`'s words start in `text` (leftmost, not overlapping).
+#[pyfunction]
+#[pyo3(signature = (text, status = true))]
+fn trigger_offsets(text: &str, status: bool) -> Vec<usize> {
+    triggers::offsets(text, status)
+}
+
 /// SPEC §2.3 resolution key of a reference or a document path.
 #[pyfunction]
 fn resolution_key(reference: &str) -> String {
@@ -823,6 +830,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_references, m)?)?;
     m.add_function(wrap_pyfunction!(may_declare, m)?)?;
+    m.add_function(wrap_pyfunction!(trigger_offsets, m)?)?;
     m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;

@@ -72,9 +72,54 @@ pub fn may_declare(text: &str, status: bool) -> bool {
     }
 }
 
+/// Where the trigger words of `text` start, as character offsets (leftmost, not overlapping),
+/// with `may_declare`'s `status` rule: the pieces of a text worth reading, found in one scan.
+pub fn offsets(text: &str, status: bool) -> Vec<usize> {
+    let counts = |pattern: usize| status || !matches!(TRIGGERS[pattern], "status" | "amend");
+    let starts: Vec<usize> = match scan() {
+        Scan::Packed(searcher) => {
+            let lower = text.as_bytes().to_ascii_lowercase();
+            searcher
+                .find_iter(&lower)
+                .filter(|m| counts(m.pattern().as_usize()))
+                .map(|m| m.start())
+                .collect()
+        }
+        Scan::Automaton(ac) => ac
+            .find_iter(text)
+            .filter(|m| counts(m.pattern().as_usize()))
+            .map(|m| m.start())
+            .collect(),
+    };
+    // Byte offsets to character offsets, in one walk (the starts are increasing; every trigger
+    // begins with an ASCII letter, so each start is a character boundary).
+    let mut out = Vec::with_capacity(starts.len());
+    let (mut byte, mut chars) = (0usize, 0usize);
+    for start in starts {
+        chars += text[byte..start].chars().count();
+        byte = start;
+        out.push(chars);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offsets_are_characters_and_follow_the_status_rule() {
+        let text = "⚠️ Deprecated. Status: SUPERSEDED by é.";
+        let got = offsets(text, true);
+        let chars: Vec<char> = text.chars().collect();
+        let at = |i: usize| chars[i..].iter().collect::<String>().to_lowercase();
+        assert_eq!(got.len(), 3);
+        assert!(at(got[0]).starts_with("deprecat"));
+        assert!(at(got[1]).starts_with("status"));
+        assert!(at(got[2]).starts_with("supers"));
+        assert_eq!(offsets(text, false), vec![got[0], got[2]]);
+        assert!(offsets("Retries back off.", true).is_empty());
+    }
 
     #[test]
     fn finds_the_words_in_any_case_and_nothing_else() {

@@ -102,16 +102,22 @@ def about_itself(sentence: str, phrase: str, definitions: dict[str, str] | None 
 
 # Cuts text into pieces no longer than a sentence (finer cuts only shorten what stands before a
 # word, so they never hide a statement about the note itself).
-_PIECES = re.compile(r"[\n.!?;:]")
+_CUTS = "\n.!?;:"
+_PIECE_END = re.compile(r"[\n.!?;:]")
 
 
 def may_state_itself(opening: str) -> bool:
     """Whether some piece of the opening has a declaration word with only words about the note
-    itself before it (`about_itself`'s test, cheaply, before the sentences are parsed)."""
-    for piece in _PIECES.split(opening):
-        if not _core.may_declare(piece, status=False):
-            continue
-        for word in status.normalise(piece).split():
+    itself before it (`about_itself`'s test, cheaply, before the sentences are parsed). Only
+    the pieces holding a declaration word are read, found in one scan."""
+    end = -1
+    for at in _core.trigger_offsets(opening, status=False):
+        if at < end:
+            continue  # this word's piece was read
+        cut = _PIECE_END.search(opening, at)
+        end = cut.start() if cut is not None else len(opening)
+        start = max(opening.rfind(c, 0, at) for c in _CUTS) + 1
+        for word in status.normalise(opening[start:end]).split():
             if _core.may_declare(word, status=False):
                 return True
             if word not in _SELF_WORDS:

@@ -384,9 +384,9 @@ def _body_statements(
             if blank_before:
                 paragraph += 1
             blank_before = False
-            reading = status.read(stripped, definitions)
-            origin = Statement("nygard", number, stripped)
             if paragraph == 1 or _opens_status(stripped):
+                reading = status.read(stripped, definitions)
+                origin = Statement("nygard", number, stripped)
                 if reading.says_anything:
                     said.append(_Said(origin, reading))
                     spoke = True
