@@ -111,16 +111,23 @@ def index(
     """Index notes into the store: incremental, one transaction per run."""
     import recall
     from recall.errors import RecallError
+    from recall.interrupts import Interrupted, exit_stopped, stoppable
 
     db_path = _db_path(db, namespace)
     try:
-        with recall.open(db_path, embedder=embedder) as mem:
+        with stoppable(), recall.open(db_path, embedder=embedder) as mem:
             if as_json or not sys.stderr.isatty():
                 report = mem.index(paths, allow_prune=allow_prune, vocabularies=vocabularies)
             else:
                 report = _index_with_progress(mem, paths, allow_prune, vocabularies)
     except RecallError as err:
         _fail(str(err))
+    except Interrupted as stop:
+        exit_stopped(
+            stop,
+            f"recall index: stopped by {stop.name}; the run was not committed, so "
+            f"{db_path} is as it was; run the same command again to index",
+        )
     if as_json:
         _emit_json({"db": db_path, **report.to_dict()})
     else:

@@ -207,7 +207,8 @@ def run_index(
         for root, gone in removals.items():
             store.remove_documents(root, gone)
             report.removed.extend(gone)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed") as worker:
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
+        try:
             inflight: tuple[list[_Pending], Future[npt.NDArray[np.float32]]] | None = None
             pending: list[_Pending] = []
             pending_chunks = 0
@@ -237,6 +238,12 @@ def run_index(
             if inflight is not None:
                 _write(store, inflight[0], inflight[1].result(), instant, report)
             _write(store, pending, _embed(embedder, pending), instant, report)
+        except BaseException:
+            # An interrupted or failed run does not wait for the batch being embedded: its
+            # vectors would be rolled back with the rest of the run.
+            worker.shutdown(wait=False, cancel_futures=True)
+            raise
+        worker.shutdown()
         for source_text, rel, mtime_ns in retimed:
             store.set_file_time(source_text, rel, mtime_ns)
         for source_text, rel, decl in redeclared or ():

@@ -1,0 +1,77 @@
+"""Stopping a long command on Ctrl-C or SIGTERM: at once, once, with one line.
+
+Owns: the handlers a long command (`recall index`) holds while it runs. The first SIGINT or
+SIGTERM raises `Interrupted` in the main thread (the index run rolls back without waiting for
+the batch being embedded) and every later one is ignored, so a second Ctrl-C never cuts the
+clean-up short; `exit_stopped` then prints the one line and ends the process without waiting
+for a worker thread still inside the embedder (its work belonged to the rolled-back run). Does
+not own: what an interrupted run keeps (`recall.indexing`). A SIGINT the process was started
+ignoring (a background job) stays ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+__all__ = ["Interrupted", "exit_stopped", "stoppable"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """The first SIGINT or SIGTERM while a `stoppable` block ran."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's code for death by this signal: 130 for SIGINT, 143 for SIGTERM."""
+        return 128 + self.signum
+
+    @property
+    def name(self) -> str:
+        return "Ctrl-C" if self.signum == signal.SIGINT else signal.Signals(self.signum).name
+
+
+@contextmanager
+def stoppable() -> Iterator[None]:
+    """Within the block, the first SIGINT or SIGTERM raises `Interrupted`; later ones are
+    ignored until the process ends. Outside the main thread it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signums = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signums.append(signal.SIGINT)
+    before = {s: signal.getsignal(s) for s in signums}
+    stopped = False
+
+    def handler(signum: int, _frame: object) -> None:
+        nonlocal stopped
+        stopped = True
+        for s in signums:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    for s in signums:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        if not stopped:
+            for s, previous in before.items():
+                signal.signal(s, previous)
+
+
+def exit_stopped(stop: Interrupted, message: str) -> NoReturn:
+    """Print `message` on stderr and end the process now with the signal's exit code."""
+    sys.stdout.flush()
+    print(message, file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(stop.exit_code)
