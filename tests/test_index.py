@@ -267,13 +267,25 @@ def test_pipelined_batches_store_each_chunk_with_its_own_vector(
     monkeypatch.setattr(recall.indexing, "EMBED_BATCH", 3)
     notes = {f"n{i:02}.md": f"# Note {i}\nbody{i} word{i * 7} term{i % 5}" for i in range(23)}
     write_corpus(corpus, notes)
-    ticks: list[tuple[int, int, int]] = []
+    ticks: list[tuple[int, ...]] = []
     with recall.open(tmp_path / "m.db") as mem:
         report = mem.index(corpus, now=T0, progress=lambda *t: ticks.append(t))
         embedder = mem.embedder
     assert len(report.added) == 23 == report.chunks == report.embedded
-    assert [t[:2] for t in ticks] == [(i, 23) for i in range(1, 24)]
-    assert [t[2] for t in ticks] == sorted(t[2] for t in ticks), "chunks only grow"
+    # After each file, and while the run waits for the worker: (files done, files, chunks
+    # embedded, chunks read), every count only growing, ending with all embedded.
+    assert sorted({t[:2] for t in ticks}) == [(i, 23) for i in range(1, 24)]
+    for k in (0, 2, 3):
+        assert [t[k] for t in ticks] == sorted(t[k] for t in ticks), f"count {k} only grows"
+    assert all(t[2] <= t[3] for t in ticks), "never more embedded than read"
+    assert ticks[-1] == (23, 23, 23, 23)
+    # A callable of three arguments gets the first three.
+    three: list[tuple[int, int, int]] = []
+    with recall.open(tmp_path / "m2.db") as mem:
+        mem.index(
+            corpus, now=T0, progress=lambda done, total, chunks: three.append((done, total, chunks))
+        )
+    assert three[-1] == (23, 23, 23)
     con = apsw.Connection(str(tmp_path / "m.db"), flags=apsw.SQLITE_OPEN_READONLY)
     con.enable_load_extension(True)
     con.load_extension(sqlite_vec.loadable_path())

@@ -784,7 +784,9 @@ class Memory:
         Unchanged files (same content hash) are not re-embedded, changed files are replaced,
         files gone from a folder are removed. A file that cannot be accepted is refused with a
         reason and the run goes on; its previously indexed version, if any, is kept.
-        `progress(files_done, files_total, chunks_embedded)` is called after each file.
+        `progress(files_done, files_total, chunks_embedded)` is called after each file and
+        while the run waits for the embedder; a callable that takes a fourth argument also gets
+        the chunks read so far.
         `vocabularies` (`none`, `frontmatter`, `all`) sets which declarations are in force for
         this store from now on (SPEC §8.4); None keeps the store's setting.
         """

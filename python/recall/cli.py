@@ -142,15 +142,19 @@ def _index_with_progress(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    # The bar counts chunks embedded against the chunks the run will have read: those read so
+    # far, scaled by the files still to read until every file is read.
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn())
+    fields = "chunks {task.fields[rate]} · files {task.fields[files]}"
     started = time.perf_counter()
-    with Progress(*columns, "{task.fields[rate]}", TimeRemainingColumn(), transient=True) as bar:
-        task = bar.add_task(f"indexing ({mem.embedder.name})", total=None, rate="")
+    with Progress(*columns, fields, TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task(f"embedding ({mem.embedder.name})", total=None, rate="", files="")
 
-        def tick(done: int, total: int, chunks: int) -> None:
+        def tick(done: int, total: int, embedded: int, read: int) -> None:
             elapsed = time.perf_counter() - started
-            rate = f"{chunks} chunks, {chunks / elapsed:,.0f}/s" if chunks and elapsed else ""
-            bar.update(task, completed=done, total=total, rate=rate)
+            rate = f"{embedded / elapsed:,.0f}/s" if embedded and elapsed else ""
+            expected = max(read, round(read * total / done)) if done else None
+            bar.update(task, completed=embedded, total=expected, rate=rate, files=f"{done}/{total}")
 
         report: IndexReport = mem.index(
             paths, allow_prune=allow_prune, progress=tick, vocabularies=vocabularies

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -50,8 +52,10 @@ EMBED_BATCH = 512
 DECLARATIONS_VERSION = "2"
 _DECLARATIONS_KEY = "declarations_version"
 
-#: Called after each file with (files done, files in the run, chunks embedded so far).
-Progress = Callable[[int, int, int], None]
+#: Called after each file, and while the run waits for the embedder, with (files done, files in
+#: the run, chunks embedded so far); a callable that takes a fourth argument also gets the
+#: chunks read so far (what the embedded ones will reach once every file is read).
+Progress = Callable[..., None]
 
 
 @dataclass
@@ -208,6 +212,8 @@ def run_index(
             store.remove_documents(root, gone)
             report.removed.extend(gone)
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
+        counts = _Counts()
+        tell = _teller(progress, counts, len(work))
         try:
             inflight: tuple[list[_Pending], Future[npt.NDArray[np.float32]]] | None = None
             pending: list[_Pending] = []
@@ -223,21 +229,24 @@ def run_index(
                     retimed,
                     redeclared,
                 )
+                counts.files = done
                 if doc is not None:
                     pending.append(doc)
                     pending_chunks += len(doc.chunks)
+                    counts.read += len(doc.chunks)
                     if pending_chunks >= EMBED_BATCH:
                         # Hand this batch to the worker, then write the one it just finished.
                         previous = inflight
-                        inflight = (pending, worker.submit(_embed, embedder, pending))
+                        inflight = (pending, worker.submit(_embed, embedder, pending, counts))
                         pending, pending_chunks = [], 0
                         if previous is not None:
-                            _write(store, previous[0], previous[1].result(), instant, report)
-                if progress is not None:
-                    progress(done, len(work), report.embedded)
+                            vectors = _awaited(previous[1], tell)
+                            _write(store, previous[0], vectors, instant, report)
+                tell()
             if inflight is not None:
-                _write(store, inflight[0], inflight[1].result(), instant, report)
-            _write(store, pending, _embed(embedder, pending), instant, report)
+                _write(store, inflight[0], _awaited(inflight[1], tell), instant, report)
+            _write(store, pending, _embed(embedder, pending, counts), instant, report)
+            tell()
         except BaseException:
             # An interrupted or failed run does not wait for the batch being embedded: its
             # vectors would be rolled back with the rest of the run.
@@ -351,8 +360,49 @@ def _read(
     )
 
 
-def _embed(embedder: Embedder, pending: list[_Pending]) -> npt.NDArray[np.float32]:
-    """The vectors of every chunk of `pending`, in order (runs on the worker thread)."""
+@dataclass
+class _Counts:
+    """How far the run is: files done, chunks read, chunks embedded (the worker adds these)."""
+
+    files: int = 0
+    read: int = 0
+    embedded: int = 0
+
+
+def _teller(progress: Progress | None, counts: _Counts, total: int) -> Callable[[], None]:
+    """A call that hands the counts to `progress` in the form it takes (see `Progress`)."""
+    if progress is None:
+        return lambda: None
+    if _takes_four(progress):
+        return lambda: progress(counts.files, total, counts.embedded, counts.read)
+    return lambda: progress(counts.files, total, counts.embedded)
+
+
+def _takes_four(fn: Callable[..., None]) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return True
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in positional for p in params) >= 4
+
+
+def _awaited(
+    future: Future[npt.NDArray[np.float32]], tell: Callable[[], None]
+) -> npt.NDArray[np.float32]:
+    """The future's result, telling the progress every quarter second while it is not done."""
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except FutureTimeout:
+            tell()
+
+
+def _embed(embedder: Embedder, pending: list[_Pending], counts: _Counts) -> npt.NDArray[np.float32]:
+    """The vectors of every chunk of `pending`, in order (runs on the worker thread). The batch
+    goes to the embedder whole, so that a model groups its texts by length across all of it."""
     texts = [_embed_text(d.title, c) for d in pending for c in d.chunks]
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
@@ -362,6 +412,7 @@ def _embed(embedder: Embedder, pending: list[_Pending]) -> npt.NDArray[np.float3
             f"recall embedder: {embedder.name} returned shape {vectors.shape} for "
             f"{len(texts)} texts of dimension {embedder.dim}"
         )
+    counts.embedded += len(texts)
     return vectors
 
 
