@@ -332,6 +332,11 @@ impl PyStore {
         self.with(|s| s.document_list())
     }
 
+    /// Every root documents were indexed from, with how many documents it holds.
+    fn sources(&self) -> PyResult<Vec<(String, i64)>> {
+        self.with(|s| s.sources())
+    }
+
     /// What forgetting (source, path) targets would remove: (source, path, first_indexed_at,
     /// chunks, [(source, path) of documents whose edges name it]).
     fn forget_plan(&self, targets: Vec<(String, String)>) -> PyResult<Vec<ForgetRow>> {

@@ -171,6 +171,7 @@ def test_doctor_on_a_sound_store(tmp_path: Path) -> None:
         "vectors",
         "lexical",
         "calibration",
+        "roots",
     ]
     assert {c["status"] for c in report["checks"]} == {"ok"}
 

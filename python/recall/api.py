@@ -144,6 +144,8 @@ class StoreStats:
     #: statements recall could not classify (shown on hits as `validity.unread`).
     partial: int = 0
     unread: int = 0
+    #: (root, documents) for the roots documents were indexed from that no longer exist here.
+    missing_roots: list[tuple[str, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -288,11 +290,14 @@ class Memory:
         raw = self._store.stats()
         embedder = raw.pop("embedder")
         name, dim, fingerprint = embedder if embedder else (None, None, None)
+        from recall.walk import missing_roots
+
         return StoreStats(
             path=self.path,
             embedder=name,
             embedder_dim=dim,
             embedder_fingerprint=fingerprint,
+            missing_roots=missing_roots(self._store.sources()),
             **raw,
         )
 

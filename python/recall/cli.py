@@ -193,6 +193,10 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
         out.print("removed:")
         for path in report.removed:
             out.print(f"  {escape(path)}")
+    from recall.doctor import missing_root_advice
+
+    for root, documents in report.missing_roots:
+        out.print(f"[yellow]{escape(missing_root_advice(root, documents))}[/]")
 
 
 @app.command()
@@ -296,6 +300,12 @@ def _print_stats(st: StoreStats) -> None:
         )
     if st.forgotten:
         rows.append(("forgotten", f"{st.forgotten} (recall forget --list)"))
+    if st.missing_roots:
+        from recall.doctor import missing_root_advice
+
+        rows.append(
+            ("missing roots", "\n".join(missing_root_advice(r, n) for r, n in st.missing_roots))
+        )
     if is_postgres(st.path):
         from urllib.parse import parse_qs, urlsplit
 

@@ -73,7 +73,27 @@ def diagnose(memory: Memory) -> DoctorReport:
     store = memory._store
     checks = [Check(name, status, detail) for name, status, detail in store.doctor()]
     checks.append(_calibration(memory))
+    checks.append(_roots(store))
     return DoctorReport(path=memory.path, checks=checks)
+
+
+def _roots(store: Any) -> Check:
+    """SPEC §11: documents from a root that no longer exists are kept, and said so."""
+    from recall.walk import missing_roots
+
+    gone = missing_roots(store.sources())
+    if not gone:
+        return Check("roots", "ok", "every folder the notes were indexed from exists")
+    return Check("roots", "warning", "; ".join(missing_root_advice(s, n) for s, n in gone))
+
+
+def missing_root_advice(root: str, documents: int) -> str:
+    """What to say of a root that no longer exists, and the way out."""
+    return (
+        f"{documents} document{'s' if documents != 1 else ''} from {root}, which no longer "
+        f"exists here, are kept; if the notes moved, index their new folder and drop these "
+        f"with 'recall forget {root} --apply'"
+    )
 
 
 def _calibration(memory: Memory) -> Check:

@@ -38,6 +38,7 @@ from recall.walk import (
     TEXT_SUFFIXES,
     Skipped,
     discover,
+    missing_roots,
     storable,
     why,
 )
@@ -73,6 +74,9 @@ class IndexReport:
     seconds: float = 0.0
     generation: int = 0
     embedder: str = ""
+    #: (root, documents) the store holds from roots that no longer exist here (kept, not
+    #: removed: `recall forget ROOT --apply` drops them once the notes are indexed elsewhere).
+    missing_roots: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -264,6 +268,9 @@ def run_index(
         if vocabularies is not None and store.meta("vocabularies") != vocabularies:
             store.set_meta("vocabularies", vocabularies)
         report.generation = store.commit(instant)
+        report.missing_roots = missing_roots(
+            store.sources(), frozenset(str(c.source) for c in corpora)
+        )
     except BaseException:
         store.rollback()
         raise

@@ -99,6 +99,25 @@ def shown(name: str) -> str:
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def missing_roots(
+    sources: list[tuple[str, int]], indexed: frozenset[str] = frozenset()
+) -> list[tuple[str, int]]:
+    """(root, documents) for the roots a store holds documents from that no longer exist on
+    this machine, besides those in `indexed` (SPEC §11: their documents are kept and reported,
+    never removed silently). A root that exists but cannot be read is not missing."""
+    gone = []
+    for source, documents in sources:
+        if source in indexed:
+            continue
+        try:
+            os.stat(source)
+        except (FileNotFoundError, NotADirectoryError):
+            gone.append((source, documents))
+        except (OSError, ValueError):
+            pass
+    return gone
+
+
 def storable(name: str) -> bool:
     """True when `name` is valid UTF-8, as the store (and every report reader) needs."""
     try:

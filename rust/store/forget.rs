@@ -42,6 +42,15 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
+    /// Every root documents were indexed from, with how many documents it holds.
+    pub fn sources(&self) -> Result<Vec<(String, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT source, count(*) FROM documents GROUP BY source ORDER BY source")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
     /// What forgetting `targets` would remove, in the order given; unknown paths are left out.
     pub fn forget_plan(&self, targets: &[(String, String)]) -> Result<Vec<ForgetPlan>> {
         let mut plan = Vec::new();

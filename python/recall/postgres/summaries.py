@@ -180,6 +180,19 @@ class Summaries(Namespace):
                 "unread": corpus.unread_count(),
             }
 
+    def sources(self) -> list[tuple[str, int]]:
+        """Every root documents were indexed from, with how many documents it holds."""
+        with self._conn() as c:
+            if not self._exists(c):
+                return []
+            return [
+                (s, int(n))
+                for s, n in c.execute(
+                    f"SELECT source, count(*) FROM {self._t('documents')}"
+                    " GROUP BY source ORDER BY source"
+                ).fetchall()
+            ]
+
     def document_list(self) -> list[tuple[str, str, str]]:
         with self._conn() as c:
             if not self._exists(c):
