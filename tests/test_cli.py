@@ -111,3 +111,24 @@ def test_cold_search_path_leaves_out_numpy_and_the_model_loaders(tmp_path: Path)
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]", out
+
+
+def test_version_short_help_and_short_k(tmp_path: Path) -> None:
+    import recall
+
+    code, out, _ = run("--version")
+    assert (code, out.strip()) == (0, f"recall {recall.__version__}")
+    for args in (["-h"], ["search", "-h"], ["models", "-h"], ["forget", "-h"], ["lint", "-h"]):
+        code, out, _ = run(*args)
+        assert code == 0 and "Usage: recall" in out, args
+    db = str(tmp_path / "m.db")
+    assert run("index", str(EXAMPLES), "--db", db)[0] == 0
+    hits = {}
+    for k in ("-k", "--k"):
+        for n in ("2", "5"):
+            code, out, _ = run(
+                "search", "rate limits", "--db", db, k, n, "--json", "--mode", "development"
+            )
+            assert code == 0, out
+            hits[k, n] = len(json.loads(out)["hits"])
+    assert hits["-k", "2"] == hits["--k", "2"] == 2 < hits["-k", "5"] == hits["--k", "5"]

@@ -24,13 +24,35 @@ if TYPE_CHECKING:
     from recall.api import IndexReport, StoreStats
     from recall.results import Result
 
+#: `-h` beside `--help`, on every command.
+HELP = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     name="recall",
     help="Memory for agents that knows what it no longer believes.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings=HELP,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from recall import __version__
+
+        typer.echo(f"recall {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Memory for agents that knows what it no longer believes."""
+
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 
@@ -333,7 +355,7 @@ def _instant(value: Optional[str], option: str) -> Optional[dt.datetime]:
 @app.command()
 def search(
     query: str = typer.Argument(..., help="The question."),
-    k: int = typer.Option(5, "--k", min=1, max=100, help="Documents to judge."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Documents to judge."),
     db: Optional[str] = DbOption,
     namespace: Optional[str] = NamespaceOption,
     as_json: bool = JsonOption,
@@ -857,7 +879,7 @@ def evaluate(
     as_of: Optional[str] = typer.Option(
         None, "--as-of", help="Judge at this date/time (default now; the shipped set: its date)."
     ),
-    k: int = typer.Option(5, "--k", min=1, max=100, help="Documents judged per question."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Documents judged per question."),
     entail: bool = typer.Option(False, "--entail", help="Also judge near misses with the judge."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a markdown report."),
     as_json: bool = JsonOption,
@@ -968,6 +990,7 @@ def watch_cmd(
 models_app = typer.Typer(
     help="Embedding models: list the built-ins, check a model, quantize an export.",
     no_args_is_help=True,
+    context_settings=HELP,
 )
 app.add_typer(models_app, name="models")
 
