@@ -235,6 +235,23 @@ impl PyStore {
         self.with(|s| s.set_file_time(source, path, mtime_ns))
     }
 
+    /// Move a document whose content is unchanged to another root or path, keeping its row
+    /// (inside a write); only when its stored title is `title`. Returns whether it moved.
+    #[pyo3(signature = (source, path, new_source, new_path, key, title, mtime_ns))]
+    #[allow(clippy::too_many_arguments)]
+    fn move_document(
+        &self,
+        source: &str,
+        path: &str,
+        new_source: &str,
+        new_path: &str,
+        key: &str,
+        title: &str,
+        mtime_ns: Option<i64>,
+    ) -> PyResult<bool> {
+        self.with(|s| s.move_document((source, path), (new_source, new_path), key, title, mtime_ns))
+    }
+
     fn known_documents(&self, source: &str) -> PyResult<Vec<store::KnownDocument>> {
         self.with(|s| s.known_documents(source))
     }

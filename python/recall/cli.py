@@ -203,6 +203,8 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
         f"  chunks written {report.chunks} · embedded {report.embedded} "
         f"({escape(report.embedder)}{speed})"
     )
+    if report.moved:
+        out.print(f"  moved {len(report.moved)} (renamed or in a moved folder; not embedded again)")
     for title, items, style in (
         ("refused", report.refused, "red"),
         ("skipped", report.skipped, "yellow"),

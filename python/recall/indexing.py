@@ -77,6 +77,9 @@ class IndexReport:
     #: (root, documents) the store holds from roots that no longer exist here (kept, not
     #: removed: `recall forget ROOT --apply` drops them once the notes are indexed elsewhere).
     missing_roots: list[tuple[str, int]] = field(default_factory=list)
+    #: (from, to): documents whose file vanished and whose content reappeared at another path
+    #: or under another root in this run, moved with their row (not embedded again).
+    moved: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -210,11 +213,10 @@ def run_index(
     redeclared: list[tuple[str, str, Declarations]] | None = None
     if store.meta(_DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
         redeclared = []
+    movable = _movable(store, known, removals, frozenset(str(c.source) for c in corpora))
+    moved_from: set[tuple[str, str]] = set()
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
-        for root, gone in removals.items():
-            store.remove_documents(root, gone)
-            report.removed.extend(gone)
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
         counts = _Counts()
         tell = _teller(progress, counts, len(work))
@@ -234,6 +236,11 @@ def run_index(
                     redeclared,
                 )
                 counts.files = done
+                if doc is not None and doc.is_new and doc.digest in movable:
+                    old = _move(store, doc, movable, report)
+                    if old is not None:
+                        moved_from.add(old)
+                        doc = None
                 if doc is not None:
                     pending.append(doc)
                     pending_chunks += len(doc.chunks)
@@ -257,6 +264,11 @@ def run_index(
             worker.shutdown(wait=False, cancel_futures=True)
             raise
         worker.shutdown()
+        for root, gone in removals.items():
+            left = [rel for rel in gone if (root, rel) not in moved_from]
+            if left:
+                store.remove_documents(root, left)
+                report.removed.extend(left)
         for source_text, rel, mtime_ns in retimed:
             store.set_file_time(source_text, rel, mtime_ns)
         for source_text, rel, decl in redeclared or ():
@@ -365,6 +377,53 @@ def _read(
         chunks=chunks,
         is_new=rel not in known,
     )
+
+
+def _movable(
+    store: Any,
+    known: dict[str, dict[str, _Known]],
+    removals: dict[str, list[str]],
+    indexed: frozenset[str],
+) -> dict[str, list[tuple[str, str]]]:
+    """Content hash -> (root, path) of the documents this run may find moved: those whose file
+    is gone from a folder indexed now, and those under a root that no longer exists."""
+    movable: dict[str, list[tuple[str, str]]] = {}
+    for root, gone in removals.items():
+        for rel in gone:
+            movable.setdefault(known[root][rel][0], []).append((root, rel))
+    for root, _ in missing_roots(store.sources(), indexed):
+        for rel, digest, _size, _mtime in store.known_documents(root):
+            movable.setdefault(digest, []).append((root, rel))
+    return movable
+
+
+def _move(
+    store: Any, doc: _Pending, movable: dict[str, list[tuple[str, str]]], report: IndexReport
+) -> tuple[str, str] | None:
+    """Move a vanished document with `doc`'s content to `doc`'s place, the one at the same
+    relative path first; its (root, path), or None when none can move (another title: `doc`
+    is embedded as new)."""
+    candidates = sorted(movable[doc.digest], key=lambda c: c[1] != doc.rel)
+    for root, rel in candidates:
+        key = _core.resolution_key(doc.rel)
+        if store.move_document(root, rel, doc.source, doc.rel, key, doc.title, doc.mtime_ns):
+            movable[doc.digest].remove((root, rel))
+            decl = doc.decl
+            store.set_declarations(
+                doc.source,
+                doc.rel,
+                _edge_rows(decl),
+                decl.alias if decl is not None else None,
+                _retired_row(decl),
+            )
+            report.moved.append((_shown(root, rel, doc.source), doc.rel))
+            return root, rel
+    return None
+
+
+def _shown(root: str, rel: str, source: str) -> str:
+    """A document's path as a report shows it: relative to `source`'s root when it is there."""
+    return rel if root == source else os.path.join(root, rel)
 
 
 @dataclass

@@ -397,6 +397,31 @@ impl Store {
         Ok(())
     }
 
+    /// Move a document to another root or path, keeping its row: chunks, vectors, lexical
+    /// entries, edges and `first_indexed_at` stay, and nothing counts as churn (a moved folder
+    /// or a renamed file whose content is unchanged, SPEC §3). Only a document whose stored
+    /// title is `title` moves (the title is part of what was embedded), and never onto a path
+    /// already taken. Returns whether it moved.
+    pub fn move_document(
+        &mut self,
+        from: (&str, &str),
+        to: (&str, &str),
+        key: &str,
+        title: &str,
+        mtime_ns: Option<i64>,
+    ) -> Result<bool> {
+        self.require_write()?;
+        let moved = self
+            .conn
+            .prepare_cached(
+                "UPDATE documents SET source = ?3, path = ?4, key = ?5, mtime_ns = ?7
+             WHERE source = ?1 AND path = ?2 AND title = ?6
+               AND NOT EXISTS (SELECT 1 FROM documents WHERE source = ?3 AND path = ?4)",
+            )?
+            .execute(params![from.0, from.1, to.0, to.1, key, title, mtime_ns])?;
+        Ok(moved == 1)
+    }
+
     /// Remove documents (with their chunks, vectors and edges) by path under `source`.
     pub fn remove_documents(&mut self, source: &str, paths: &[String]) -> Result<usize> {
         self.require_write()?;

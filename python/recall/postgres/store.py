@@ -237,6 +237,18 @@ class PgStore(Searching, Summaries):
     def remove_documents(self, source: str, paths: list[str]) -> int:
         return self._writing().remove(source, paths)
 
+    def move_document(
+        self,
+        source: str,
+        path: str,
+        new_source: str,
+        new_path: str,
+        key: str,
+        title: str,
+        mtime_ns: int | None,
+    ) -> bool:
+        return self._writing().move(source, path, new_source, new_path, key, title, mtime_ns)
+
     def commit(self, now: str) -> int:
         """Write what the run holds, bump the generation, commit and release the lock."""
         run = self._writing()

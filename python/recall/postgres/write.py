@@ -314,6 +314,28 @@ class Run:
             (mtime_ns, source, path),
         )
 
+    def move(
+        self,
+        source: str,
+        path: str,
+        new_source: str,
+        new_path: str,
+        key: str,
+        title: str,
+        mtime_ns: int | None,
+    ) -> bool:
+        """Move a document whose content is unchanged, keeping its row (no churn); only when
+        its stored title is `title` and the new path is free."""
+        self.flush()
+        t = self._t("documents")
+        moved = self.conn.execute(
+            f"UPDATE {t} SET source = %s, path = %s, key = %s, mtime_ns = %s"
+            " WHERE source = %s AND path = %s AND title = %s"
+            f" AND NOT EXISTS (SELECT 1 FROM {t} WHERE source = %s AND path = %s)",
+            (new_source, new_path, key, mtime_ns, source, path, title, new_source, new_path),
+        )
+        return bool(moved.rowcount == 1)
+
     def remove(self, source: str, paths: list[str]) -> int:
         self.flush()
         ids = [
