@@ -73,7 +73,8 @@ def _indexed(db: Path, small: Path) -> tuple[int, int]:
         ([signal.SIGINT], 130, "stopped by Ctrl-C"),
         ([signal.SIGTERM], 143, "stopped by SIGTERM"),
         ([signal.SIGINT, signal.SIGINT, signal.SIGINT], 130, "stopped by Ctrl-C"),
-        ([signal.SIGTERM, signal.SIGINT], 143, "stopped by SIGTERM"),
+        # Both may be pending when the handlers run (they then run in signal-number order).
+        ([signal.SIGTERM, signal.SIGINT], None, None),
     ],
     ids=["sigint", "sigterm", "sigint-thrice", "sigterm-then-sigint"],
 )
@@ -81,8 +82,8 @@ def test_an_interrupted_index_stops_with_one_line_and_leaves_the_store_as_it_was
     tmp_path: Path,
     corpus: tuple[Path, Path],
     signals: list[int],
-    code: int,
-    said: str,
+    code: int | None,
+    said: str | None,
 ) -> None:
     small, large = corpus
     db = tmp_path / "m.db"
@@ -93,9 +94,13 @@ def test_an_interrupted_index_stops_with_one_line_and_leaves_the_store_as_it_was
         run.send_signal(signum)
         time.sleep(0.01)
     out, err = run.communicate(timeout=60)
+    if code is None:  # either signal may win, and the message says which
+        code = run.returncode
+        said = {130: "stopped by Ctrl-C", 143: "stopped by SIGTERM"}.get(code, "?")
     assert run.returncode == code, (run.returncode, err)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and said in lines[0] and str(db) in lines[0], err
+    assert said is not None and len(lines) == 1, err
+    assert said in lines[0] and str(db) in lines[0], err
     assert "Traceback" not in err and "terminate called" not in err
     assert out == ""
     with recall.open(db, read_only=True) as mem:

@@ -30,10 +30,10 @@ def _notes(root: Path, n: int) -> Path:
 
 
 def test_a_vanished_folder_is_reported_with_the_way_out_and_its_documents_kept(
-    tmp_path: Path, backend: Callable[[str], str]
+    tmp_path: Path,
 ) -> None:
     notes, kept = _notes(tmp_path / "notes", 3), _notes(tmp_path / "other", 2)
-    db = backend("m.db")
+    db = tmp_path / "m.db"
     with recall.open(db, embedder="hashing-512") as mem:
         mem.index([notes, kept])
         assert mem.stats().missing_roots == []
@@ -105,9 +105,7 @@ def _first_indexed(mem: recall.Memory) -> dict[str, str]:
     return {path: first for _, path, first in mem._store.document_list()}
 
 
-def test_a_moved_folder_and_a_renamed_note_keep_their_rows(
-    tmp_path: Path, backend: Callable[[str], str]
-) -> None:
+def test_a_moved_folder_and_a_renamed_note_keep_their_rows(tmp_path: Path) -> None:
     notes = _notes(tmp_path / "notes", 4)
     (notes / "n0.md").write_text(
         "---\nsupersedes: n1.md\n---\n# Note 0\n\nThe cache now expires after a day.\n",
@@ -115,8 +113,7 @@ def test_a_moved_folder_and_a_renamed_note_keep_their_rows(
     )
     (notes / "untitled.md").write_text("no heading, so the file name is the title\n")
     embedder = CountingEmbedder()
-    db = backend("m.db")
-    with recall.open(db, embedder=embedder) as mem:
+    with recall.open(tmp_path / "m.db", embedder=embedder) as mem:
         mem.index(notes)
         first, churn = _first_indexed(mem), mem.stats().chunk_churn
         moved = tmp_path / "elsewhere" / "notes"
@@ -149,3 +146,25 @@ def test_a_moved_folder_and_a_renamed_note_keep_their_rows(
         sources = {(path, source) for source, path, _ in mem._store.document_list()}
         assert ("n1.md", str(moved.resolve())) in sources and ("n1.md", root) not in sources
         assert n1.provenance.first_indexed_at == first["n1.md"]
+
+
+def test_a_renamed_note_moves_on_either_backend_and_a_shared_store_has_no_missing_roots(
+    tmp_path: Path, backend: Callable[[str], str]
+) -> None:
+    """PostgreSQL: several machines may index into one namespace, so a root missing on this
+    machine may be another machine's: it is neither reported nor a source of moves there."""
+    notes, other = _notes(tmp_path / "notes", 2), _notes(tmp_path / "other", 1)
+    db = backend("m.db")
+    embedder = CountingEmbedder()
+    with recall.open(db, embedder=embedder) as mem:
+        mem.index([notes, other])
+        first = _first_indexed(mem)
+        (notes / "n1.md").rename(notes / "n1-renamed.md")
+        shutil.rmtree(other)
+        embedder.texts = 0
+        report = mem.index(notes)
+        assert report.moved == [("n1.md", "n1-renamed.md")] and embedder.texts == 0
+        assert _first_indexed(mem)["n1-renamed.md"] == first["n1.md"]
+        shared = db.startswith("postgresql://")
+        want = [] if shared else [(str(other.resolve()), 1)]
+        assert report.missing_roots == want == mem.stats().missing_roots

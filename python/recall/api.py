@@ -297,7 +297,7 @@ class Memory:
             embedder=name,
             embedder_dim=dim,
             embedder_fingerprint=fingerprint,
-            missing_roots=missing_roots(self._store.sources()),
+            missing_roots=missing_roots(self._store),
             **raw,
         )
 

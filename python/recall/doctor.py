@@ -81,7 +81,7 @@ def _roots(store: Any) -> Check:
     """SPEC §11: documents from a root that no longer exists are kept, and said so."""
     from recall.walk import missing_roots
 
-    gone = missing_roots(store.sources())
+    gone = missing_roots(store)
     if not gone:
         return Check("roots", "ok", "every folder the notes were indexed from exists")
     return Check("roots", "warning", "; ".join(missing_root_advice(s, n) for s, n in gone))

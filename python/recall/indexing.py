@@ -280,9 +280,7 @@ def run_index(
         if vocabularies is not None and store.meta("vocabularies") != vocabularies:
             store.set_meta("vocabularies", vocabularies)
         report.generation = store.commit(instant)
-        report.missing_roots = missing_roots(
-            store.sources(), frozenset(str(c.source) for c in corpora)
-        )
+        report.missing_roots = missing_roots(store, frozenset(str(c.source) for c in corpora))
     except BaseException:
         store.rollback()
         raise
@@ -391,7 +389,7 @@ def _movable(
     for root, gone in removals.items():
         for rel in gone:
             movable.setdefault(known[root][rel][0], []).append((root, rel))
-    for root, _ in missing_roots(store.sources(), indexed):
+    for root, _ in missing_roots(store, indexed):
         for rel, digest, _size, _mtime in store.known_documents(root):
             movable.setdefault(digest, []).append((root, rel))
     return movable

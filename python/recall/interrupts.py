@@ -41,8 +41,8 @@ class Interrupted(KeyboardInterrupt):
 
 @contextmanager
 def stoppable() -> Iterator[None]:
-    """Within the block, the first SIGINT or SIGTERM raises `Interrupted`; later ones are
-    ignored until the process ends. Outside the main thread it changes nothing."""
+    """Within the block, the first SIGINT or SIGTERM raises `Interrupted`; later ones do
+    nothing until the process ends. Outside the main thread it changes nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -55,8 +55,10 @@ def stoppable() -> Iterator[None]:
     def handler(signum: int, _frame: object) -> None:
         nonlocal stopped
         stopped = True
+        # Later signals run a handler that does nothing (not SIG_IGN: one already pending when
+        # this runs would be reported as "ignored due to race condition").
         for s in signums:
-            signal.signal(s, signal.SIG_IGN)
+            signal.signal(s, _ignore)
         raise Interrupted(signum)
 
     for s in signums:
@@ -67,6 +69,10 @@ def stoppable() -> Iterator[None]:
         if not stopped:
             for s, previous in before.items():
                 signal.signal(s, previous)
+
+
+def _ignore(_signum: int, _frame: object) -> None:
+    """A signal after the first: the stop is under way."""
 
 
 def exit_stopped(stop: Interrupted, message: str) -> NoReturn:

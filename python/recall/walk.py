@@ -13,6 +13,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from recall.errors import UsageError
 
@@ -99,14 +100,15 @@ def shown(name: str) -> str:
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def missing_roots(
-    sources: list[tuple[str, int]], indexed: frozenset[str] = frozenset()
-) -> list[tuple[str, int]]:
+def missing_roots(store: Any, indexed: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
     """(root, documents) for the roots a store holds documents from that no longer exist on
     this machine, besides those in `indexed` (SPEC §11: their documents are kept and reported,
-    never removed silently). A root that exists but cannot be read is not missing."""
+    never removed silently). A root that exists but cannot be read is not missing; a store
+    several machines share (PostgreSQL) has none."""
+    if getattr(store, "shared", False):
+        return []
     gone = []
-    for source, documents in sources:
+    for source, documents in store.sources():
         if source in indexed:
             continue
         try:

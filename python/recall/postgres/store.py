@@ -37,6 +37,10 @@ CONNECT_TIMEOUT = 10
 class PgStore(Searching, Summaries):
     """One namespace of a PostgreSQL database, answering what `_core.Store` answers."""
 
+    #: Several machines may index into one namespace: a root missing on this machine may be
+    #: another machine's, so it is neither reported missing nor a source of moved documents.
+    shared = True
+
     def __init__(self, url: str, *, namespace: str | None = None, read_only: bool = False) -> None:
         try:
             import psycopg
