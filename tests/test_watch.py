@@ -4,7 +4,6 @@ followed within a second, every search answers, and the store ends equal to a fr
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,11 +23,17 @@ def note(i: int, words: str) -> str:
 
 
 def documents(db: Path) -> set[tuple[str, str]]:
-    con = sqlite3.connect(db)
-    try:
-        return set(con.execute("SELECT path, content_hash FROM documents"))
-    finally:
-        con.close()
+    """(path, content hash) of every document, read through recall's own SQLite. Not the host's
+    `sqlite3`: a second SQLite library in this process drops the process's POSIX locks on the
+    file when it closes, and the watch's and the searcher's connections then fail with "disk
+    I/O error" (SQLite's documented hazard of two copies of the library in one process)."""
+    with recall.open(db, read_only=True) as mem:
+        store = mem._store
+        return {
+            (path, digest)
+            for source, _ in store.sources()
+            for path, digest, _size, _mtime in store.known_documents(source)
+        }
 
 
 def wait_for(check: object, timeout: float = 10.0) -> None:
