@@ -213,7 +213,9 @@ def run_index(
     redeclared: list[tuple[str, str, Declarations]] | None = None
     if store.meta(_DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
         redeclared = []
-    movable = _movable(store, known, removals, frozenset(str(c.source) for c in corpora))
+    indexed = frozenset(str(c.source) for c in corpora)
+    missing_before = missing_roots(store, indexed)
+    movable = _movable(store, known, removals, missing_before)
     moved_from: set[tuple[str, str]] = set()
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
@@ -280,7 +282,8 @@ def run_index(
         if vocabularies is not None and store.meta("vocabularies") != vocabularies:
             store.set_meta("vocabularies", vocabularies)
         report.generation = store.commit(instant)
-        report.missing_roots = missing_roots(store, frozenset(str(c.source) for c in corpora))
+        # Counted again after the moves; a root not missing before the run is not missing now.
+        report.missing_roots = missing_roots(store, indexed) if missing_before else []
     except BaseException:
         store.rollback()
         raise
@@ -381,7 +384,7 @@ def _movable(
     store: Any,
     known: dict[str, dict[str, _Known]],
     removals: dict[str, list[str]],
-    indexed: frozenset[str],
+    missing: list[tuple[str, int]],
 ) -> dict[str, list[tuple[str, str]]]:
     """Content hash -> (root, path) of the documents this run may find moved: those whose file
     is gone from a folder indexed now, and those under a root that no longer exists."""
@@ -389,7 +392,7 @@ def _movable(
     for root, gone in removals.items():
         for rel in gone:
             movable.setdefault(known[root][rel][0], []).append((root, rel))
-    for root, _ in missing_roots(store, indexed):
+    for root, _ in missing:
         for rel, digest, _size, _mtime in store.known_documents(root):
             movable.setdefault(digest, []).append((root, rel))
     return movable
@@ -402,8 +405,8 @@ def _move(
     relative path first; its (root, path), or None when none can move (another title: `doc`
     is embedded as new)."""
     candidates = sorted(movable[doc.digest], key=lambda c: c[1] != doc.rel)
+    key = _core.resolution_key(doc.rel)
     for root, rel in candidates:
-        key = _core.resolution_key(doc.rel)
         if store.move_document(root, rel, doc.source, doc.rel, key, doc.title, doc.mtime_ns):
             movable[doc.digest].remove((root, rel))
             decl = doc.decl
