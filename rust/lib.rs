@@ -114,6 +114,8 @@ type EdgeRow = (
 type RetiredRow = (String, Option<String>, String, Option<i64>, String, bool);
 type ForgetRow = (String, String, String, i64, Vec<(String, String)>);
 type ForgottenRow = (String, String, String, String, Option<String>);
+/// (title, [(chunk text, heading path)], vectors as float32 little-endian bytes)
+type DocumentVectors<'py> = (String, Vec<(String, String)>, Bound<'py, PyBytes>);
 
 fn declarations(
     edges: Vec<EdgeRow>,
@@ -413,6 +415,22 @@ impl PyStore {
         paths: Vec<String>,
     ) -> PyResult<usize> {
         py.detach(|| self.with(|s| s.remove_documents(&source, &paths)))
+    }
+
+    /// The title, chunks' (text, heading path) and vectors (float32 little-endian, chunk
+    /// order) of one stored document, or None: what an index run gives a copy of it.
+    fn document_vectors<'py>(
+        &self,
+        py: Python<'py>,
+        source: &str,
+        path: &str,
+    ) -> PyResult<Option<DocumentVectors<'py>>> {
+        let found = py.detach(|| self.with(|s| s.document_vectors(source, path)))?;
+        Ok(found.map(|d| {
+            let chunks = d.chunks.into_iter().map(|c| (c.text, c.heading_path));
+            let blob = PyBytes::new(py, &store::f32_blob(&d.vectors));
+            (d.title, chunks.collect(), blob)
+        }))
     }
 
     /// Up to `limit` documents with ids above `after`, each as `put_document` takes it back

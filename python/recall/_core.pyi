@@ -86,6 +86,9 @@ class Store:
         first_indexed_at: str | None = None,
     ) -> None: ...
     def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]: ...
+    def document_vectors(
+        self, source: str, path: str
+    ) -> tuple[str, list[tuple[str, str]], bytes] | None: ...
     def set_declarations(
         self,
         source: str,

@@ -238,6 +238,14 @@ class Memory:
             return self._handle, True
         return self._store, False
 
+    def _journal_path(self) -> Path | None:
+        """Where an index run journals its vectors: beside a store file, else nowhere."""
+        if self._remote or self.path in ("", ":memory:"):
+            return None
+        from recall.embedding_journal import journal_path
+
+        return journal_path(self.path)
+
     def _discard_created(self) -> None:
         """Remove a store file this handle created and nothing was kept in (a failed first run
         leaves no empty .db behind)."""
@@ -794,6 +802,10 @@ class Memory:
         the chunks read so far.
         `vocabularies` (`none`, `frontmatter`, `all`) sets which declarations are in force for
         this store from now on (SPEC §8.4); None keeps the store's setting.
+        The vectors a run computes are journaled beside the store file (`<path>-embeddings`,
+        deleted when the run commits), so the run after an interrupted or crashed one embeds
+        only what that one did not; a PostgreSQL run is not resumable yet. A note with the same
+        content and title as a stored one (a copy) takes its vectors instead of being embedded.
         """
         paths = paths_arg(paths)
         now = instant_arg("index", "now", now)
@@ -821,6 +833,7 @@ class Memory:
                 allow_prune=allow_prune,
                 progress=progress,
                 vocabularies=vocabularies,
+                journal=self._journal_path(),
             )
         except BaseException:
             if created:

@@ -201,7 +201,7 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
     speed = f", {report.embedded / report.seconds:,.0f} chunks/s" if report.seconds else ""
     out.print(
         f"  chunks written {report.chunks} · embedded {report.embedded} "
-        f"({escape(report.embedder)}{speed})"
+        f"({escape(report.embedder)}{speed}) · reused {report.reused}"
     )
     if report.moved:
         out.print(f"  moved {len(report.moved)} (renamed or in a moved folder; not embedded again)")

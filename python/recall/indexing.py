@@ -2,9 +2,11 @@
 content hash, guard against mass pruning, parse and chunk, embed on a worker thread while
 reading and writing go on, and commit everything in one store transaction.
 
-Owns: which files are eligible, the per-file reasons, the typed report, and the pipeline that
-keeps the embedder busy. Does not own: SQL (the Rust store), frontmatter rules (`frontmatter`),
-chunk boundaries (`chunking`) or vectors (`embedders`).
+Owns: which files are eligible, the per-file reasons, the typed report, the pipeline that
+keeps the embedder busy, and which vectors need not be computed again (an interrupted run's,
+journaled; a copied note's, in the store). Does not own: SQL (the Rust store), frontmatter rules
+(`frontmatter`), chunk boundaries (`chunking`), vectors (`embedders`) or the journal's file
+(`embedding_journal`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy.typing as npt
 from recall import _core
 from recall.chunking import Chunk, chunk
 from recall.embedders import Embedder
+from recall.embedding_journal import Journal, text_digest
 from recall.errors import PruneRefusedError, UsageError
 from recall.frontmatter import Frontmatter
 from recall.vocabularies import SETTINGS, Declarations, declare
@@ -70,7 +73,11 @@ class IndexReport:
     refused: list[Skipped] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
+    #: Chunks the embedder computed in this run.
     embedded: int = 0
+    #: Chunks written with vectors computed before: by an interrupted run (its journal) or for
+    #: a document already in the store with the same content and title (a copied note).
+    reused: int = 0
     seconds: float = 0.0
     generation: int = 0
     embedder: str = ""
@@ -94,6 +101,8 @@ class IndexReport:
 
 #: (content hash, size in bytes, modification time in ns or None) of an indexed file.
 _Known = tuple[str, int, Optional[int]]
+#: A batch's vectors, one row per chunk in order, and how many of them were reused.
+_Vectors = tuple[npt.NDArray[np.float32], int]
 
 #: How recent a modification time is too recent to prove a file unchanged (2 s: coarse file
 #: system clocks and a write in the same tick as the read).
@@ -114,6 +123,8 @@ class _Pending:
     title: str
     chunks: list[Chunk]
     is_new: bool
+    #: The vectors of a stored document with the same content and title (a copied note).
+    vectors: npt.NDArray[np.float32] | None = None
 
 
 def _title(
@@ -149,6 +160,7 @@ def run_index(
     allow_prune: bool = False,
     progress: Progress | None = None,
     vocabularies: str | None = None,
+    journal: Path | None = None,
 ) -> IndexReport:
     """Index files and folders incrementally in one store transaction (SPEC §3).
 
@@ -156,6 +168,10 @@ def run_index(
     and the previous batch is written (onnxruntime and the Rust store release the GIL).
     `vocabularies` (none|frontmatter|all) sets which declarations are in force for the store
     from this run on; None keeps the store's setting (`all` for a new store).
+    With `journal` (a file beside the store, `embedding_journal`), every batch's vectors are
+    written there as soon as they are computed, and the texts it holds are not embedded again:
+    a run after an interrupted or crashed one embeds only what that one did not. The file is
+    read once the store's write lock is held and deleted once the run commits.
     """
     if vocabularies is not None and vocabularies not in SETTINGS:
         raise UsageError(
@@ -217,13 +233,18 @@ def run_index(
     missing_before = missing_roots(store, indexed)
     movable = _movable(store, known, removals, missing_before)
     moved_from: set[tuple[str, str]] = set()
+    copies = _Copies(store, known, embedder.dim)
+    log: Journal | None = None
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
+        if journal is not None:
+            # Read under the store's write lock: one run at a time reads and appends to it.
+            log = Journal(journal, embedder.dim, embedder.fingerprint)
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
         counts = _Counts()
         tell = _teller(progress, counts, len(work))
         try:
-            inflight: tuple[list[_Pending], Future[npt.NDArray[np.float32]]] | None = None
+            inflight: tuple[list[_Pending], Future[_Vectors]] | None = None
             pending: list[_Pending] = []
             pending_chunks = 0
             for done, (source, rel, file) in enumerate(work, 1):
@@ -243,6 +264,8 @@ def run_index(
                     if old is not None:
                         moved_from.add(old)
                         doc = None
+                if doc is not None and doc.chunks:
+                    doc.vectors = copies.vectors(doc)
                 if doc is not None:
                     pending.append(doc)
                     pending_chunks += len(doc.chunks)
@@ -250,7 +273,7 @@ def run_index(
                     if pending_chunks >= EMBED_BATCH:
                         # Hand this batch to the worker, then write the one it just finished.
                         previous = inflight
-                        inflight = (pending, worker.submit(_embed, embedder, pending, counts))
+                        inflight = (pending, worker.submit(_embed, embedder, pending, counts, log))
                         pending, pending_chunks = [], 0
                         if previous is not None:
                             vectors = _awaited(previous[1], tell)
@@ -258,11 +281,11 @@ def run_index(
                 tell()
             if inflight is not None:
                 _write(store, inflight[0], _awaited(inflight[1], tell), instant, report)
-            _write(store, pending, _embed(embedder, pending, counts), instant, report)
+            _write(store, pending, _embed(embedder, pending, counts, log), instant, report)
             tell()
         except BaseException:
-            # An interrupted or failed run does not wait for the batch being embedded: its
-            # vectors would be rolled back with the rest of the run.
+            # An interrupted or failed run does not wait for the batch being embedded (the
+            # journal keeps the batches finished before it).
             worker.shutdown(wait=False, cancel_futures=True)
             raise
         worker.shutdown()
@@ -282,10 +305,14 @@ def run_index(
         if vocabularies is not None and store.meta("vocabularies") != vocabularies:
             store.set_meta("vocabularies", vocabularies)
         report.generation = store.commit(instant)
+        if log is not None:
+            log.remove()  # its vectors are in the store now
         # Counted again after the moves; a root not missing before the run is not missing now.
         report.missing_roots = missing_roots(store, indexed) if missing_before else []
     except BaseException:
         store.rollback()
+        if log is not None:
+            log.close()  # kept for the next run
         raise
     report.seconds = round(time.perf_counter() - started, 3)
     return report
@@ -456,9 +483,7 @@ def _takes_four(fn: Callable[..., None]) -> bool:
     return sum(p.kind in positional for p in params) >= 4
 
 
-def _awaited(
-    future: Future[npt.NDArray[np.float32]], tell: Callable[[], None]
-) -> npt.NDArray[np.float32]:
+def _awaited(future: Future[_Vectors], tell: Callable[[], None]) -> _Vectors:
     """The future's result, telling the progress every quarter second while it is not done."""
     while True:
         try:
@@ -467,30 +492,68 @@ def _awaited(
             tell()
 
 
-def _embed(embedder: Embedder, pending: list[_Pending], counts: _Counts) -> npt.NDArray[np.float32]:
-    """The vectors of every chunk of `pending`, in order (runs on the worker thread). The batch
-    goes to the embedder whole, so that a model groups its texts by length across all of it."""
-    texts = [_embed_text(d.title, c) for d in pending for c in d.chunks]
-    if not texts:
-        return np.zeros((0, embedder.dim), dtype=np.float32)
-    vectors = np.ascontiguousarray(embedder.embed(texts), dtype="<f4")
-    if vectors.shape != (len(texts), embedder.dim):
-        raise UsageError(
-            f"recall embedder: {embedder.name} returned shape {vectors.shape} for "
-            f"{len(texts)} texts of dimension {embedder.dim}"
-        )
-    counts.embedded += len(texts)
-    return vectors
+def _embed(
+    embedder: Embedder, pending: list[_Pending], counts: _Counts, journal: Journal | None = None
+) -> _Vectors:
+    """The vectors of every chunk of `pending`, in order, and how many were reused (runs on the
+    worker thread): a copied document's from the store, those in the journal, and the
+    embedder's for the rest, journaled before this returns. What is left goes to the embedder in
+    one call, so that a model groups its texts by length across all of it."""
+    total = sum(len(d.chunks) for d in pending)
+    vectors = np.empty((total, embedder.dim), dtype="<f4")
+    rows: list[int] = []
+    texts: list[str] = []
+    row = 0
+    for d in pending:
+        if d.vectors is not None:
+            vectors[row : row + len(d.chunks)] = d.vectors
+            row += len(d.chunks)
+            continue
+        for c in d.chunks:
+            rows.append(row)
+            texts.append(_embed_text(d.title, c))
+            row += 1
+    keys: list[bytes] = []
+    if journal is not None and texts:
+        keys = [text_digest(t) for t in texts]
+        missing = []
+        for i, key in enumerate(keys):
+            found = journal.found(key)
+            if found is None:
+                missing.append(i)
+            else:
+                vectors[rows[i]] = found
+        if len(missing) < len(texts):
+            rows = [rows[i] for i in missing]
+            texts = [texts[i] for i in missing]
+            keys = [keys[i] for i in missing]
+    if texts:
+        computed = np.ascontiguousarray(embedder.embed(texts), dtype="<f4")
+        if computed.shape != (len(texts), embedder.dim):
+            raise UsageError(
+                f"recall embedder: {embedder.name} returned shape {computed.shape} for "
+                f"{len(texts)} texts of dimension {embedder.dim}"
+            )
+        if len(texts) == total:
+            vectors = computed
+        else:
+            vectors[rows] = computed
+        if journal is not None:
+            journal.append(keys, computed)
+    counts.embedded += total
+    return vectors, total - len(texts)
 
 
 def _write(
     store: Any,
     pending: list[_Pending],
-    vectors: npt.NDArray[np.float32],
+    batch: _Vectors,
     instant: str,
     report: IndexReport,
 ) -> None:
-    report.embedded += len(vectors)
+    vectors, reused = batch
+    report.embedded += len(vectors) - reused
+    report.reused += reused
     row = 0
     for d in pending:
         n = len(d.chunks)
@@ -498,6 +561,43 @@ def _write(
         row += n
         report.chunks += n
         (report.added if d.is_new else report.updated).append(d.rel)
+
+
+class _Copies:
+    """The stored documents by content hash, read once a run has a document to embed: one with
+    the same content and title as a stored document (a copied note) takes that document's
+    vectors, since its chunks and the texts embedded from them are the same (SPEC §4)."""
+
+    def __init__(self, store: Any, known: dict[str, dict[str, _Known]], dim: int) -> None:
+        self._store = store
+        self._known = known
+        self._dim = dim
+        self._by_hash: dict[str, list[tuple[str, str]]] | None = None
+
+    def vectors(self, doc: _Pending) -> npt.NDArray[np.float32] | None:
+        """The vectors of a stored document that `doc` copies, in chunk order, or None."""
+        if self._by_hash is None:
+            self._by_hash = {}
+            for root, _ in self._store.sources():
+                known = self._known.get(root)
+                if known is None:
+                    known = {p: (h, s, m) for p, h, s, m in self._store.known_documents(root)}
+                for rel, (content_hash, _, _) in known.items():
+                    self._by_hash.setdefault(content_hash, []).append((root, rel))
+        wanted: list[tuple[str, str]] = []
+        for root, rel in self._by_hash.get(doc.digest, ()):
+            if (root, rel) == (doc.source, doc.rel):
+                continue
+            wanted = wanted or [(c.text, " > ".join(c.heading_path)) for c in doc.chunks]
+            stored = self._store.document_vectors(root, rel)
+            # The chunks are compared too: the stored row may have changed in this run, or
+            # have been chunked by another release or as plain text.
+            if stored is None or stored[0] != doc.title or stored[1] != wanted:
+                continue
+            vectors = np.frombuffer(stored[2], dtype="<f4")
+            if vectors.size == len(wanted) * self._dim:
+                return vectors.reshape(len(wanted), self._dim)
+        return None
 
 
 def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str) -> None:

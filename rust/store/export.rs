@@ -1,4 +1,5 @@
-//! Reading a store out whole, a page of documents at a time, for `recall migrate`.
+//! Reading a store out whole, a page of documents at a time, for `recall migrate`; and one
+//! document's vectors, for an index run that finds a copy of it.
 //!
 //! Owns: each document with its chunks, vectors, declarations and both of its times, as the
 //! write path takes them back. Does not own: writing them elsewhere (Python's migrate) or
@@ -17,6 +18,14 @@ pub struct ExportedDocument {
     pub doc: NewDocument,
     pub first_indexed_at: String,
     pub indexed_at: String,
+}
+
+/// One stored document's title, chunks and vectors (chunk order): what a copy of it takes.
+#[derive(Debug, Clone)]
+pub struct StoredVectors {
+    pub title: String,
+    pub chunks: Vec<NewChunk>,
+    pub vectors: Vec<f32>,
 }
 
 impl Store {
@@ -80,6 +89,31 @@ impl Store {
         Ok(out)
     }
 
+    /// The title, chunks and vectors (chunk order) of the document at `path` under `source`;
+    /// None when it is not stored or a chunk has no vector (`recall doctor` reports that).
+    pub fn document_vectors(&self, source: &str, path: &str) -> Result<Option<StoredVectors>> {
+        let found: Option<(i64, String)> = self
+            .conn
+            .prepare_cached("SELECT id, title FROM documents WHERE source = ?1 AND path = ?2")?
+            .query_row(rusqlite::params![source, path], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        let Some((id, title)) = found else {
+            return Ok(None);
+        };
+        let dim = self.embedder()?.map_or(0, |e| e.dim);
+        match self.export_chunks(id, dim) {
+            Ok((chunks, vectors)) => Ok(Some(StoredVectors {
+                title,
+                chunks,
+                vectors,
+            })),
+            Err(crate::errors::CoreError::Usage(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn export_chunks(&self, doc_id: i64, dim: usize) -> Result<(Vec<NewChunk>, Vec<f32>)> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, ordinal, text, byte_start, byte_end, line_start, line_end, heading_path
@@ -135,5 +169,28 @@ impl Store {
             })
         })?;
         Ok(edges.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::fixtures::{doc, embedder, temp_db};
+    use crate::store::Store;
+
+    #[test]
+    fn a_documents_vectors_come_back_in_chunk_order() {
+        let path = temp_db("document-vectors");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        let written = doc("a.md", 3, 4);
+        store.put_document(&written, "t0").unwrap();
+        store.commit("t0").unwrap();
+        let stored = store.document_vectors("/corpus", "a.md").unwrap().unwrap();
+        assert_eq!(stored.title, written.title);
+        let texts: Vec<&str> = stored.chunks.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(texts, ["chunk 0", "chunk 1", "chunk 2"]);
+        assert_eq!(stored.vectors, written.vectors);
+        assert!(store.document_vectors("/corpus", "b.md").unwrap().is_none());
+        assert!(store.document_vectors("/other", "a.md").unwrap().is_none());
     }
 }

@@ -36,7 +36,7 @@ pub use crate::explanation::{
 pub(crate) use crate::judgment::lexical_body;
 pub(crate) use cache::SearchCache;
 pub use doctor::Check;
-pub use export::ExportedDocument;
+pub use export::{ExportedDocument, StoredVectors};
 pub use forget::{ForgetPlan, Forgotten};
 pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;

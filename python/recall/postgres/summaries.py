@@ -1,5 +1,6 @@
 """What a PostgreSQL store reports without judging: known documents, freshness, stats, the
-forget journal and plan, the export a migration reads, and doctor's checks.
+forget journal and plan, the export a migration reads, one document's vectors (for an index run
+that finds a copy of it), and doctor's checks.
 
 Owns: those read-only queries. Does not own: writes (store.py, write.py) or the connection
 (base.py).
@@ -267,6 +268,25 @@ class Summaries(Namespace):
                 }
             )
         return out
+
+    def document_vectors(
+        self, source: str, path: str
+    ) -> tuple[str, list[tuple[str, str]], bytes] | None:
+        """The title, chunks' (text, heading path) and vectors (little-endian float32, chunk
+        order) of one committed document, or None: what an index run gives a copy of it."""
+        with self._conn() as c:
+            if not self._exists(c, "chunks"):
+                return None
+            rows = c.execute(
+                "SELECT d.title, c.text, c.heading_path, vector_send(c.embedding)"
+                f" FROM {self._t('documents')} d JOIN {self._t('chunks')} c ON c.doc_id = d.id"
+                " WHERE d.source = %s AND d.path = %s ORDER BY c.ordinal",
+                (source, path),
+            ).fetchall()
+        if not rows:
+            return None
+        chunks = [(str(r[1]), str(r[2])) for r in rows]
+        return str(rows[0][0]), chunks, b"".join(le_vector(bytes(r[3])) for r in rows)
 
     def doctor(self) -> list[tuple[str, str, str]]:
         checks: list[tuple[str, str, str]] = []
