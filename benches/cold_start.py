@@ -135,7 +135,7 @@ def main() -> None:
         for db in dbs.values():
             t = time.perf_counter()
             with recall.open(db, embedder="hashing-512") as mem:
-                report = mem.index(root)
+                report = mem.index(root, calibrate=False)
                 chunks = mem.stats().chunks
             index_s = time.perf_counter() - t
             assert report.ok and len(report.added) == corpus.n, report.refused[:3]

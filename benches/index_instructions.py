@@ -47,7 +47,7 @@ def child(reader: str, corpus: Path, before: Path | None, db: Path) -> None:
         if reader == "none":
             return
         recall.indexing.declare = readers[reader]  # type: ignore[assignment]
-        report = mem.index(corpus)
+        report = mem.index(corpus, calibrate=False)
         assert report.ok and report.added, report.refused[:3]
 
 

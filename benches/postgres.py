@@ -137,7 +137,7 @@ def run(url: str, work: Path, chunks: int, n_queries: int, embedder_name: str) -
     embedder = Remembered(get_embedder(embedder_name))
     with recall.open(work / "scratch.db", embedder=embedder) as mem:
         t0 = time.perf_counter()
-        report = mem.index(root)
+        report = mem.index(root, calibrate=False)
         embed_s = time.perf_counter() - t0
     print(
         f"  embedding pass (a first index run into a scratch file): {report.chunks:,} chunks in "
@@ -148,7 +148,7 @@ def run(url: str, work: Path, chunks: int, n_queries: int, embedder_name: str) -
     for name, target in targets.items():
         with recall.open(target, embedder=embedder) as mem:
             t0 = time.perf_counter()
-            report = mem.index(root)
+            report = mem.index(root, calibrate=False)
             index_s[name] = time.perf_counter() - t0
         print(
             f"  index into {name:8} from the remembered vectors: {report.chunks:,} chunks in "

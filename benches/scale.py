@@ -71,7 +71,7 @@ def bench(n: int, n_queries: int, workdir: Path) -> dict[str, float]:
     print(f"  wrote the notes in {time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
     with recall.open(db, embedder=EMBEDDER) as mem:
-        report = mem.index(root)
+        report = mem.index(root, calibrate=False)
         index_s = time.perf_counter() - t0
         stats = mem.stats()
     size = db.stat().st_size

@@ -104,7 +104,7 @@ def bench_size(n: int, n_queries: int, workdir: Path) -> dict[str, float]:
     corpus.write(root)
     t1 = time.perf_counter()
     with recall.open(db, embedder=EMBEDDER) as mem:
-        report = mem.index(root)
+        report = mem.index(root, calibrate=False)
         t2 = time.perf_counter()
         pairs = corpus.queries(LABELLED + n_queries + WARMUP, seed=n)
         labelled = [(q, True) for q, _ in pairs[:LABELLED]]

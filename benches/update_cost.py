@@ -47,7 +47,7 @@ def main() -> None:
         corpus.write(root)
         with recall.open(db, embedder=EMBEDDER) as mem:
             t0 = time.perf_counter()
-            report = mem.index(root)
+            report = mem.index(root, calibrate=False)
             full_s = time.perf_counter() - t0
             print(
                 f"fresh index: {args.notes:,} notes, {report.chunks:,} chunks in {full_s:.1f} s "
@@ -70,7 +70,7 @@ def main() -> None:
                         gone = set(picked)
                         alive = [i for i in alive if i not in gone]
                     t0 = time.perf_counter()
-                    report = mem.index(root, allow_prune=True)
+                    report = mem.index(root, allow_prune=True, calibrate=False)
                     seconds = time.perf_counter() - t0
                     changed = len(report.updated) if kind == "update" else len(report.removed)
                     if changed != m:

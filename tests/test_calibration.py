@@ -16,7 +16,15 @@ from typer.testing import CliRunner
 
 import recall
 from recall import _core
-from recall.calibration import auc, fit, hanley_mcneil, quantile, scale_for, threshold_for
+from recall.calibration import (
+    _leave_one_out,
+    auc,
+    fit,
+    hanley_mcneil,
+    quantile,
+    scale_for,
+    threshold_for,
+)
 from recall.cli import app
 
 from .conftest import EXAMPLES, write_corpus
@@ -321,3 +329,25 @@ def test_cli_uncertified_fit_exits_1_and_stale_refuses(tmp_path: Path, corpus: P
     assert runner.invoke(app, ["index", str(corpus), "--db", db]).exit_code == 0
     res = runner.invoke(app, ["search", "topic", "--db", db, "--json"])
     assert res.exit_code == 3 and json.loads(res.stdout)["code"] == "CALIBRATION_STALE"
+
+
+@given(
+    st.lists(st.floats(0, 1).map(lambda x: round(x, 2)), max_size=30),
+    st.lists(st.floats(0, 1).map(lambda x: round(x, 2)), max_size=30),
+)
+def test_leave_one_out_is_a_refit_without_each_sample(
+    answerable: list[float], unanswerable: list[float]
+) -> None:
+    """The O(n log n) leave-one-out rates equal refitting the threshold without each sample."""
+    false_conf = sum(
+        u >= threshold_for(answerable, unanswerable[:i] + unanswerable[i + 1 :])
+        for i, u in enumerate(unanswerable)
+    )
+    false_abst = sum(
+        a < threshold_for(answerable[:i] + answerable[i + 1 :], unanswerable)
+        for i, a in enumerate(answerable)
+    )
+    assert _leave_one_out(answerable, unanswerable) == (
+        false_conf / len(unanswerable) if unanswerable else None,
+        false_abst / len(answerable) if answerable else None,
+    )

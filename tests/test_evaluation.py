@@ -361,7 +361,8 @@ def test_report_serialises_and_formats(report: EvalReport) -> None:
     assert line.split()[2:] == ["1/2", "=", "0.50", "[0.09,", "0.91]"] * 2
 
     md = evaluation.format_markdown([report])
-    assert "| measurement | hashing-512 |" in md
+    assert "| measurement | hashing-512 (labelled) |" in md
+    assert "| calibration | the store's |" in md
     assert "| successor accuracy | 1/2 = 0.50 [0.09–0.91] |" in md
     assert "| dense MRR | 0.675 [" in md
 
@@ -470,7 +471,11 @@ def test_cross_fitting_scores_each_question_with_the_other_half(tmp_path: Path) 
     assert report.cross_fitted and report.questions == 10
     assert [r.fold for r in report.rows] == [2, 1] * 5, "even positions are scored by fold 2"
     assert [c["fold"] for c in report.calibrations] == [1, 2]
-    assert all(c["n_answerable"] + c["n_unanswerable"] == 5 for c in report.calibrations)
+    # Five labelled questions a fold, beside the identifier lookups made from the notes (none
+    # of the labelled ones asks for an identifier).
+    assert all(
+        c["n_answerable"] + c["n_unanswerable"] - c["made"] == 5 for c in report.calibrations
+    )
     assert report.now.startswith("2026-06-01T00:00:00")
     assert (tmp_path / "work" / "recall-eval-hashing-512.db").exists()
     # Uncertified folds (5 questions each): strict refuses, development answers, and says so.
@@ -480,7 +485,10 @@ def test_cross_fitting_scores_each_question_with_the_other_half(tmp_path: Path) 
     (limited,) = evaluation.evaluate_shipped(
         ["hashing-512"], evalset=root, fit_categories={"paraphrase", "supersession", "far_gap"}
     )
-    assert [c["n_answerable"] + c["n_unanswerable"] for c in limited.calibrations] == [3, 2]
+    assert [c["n_answerable"] + c["n_unanswerable"] - c["made"] for c in limited.calibrations] == [
+        3,
+        2,
+    ]
     assert "calibrated on the categories far_gap, paraphrase, supersession" in limited.notes
 
     write_questions(

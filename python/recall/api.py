@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import os
 import time
@@ -20,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recall import _core
+from recall import _core, fitting, selfcal
 from recall.arguments import (
     embedder_arg,
     flag_arg,
@@ -35,11 +34,11 @@ from recall.arguments import (
     text_arg,
 )
 from recall.calibration import (
+    CERTIFY_MIN_PER_CLASS,
     DEFAULT_SCALE,
     DEFAULT_THRESHOLD,
     Calibration,
     CalibrationEntry,
-    Evidence,
     Fit,
     dump_history,
     fit_evidence,
@@ -52,7 +51,7 @@ from recall.calibration import (
 )
 from recall.embedders import (
     Embedder,
-    embed_queries,
+    HashingEmbedder,
     get_embedder,
     query_vector,
 )
@@ -70,6 +69,7 @@ from recall.results import (
     Validity,
     abstention_reason,
 )
+from recall.selfcal import Probe, identifier_probes
 
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
@@ -146,6 +146,10 @@ class StoreStats:
     unread: int = 0
     #: (root, documents) for the roots documents were indexed from that no longer exist here.
     missing_roots: list[tuple[str, int]] = field(default_factory=list)
+    #: The calibration in use for the store's embedder (id, source `labelled` or `self`,
+    #: threshold, certified, stale), or None with `calibration_note` saying why.
+    calibration: dict[str, Any] | None = None
+    calibration_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -300,7 +304,10 @@ class Memory:
         name, dim, fingerprint = embedder if embedder else (None, None, None)
         from recall.walk import missing_roots
 
+        record, why = self.calibration(embedder) if embedder else (None, "nothing indexed yet")
         return StoreStats(
+            calibration=self._summary(record, raw["chunk_churn"]) if record else None,
+            calibration_note=why,
             path=self.path,
             embedder=name,
             embedder_dim=dim,
@@ -365,65 +372,18 @@ class Memory:
             raise UsageError(
                 f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
             )
-        vectors = embed_queries(embedder, [q for q, _, _ in items])
-        evidence = []
-        for (query, answerable, relevant), vector in zip(items, vectors):
-            # SPEC §7: both legs' evidence of the hits the query retrieves.
-            raw = self._store.search(
-                vector.tobytes(),
-                text=query,
-                k=CANDIDATES,
-                candidates=CANDIDATES,
-                now_us=0,
-                known_as_of_us=None,
-                threshold=DEFAULT_THRESHOLD,
-                scale=DEFAULT_SCALE,
-                unverified=True,
-            )
-            plain = not relevant and not _core.identifiers(query)
-            evidence.append(
-                Evidence(
-                    query=query,
-                    answerable=answerable,
-                    hits=tuple(
-                        (
-                            h["score"],
-                            h["lexical"],
-                            h["identifiers_held"],
-                            h["identifier_match"],
-                            not relevant or h["path"] in relevant,
-                        )
-                        for h in raw["hits"]
-                        if not h["fetched"]
-                    ),
-                    top_dense=(raw["dense"][0][1] if raw["dense"] else 0.0) if plain else None,
-                )
-            )
-        result, (lexical_weight, identifier_weight) = fit_evidence(evidence)
-        pairs = [(q, a) for q, a, _ in items]
-        stats = self.stats()
-        digest = hashlib.blake2b(json.dumps(pairs).encode(), digest_size=4).hexdigest()
-        calibration = Calibration(
-            id=f"g{stats.generation}-{digest}",
-            embedder=embedder.name,
-            fingerprint=embedder.fingerprint,
-            threshold=result.threshold,
-            scale=result.scale,
-            certified=result.certified,
-            generation=stats.generation,
-            chunk_count=stats.chunks,
-            churn=stats.chunk_churn,
-            fitted_at=format_instant(utc(now)),
-            auc=result.auc,
-            auc_lower=result.auc_interval[0] if result.auc_interval else None,
-            n_answerable=result.n_answerable,
-            n_unanswerable=result.n_unanswerable,
-            certified_reason=result.certified_reason,
-            features=("dense",)
-            + (("lexical_share",) if lexical_weight > 0 else ())
-            + (("identifier_match",) if identifier_weight > 0 else ()),
-            lexical_weight=lexical_weight,
-            identifier_weight=identifier_weight,
+        probes = [
+            Probe(query, answerable, "labelled", relevant=frozenset(relevant))
+            for query, answerable, relevant in items
+        ]
+        if not any(_core.identifiers(query) for query, _, _ in items):
+            # SPEC §7: a labelled set without identifier lookups does not switch them off.
+            probes += identifier_probes(self._store)
+        evidence = fitting.evidence(self._store, embedder, probes, CANDIDATES)
+        result, weights = fit_evidence(evidence)
+        made = sum(p.kind != "labelled" for p in probes)
+        calibration = fitting.record(
+            self.stats(), embedder, result, weights, [(q, a) for q, a, _ in items], now, made
         )
         current, _ = self.calibration(bound)
         keep = current is not None and current.certified is True and not calibration.certified
@@ -431,6 +391,93 @@ class Memory:
             bound,
             calibration,
             source="fit",
+            saved_at=calibration.fitted_at or format_instant(utc(now)),
+            in_use=replace or not keep,
+        )
+        return calibration, result
+
+    @staticmethod
+    def _summary(calibration: Calibration, churn: int) -> dict[str, Any]:
+        """What a result and `stats` show of the calibration in use."""
+        return {
+            "id": calibration.id,
+            "source": calibration.source,
+            "embedder": calibration.embedder,
+            "threshold": calibration.threshold,
+            "scale": calibration.scale,
+            "certified": calibration.certified,
+            "stale": calibration.is_stale(churn),
+            "features": list(calibration.features),
+            "lexical_weight": calibration.lexical_weight,
+            "identifier_weight": calibration.identifier_weight,
+        }
+
+    def calibrate_self(
+        self, *, now: dt.datetime | None = None, replace: bool = False
+    ) -> tuple[Calibration, Fit]:
+        """Fit a calibration from questions recall makes from the store alone (SPEC §7,
+        `recall.selfcal`): no labelled questions needed. Fitted and certified by the same rules
+        as a labelled calibration and recorded with `source: self`. It is put in use unless the
+        record in use was fitted from a user's labelled questions or imported (those always take
+        precedence) or is certified while this one is not; `replace=True` puts it in use anyway.
+        """
+        now = instant_arg("calibrate", "now", now)
+        replace = flag_arg("calibrate", "replace", replace)
+        bound = self._store.embedder()
+        if bound is None or self.stats().documents == 0:
+            raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
+        embedder = self.embedder
+        if embedder.fingerprint != bound[2]:
+            raise UsageError(
+                f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
+            )
+        return self._calibrate_self(selfcal.probes(self._store), now=now, replace=replace)
+
+    def _calibrate_self(
+        self, probes: list[Probe], *, now: dt.datetime | None, replace: bool
+    ) -> tuple[Calibration, Fit]:
+        bound = self._store.embedder()
+        assert bound is not None, "checked by the callers"
+        embedder = self.embedder
+        # The made answerable questions are the notes' own words: they would buy a lexical
+        # weight that a user's question does not earn, so a self-made fit weighs only the
+        # dense cosine and the identifier match, and its threshold is placed by the off-topic
+        # questions alone (`selfcal.PLACING`); every question counts for its certification.
+        result, weights = fit_evidence(
+            fitting.evidence(self._store, embedder, probes, CANDIDATES),
+            [p.kind in selfcal.PLACING for p in probes],
+            lexical_weights=(0.0,),
+            ceiling=selfcal.CEILING,
+        )
+        if isinstance(embedder, HashingEmbedder) and result.certified:
+            # Its made questions share the notes' words; a token-hashing embedder matches
+            # nothing else, so they cannot show how it meets a question in other words.
+            result = dataclasses.replace(
+                result,
+                certified=False,
+                certified_reason=(
+                    f"{result.certified_reason}, but a self-made calibration does not certify "
+                    f"{embedder.name}: its questions use the notes' own words, and token hashing "
+                    "matches nothing else; label your own questions (recall calibrate QUERIES)"
+                ),
+            )
+        calibration = fitting.record(
+            self.stats(),
+            embedder,
+            result,
+            weights,
+            [(p.query, p.answerable) for p in probes],
+            now,
+            source="self",
+        )
+        current, _ = self.calibration(bound)
+        keep = current is not None and (
+            current.source != "self" or (current.certified is True and not calibration.certified)
+        )
+        self._save_calibration(
+            bound,
+            calibration,
+            source="self",
             saved_at=calibration.fitted_at or format_instant(utc(now)),
             in_use=replace or not keep,
         )
@@ -671,21 +718,7 @@ class Memory:
             # SPEC §4: from dense cosines only; a lexical match never suppresses it.
             gap_warning=not dense_scores or max(dense_scores) < threshold,
             calibrated=calibration is not None,
-            calibration=(
-                {
-                    "id": calibration.id,
-                    "embedder": calibration.embedder,
-                    "threshold": calibration.threshold,
-                    "scale": calibration.scale,
-                    "certified": calibration.certified,
-                    "stale": calibration.is_stale(churn),
-                    "features": list(calibration.features),
-                    "lexical_weight": calibration.lexical_weight,
-                    "identifier_weight": calibration.identifier_weight,
-                }
-                if calibration
-                else None
-            ),
+            calibration=self._summary(calibration, churn) if calibration else None,
             generation=int(raw["generation"]),
             staleness=Staleness(
                 newest_indexed_at=format_instant(newest) if newest else None,
@@ -791,6 +824,7 @@ class Memory:
         allow_prune: bool = False,
         progress: Progress | None = None,
         vocabularies: str | None = None,
+        calibrate: bool = True,
     ) -> IndexReport:
         """Index files and folders incrementally in one transaction (SPEC §3).
 
@@ -806,6 +840,9 @@ class Memory:
         deleted when the run commits), so the run after an interrupted or crashed one embeds
         only what that one did not; a PostgreSQL run is not resumable yet. A note with the same
         content and title as a stored one (a copy) takes its vectors instead of being embedded.
+        With `calibrate` (the default), a run after which the store's embedder has no
+        calibration in use, or only a self-made one that churn has made stale, ends with
+        `calibrate_self()` (SPEC §7): `IndexReport.calibrated` says what it fitted.
         """
         paths = paths_arg(paths)
         now = instant_arg("index", "now", now)
@@ -842,7 +879,36 @@ class Memory:
         if created and not report.ok and not report.added:
             # Every file was refused: the run failed, and leaves no empty store behind.
             self._discard_created()
+            return report
+        if flag_arg("index", "calibrate", calibrate):
+            report.calibrated = self.calibrate_if_due(now=now)
         return report
+
+    def calibrate_if_due(self, *, now: dt.datetime | None = None) -> dict[str, Any] | None:
+        """Run `calibrate_self()` when the store's embedder has no calibration in use, or only
+        a self-made one that churn has made stale (SPEC §7); None when none was due, else what
+        was fitted: id, threshold, certified and why, whether it is in use, seconds."""
+        current, _ = self.calibration()
+        if current is None:
+            due = self._store.embedder() is not None and self._store.freshness()[0] > 0
+        else:
+            due = current.source == "self" and current.is_stale(self._store.freshness()[3])
+        if not due:
+            return None
+        began = time.perf_counter()
+        probes = selfcal.probes(self._store)
+        if sum(p.answerable for p in probes) < CERTIFY_MIN_PER_CLASS:
+            # Too few notes to certify a boundary from them: search says what to do instead.
+            return None
+        record, _ = self._calibrate_self(probes, now=now, replace=False)
+        return {
+            "id": record.id,
+            "threshold": record.threshold,
+            "certified": record.certified,
+            "certified_reason": record.certified_reason,
+            "in_use": self.calibration()[0] == record,
+            "seconds": round(time.perf_counter() - began, 3),
+        }
 
     def lint(
         self,

@@ -93,6 +93,11 @@ class Calibration:
     features: tuple[str, ...] = ("dense",)
     lexical_weight: float = 0.0
     identifier_weight: float = 0.0
+    #: `labelled` (fitted on a user's questions, or imported) or `self` (on questions recall
+    #: made from the notes, `recall.selfcal`), and how many of the fit's questions recall made
+    #: (identifier lookups beside a labelled set that has none).
+    source: str = "labelled"
+    made: int = 0
 
     @property
     def relevance_span(self) -> float:
@@ -194,6 +199,8 @@ def load_record(
             features=tuple(features) or ("dense",),
             lexical_weight=weights["lexical_weight"],
             identifier_weight=weights["identifier_weight"],
+            source="self" if data.get("source") == "self" else "labelled",
+            made=_opt_int(data.get("made")) or 0,
         ),
         "",
     )
@@ -342,16 +349,24 @@ def quantile(xs: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, math.floor(q * len(ordered)))]
 
 
-def threshold_for(answerable: Sequence[float], unanswerable: Sequence[float]) -> float:
+def threshold_for(
+    answerable: Sequence[float], unanswerable: Sequence[float], ceiling: float = 0.95
+) -> float:
     """Midpoint of the gap between the answerable floor (5th percentile) and the unanswerable
     ceiling (95th percentile), rounded down to 3 decimals; one class: its quantile; none: 0.5.
     Never the lowest answerable sample itself (SPEC §7)."""
-    if answerable and unanswerable:
-        mid = (quantile(answerable, 0.05) + quantile(unanswerable, 0.95)) / 2
-    elif answerable:
-        mid = quantile(answerable, 0.05)
-    elif unanswerable:
-        mid = quantile(unanswerable, 0.95)
+    return _threshold(
+        quantile(answerable, 0.05) if answerable else None,
+        quantile(unanswerable, ceiling) if unanswerable else None,
+    )
+
+
+def _threshold(floor: float | None, ceiling: float | None) -> float:
+    """`threshold_for` from the two quantiles (None: that class has no sample)."""
+    if floor is not None and ceiling is not None:
+        mid = (floor + ceiling) / 2
+    elif floor is not None or ceiling is not None:
+        mid = floor if floor is not None else ceiling  # type: ignore[assignment]
     else:
         return DEFAULT_THRESHOLD
     # The epsilon keeps values already on a 3-decimal grid (0.3 stored as 0.29999…) in place.
@@ -412,18 +427,37 @@ class Fit:
         return data
 
 
-def _leave_one_out(answerable: list[float], unanswerable: list[float]) -> tuple[float | None, ...]:
+def _without_each(xs: list[float], q: float) -> list[float | None]:
+    """`quantile(xs without xs[i], q)` for every i (None when nothing is left), in O(n log n):
+    removing the sample at sorted position p shifts the samples above it down by one."""
+    n = len(xs)
+    if n < 2:
+        return [None] * n
+    order = sorted(range(n), key=lambda i: xs[i])
+    ordered = [xs[i] for i in order]
+    j = min(n - 2, math.floor(q * (n - 1)))
+    out: list[float | None] = [None] * n
+    for position, i in enumerate(order):
+        out[i] = ordered[j] if j < position else ordered[j + 1]
+    return out
+
+
+def _leave_one_out(
+    answerable: list[float], unanswerable: list[float], ceiling_q: float = 0.95
+) -> tuple[float | None, ...]:
     """Refit without each sample and judge it: the unanswerable ones at/above their refitted
     threshold are false confidence, the answerable ones below it false abstention."""
+    floor = quantile(answerable, 0.05) if answerable else None
+    ceiling = quantile(unanswerable, ceiling_q) if unanswerable else None
     false_conf = sum(
         1
-        for i, u in enumerate(unanswerable)
-        if u >= threshold_for(answerable, unanswerable[:i] + unanswerable[i + 1 :])
+        for u, rest in zip(unanswerable, _without_each(unanswerable, ceiling_q))
+        if u >= _threshold(floor, rest)
     )
     false_abst = sum(
         1
-        for i, a in enumerate(answerable)
-        if a < threshold_for(answerable[:i] + answerable[i + 1 :], unanswerable)
+        for a, rest in zip(answerable, _without_each(answerable, 0.05))
+        if a < _threshold(rest, ceiling)
     )
     return (
         false_conf / len(unanswerable) if unanswerable else None,
@@ -431,17 +465,27 @@ def _leave_one_out(answerable: list[float], unanswerable: list[float]) -> tuple[
     )
 
 
-def fit(samples: Sequence[tuple[str, bool, float]]) -> Fit:
+def fit(
+    samples: Sequence[tuple[str, bool, float]],
+    placing: Sequence[bool] | None = None,
+    ceiling: float = 0.95,
+) -> Fit:
     """Fit a calibration from (query, answerable, top-1 dense cosine) samples (SPEC §7).
-    Certification never moves the threshold."""
+    Certification never moves the threshold. `placing` (one flag a sample) names the samples
+    that place the threshold (None: all) and `ceiling` the quantile of their unanswerable
+    ones that stands for the unanswerable ceiling; every sample counts for the AUC, its
+    certification and the scale."""
     answerable = [s for _, a, s in samples if a]
     unanswerable = [s for _, a, s in samples if not a]
+    placed = list(samples) if placing is None else [s for s, p in zip(samples, placing) if p]
+    placed_answerable = [s for _, a, s in placed if a]
+    placed_unanswerable = [s for _, a, s in placed if not a]
     area = auc(answerable, unanswerable)
     interval = hanley_mcneil(area, len(answerable), len(unanswerable)) if area is not None else None
     if min(len(answerable), len(unanswerable)) < CERTIFY_MIN_PER_CLASS:
         certified = False
         reason = (
-            f"needs at least {CERTIFY_MIN_PER_CLASS} labelled queries per class, got "
+            f"needs at least {CERTIFY_MIN_PER_CLASS} questions per class, got "
             f"{len(answerable)} answerable and {len(unanswerable)} unanswerable"
         )
     elif interval is None or interval[0] < CERTIFY_MIN_AUC_LOWER:
@@ -456,16 +500,18 @@ def fit(samples: Sequence[tuple[str, bool, float]]) -> Fit:
         certified = True
         reason = (
             f"AUC {area:.3f} (95% interval {interval[0]:.3f}–{interval[1]:.3f}) on "
-            f"{len(answerable)} + {len(unanswerable)} labelled queries"
+            f"{len(answerable)} + {len(unanswerable)} questions"
         )
-    loo_fc, loo_fa = _leave_one_out(answerable, unanswerable)
+    loo_fc, loo_fa = _leave_one_out(placed_answerable, placed_unanswerable, ceiling)
     return Fit(
-        threshold=threshold_for(answerable, unanswerable),
+        threshold=threshold_for(placed_answerable, placed_unanswerable, ceiling),
         scale=scale_for(answerable, unanswerable),
         n_answerable=len(answerable),
         n_unanswerable=len(unanswerable),
-        answerable_floor=quantile(answerable, 0.05) if answerable else None,
-        unanswerable_ceiling=quantile(unanswerable, 0.95) if unanswerable else None,
+        answerable_floor=quantile(placed_answerable, 0.05) if placed_answerable else None,
+        unanswerable_ceiling=(
+            quantile(placed_unanswerable, ceiling) if placed_unanswerable else None
+        ),
         auc=area,
         auc_interval=interval,
         certified=certified,
@@ -503,7 +549,13 @@ class Evidence:
         return max(values, default=0.0)
 
 
-def fit_evidence(evidence: Sequence[Evidence]) -> tuple[Fit, tuple[float, float]]:
+def fit_evidence(
+    evidence: Sequence[Evidence],
+    placing: Sequence[bool] | None = None,
+    *,
+    lexical_weights: Sequence[float] = LEXICAL_WEIGHTS,
+    ceiling: float = 0.95,
+) -> tuple[Fit, tuple[float, float]]:
     """SPEC §7: choose the feature weights whose relevance samples separate answerable from
     unanswerable queries best: the highest AUC, then the fewest leave-one-out errors (false
     confidence plus false abstention) at the fitted threshold, then the smaller weights (so a
@@ -511,9 +563,13 @@ def fit_evidence(evidence: Sequence[Evidence]) -> tuple[Fit, tuple[float, float]
     certification are those of the chosen samples. Returns the fit and (lexical weight,
     identifier weight)."""
     best: tuple[tuple[float, float, float], Fit, tuple[float, float]] | None = None
-    for lexical in LEXICAL_WEIGHTS:
+    for lexical in lexical_weights:
         for ident in IDENTIFIER_WEIGHTS:
-            result = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in evidence])
+            result = fit(
+                [(e.query, e.answerable, e.sample(lexical, ident)) for e in evidence],
+                placing,
+                ceiling,
+            )
             errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
             area = result.auc if result.auc is not None else -1.0
             key = (area, -errors, -(lexical + ident))

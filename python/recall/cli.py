@@ -129,6 +129,12 @@ def index(
         "MADR and Nygard ADRs; the default), frontmatter, or none. Kept by the store.",
         show_default=False,
     ),
+    calibrate: bool = typer.Option(
+        True,
+        "--calibrate/--no-calibrate",
+        help="After the run, fit a calibration from the notes alone when the store has none "
+        "(or only a stale self-made one), so strict search answers at once.",
+    ),
 ) -> None:
     """Index notes into the store: incremental, one transaction per run."""
     import recall
@@ -136,19 +142,29 @@ def index(
     from recall.interrupts import Interrupted, exit_stopped, stoppable
 
     db_path = _db_path(db, namespace)
+    committed = False
     try:
         with stoppable(), recall.open(db_path, embedder=embedder) as mem:
             if as_json or not sys.stderr.isatty():
-                report = mem.index(paths, allow_prune=allow_prune, vocabularies=vocabularies)
+                report = mem.index(
+                    paths, allow_prune=allow_prune, vocabularies=vocabularies, calibrate=False
+                )
             else:
                 report = _index_with_progress(mem, paths, allow_prune, vocabularies)
+            committed = True
+            if calibrate and report.generation:
+                report.calibrated = mem.calibrate_if_due()
     except RecallError as err:
         _fail(str(err))
     except Interrupted as stop:
         exit_stopped(
             stop,
-            f"recall index: stopped by {stop.name}; the run was not committed, so "
-            f"{db_path} is as it was; run the same command again to index",
+            f"recall index: stopped by {stop.name}; the run was committed but the calibration "
+            "was not; 'recall calibrate --auto' fits it"
+            if committed
+            else f"recall index: stopped by {stop.name}; the run was not committed, so "
+            f"{db_path} is as it was; the vectors computed so far are kept, so the same "
+            "command goes on from there",
         )
     if as_json:
         _emit_json({"db": db_path, **report.to_dict()})
@@ -179,7 +195,11 @@ def _index_with_progress(
             bar.update(task, completed=embedded, total=expected, rate=rate, files=f"{done}/{total}")
 
         report: IndexReport = mem.index(
-            paths, allow_prune=allow_prune, progress=tick, vocabularies=vocabularies
+            paths,
+            allow_prune=allow_prune,
+            progress=tick,
+            vocabularies=vocabularies,
+            calibrate=False,
         )
         return report
 
@@ -205,6 +225,18 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
     )
     if report.moved:
         out.print(f"  moved {len(report.moved)} (renamed or in a moved folder; not embedded again)")
+    fitted = report.calibrated
+    if fitted is not None:
+        if fitted["certified"] and fitted["in_use"]:
+            state = "certified: strict search answers"
+        elif fitted["in_use"]:
+            state = f"[yellow]not certified[/] ({escape(fitted['certified_reason'] or '')})"
+        else:
+            state = "kept in the history; the calibration in use stays"
+        out.print(
+            f"  calibrated itself from the notes: threshold {fitted['threshold']:.3f}, "
+            f"{state} ({fitted['seconds']:.1f} s)"
+        )
     for title, items, style in (
         ("refused", report.refused, "red"),
         ("skipped", report.skipped, "yellow"),
@@ -282,6 +314,16 @@ def doctor(
         raise typer.Exit(1)
 
 
+def _calibration_line(summary: Optional[dict[str, Any]], why: str) -> str:
+    """The calibration in use, as `stats` and `search` show it."""
+    if summary is None:
+        return f"none ({why})"
+    source = "made from the notes" if summary["source"] == "self" else "labelled"
+    state = "certified" if summary["certified"] else "not certified"
+    stale = ", stale" if summary["stale"] else ""
+    return f"{summary['id']} ({source}, {state}{stale}), threshold {summary['threshold']:.3f}"
+
+
 def _print_stats(st: StoreStats) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -315,6 +357,7 @@ def _print_stats(st: StoreStats) -> None:
                 or "no edges"
             ),
         ),
+        ("calibration", _calibration_line(st.calibration, st.calibration_note)),
         ("retired", str(st.retired)),
         ("metadata errors", str(st.metadata_errors)),
     ]
@@ -583,6 +626,12 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
         flags.append(f"store last refreshed {result.staleness.newest_indexed_at}")
     for flag in flags:
         out.print(f"[yellow]{escape(flag)}[/]")
+    if result.calibration is not None and result.calibration["source"] == "self":
+        # Measured, never hidden: a boundary fitted on questions recall made itself.
+        out.print(
+            f"[dim]calibration: {escape(_calibration_line(result.calibration, ''))}; "
+            "'recall calibrate QUERIES' fits one on your own questions[/]"
+        )
 
 
 @app.command()
@@ -611,8 +660,15 @@ def calibrate(
     use: Optional[int] = typer.Option(
         None, "--use", metavar="N", help="Put record N of --list back in use."
     ),
+    auto: bool = typer.Option(
+        False,
+        "--auto",
+        help="Fit from questions recall makes from the notes alone (no labelled queries); "
+        "a labelled calibration in use stays in use unless --replace.",
+    ),
 ) -> None:
-    """Fit where abstention starts from labelled queries (>= 20 per class to certify).
+    """Fit where abstention starts: from labelled queries (>= 20 per class to certify), or
+    with --auto from the notes alone (what 'recall index' does for a store without one).
 
     Every fit is kept (--list); an uncertified fit replaces a certified one only with --replace.
     """
@@ -623,14 +679,14 @@ def calibrate(
     db_path = _db_path(db, namespace)
     if _missing(db_path):
         _fail(f"recall calibrate: {db_path} does not exist; run 'recall index PATH' first")
-    actions = (queries is not None, import_file is not None, export_file is not None)
+    actions = (queries is not None, import_file is not None, export_file is not None, auto)
     if sum(actions) + list_history + (use is not None) != 1:
         _fail(
-            "recall calibrate: give QUERIES to fit, or one of --import FILE, --export FILE, "
-            "--list, --use N"
+            "recall calibrate: give QUERIES to fit, or one of --auto, --import FILE, "
+            "--export FILE, --list, --use N"
         )
-    if replace and queries is None:
-        _fail("recall calibrate: --replace goes with QUERIES (a fit)")
+    if replace and queries is None and not auto:
+        _fail("recall calibrate: --replace goes with QUERIES or --auto (a fit)")
     try:
         with recall.open(db_path) as mem:
             if list_history:
@@ -663,8 +719,11 @@ def calibrate(
                     )
                 typer.echo(f"wrote {export_file}", err=as_json)
                 return
-            assert queries is not None
-            calibration, fitted = mem.calibrate(queries, replace=replace)
+            if auto:
+                calibration, fitted = mem.calibrate_self(replace=replace)
+            else:
+                assert queries is not None
+                calibration, fitted = mem.calibrate(queries, replace=replace)
             in_use, _ = mem.calibration()
             entry = next(
                 (e.number for e in mem.calibration_history() if e.record == calibration), None
@@ -780,8 +839,12 @@ def _print_fit(
     saved = "saved" if entry is None else f"saved as #{entry} in the history"
     if kept is not None:
         out.print(
-            f"  {saved}, [bold]not put in use[/]: the certified calibration {escape(kept.id)} "
-            "stays in use. To use this fit anyway: recall calibrate QUERIES --replace"
+            f"  {saved}, [bold]not put in use[/]: the "
+            + ("labelled" if kept.source != "self" else "certified")
+            + f" calibration {escape(kept.id)} stays in use. To use this fit anyway: "
+            + "recall calibrate "
+            + ("--auto" if calibration.source == "self" else "QUERIES")
+            + " --replace"
             + (f" (or recall calibrate --use {entry})" if entry is not None else "")
             + "; recall calibrate --list shows the history"
         )
@@ -884,6 +947,18 @@ def evaluate(
     k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Documents judged per question."),
     entail: bool = typer.Option(False, "--entail", help="Also judge near misses with the judge."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write a markdown report."),
+    evalset: Optional[Path] = typer.Option(
+        None,
+        "--set",
+        help="Instead of the shipped set, a folder laid out like it (notes/, questions.jsonl, "
+        "meta.json), e.g. benches/evalsets/platform.",
+    ),
+    calibration: str = typer.Option(
+        "both",
+        "--calibration",
+        help="Shipped set: judge with the calibration cross-fitted on its labels (labelled), "
+        "the one recall makes from the notes alone (self), or both side by side.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Measure retrieval, abstention and trust on a labelled question set."""
@@ -894,8 +969,17 @@ def evaluate(
     try:
         if questions is None:
             names = embedder or ["hashing-512", "minilm-l6"]
-            reports = evaluation.evaluate_shipped(names, k=k, entail=entail)
+            sources = {"labelled": ("labelled",), "self": ("self",), "both": ("labelled", "self")}
+            if calibration not in sources:
+                _fail(
+                    f"recall eval: --calibration {calibration!r} is not one of labelled, self, both"
+                )
+            reports = evaluation.evaluate_shipped(
+                names, k=k, entail=entail, calibrations=sources[calibration], evalset=evalset
+            )
         else:
+            if evalset is not None:
+                _fail("recall eval: --set names a whole evaluation set; give QUESTIONS or --set")
             if embedder and len(embedder) > 1:
                 _fail("recall eval: a store has one embedder; pass at most one --embedder")
             db_path = _db_path(db, namespace)

@@ -91,6 +91,7 @@ METRICS: dict[str, str] = {
     "superseded_trust_declared": "superseded trust: declared",
     "successor_accuracy": "successor accuracy",
     "identifier_accuracy": "identifier lookup accuracy",
+    "identifier_wrong": "identifier lookup answered ok from another note",
     "near_miss_false_confidence": "near-miss false confidence",
     "near_miss_false_confidence_entailed": "near-miss false confidence, judged",
     "expired_false_confidence": "expired: false confidence",
@@ -473,6 +474,9 @@ class EvalReport:
     rows: list[Row] = field(default_factory=list)
     seconds: float = 0.0
     cross_fitted: bool = False
+    #: Which calibration judged the questions: `labelled` (fitted on the set's own questions,
+    #: cross-fitted) or `self` (made by recall from the notes alone, `recall.selfcal`).
+    calibration_source: str = "labelled"
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = _jsonable(asdict(self))
@@ -550,6 +554,10 @@ def _measure(
         "identifier_accuracy": share(
             [r for r in of("identifier") if r.relevant], lambda r: r.first_ok in r.relevant
         ),
+        "identifier_wrong": share(
+            [r for r in of("identifier") if r.relevant],
+            lambda r: any(f not in r.relevant for f in r.ok_files),
+        ),
         "near_miss_false_confidence": share(near, answered),
         "near_miss_false_confidence_entailed": share(
             judged_near, lambda r: not r.entailed_abstained
@@ -591,6 +599,7 @@ def _report(
     notes: list[str],
     started: float,
     cross_fitted: bool,
+    calibration_source: str = "labelled",
 ) -> EvalReport:
     retrieval, metrics, separation = _measure(rows, (q.stale for q in questions if q.stale))
     unknown = sorted({q.category for q in questions} - set(CATEGORIES))
@@ -611,6 +620,7 @@ def _report(
         rows=list(rows),
         seconds=time.perf_counter() - started,
         cross_fitted=cross_fitted,
+        calibration_source=calibration_source,
     )
 
 
@@ -774,6 +784,7 @@ def evaluate_shipped(
     k: int = 5,
     entail: bool = False,
     fit_categories: Collection[str] | None = FIT_CATEGORIES,
+    calibrations: Sequence[str] = ("labelled",),
 ) -> list[EvalReport]:
     """Evaluate each embedder on the shipped evaluation set (or another folder laid out the
     same way: notes/, questions.jsonl, meta.json).
@@ -783,6 +794,9 @@ def evaluate_shipped(
     evaluate at `now` with its `touched` times. Stores go to a temporary folder, or to
     `workdir` as `recall-eval-<embedder>.db` (replaced on each run) to inspect afterwards.
     With `entail=True` near misses are also judged by the configured judge ($RECALL_JUDGE).
+    `calibrations` names which calibrations judge the questions, one report each: `labelled`
+    (cross-fitted on the set's questions, below) and `self` (made by recall from the notes
+    alone, `Memory.calibrate_self`; no question of the set is fitted on).
     `fit_categories` fits the calibrations on those categories only (None: all); by default
     the near misses and retired notes are left out, as the set's README says: their note is on
     topic by design, and telling them apart is the work of the judge and of the validity
@@ -808,7 +822,7 @@ def evaluate_shipped(
         for name in embedders:
             started = time.perf_counter()
             with Memory(_fresh_store(folder, name), embedder=name) as mem:
-                indexed = mem.index(notes_dir, now=indexed_at)
+                indexed = mem.index(notes_dir, now=indexed_at, calibrate=False)
                 notes = [f"refused {s.path}: {s.reason}" for s in indexed.refused]
                 # A label naming no indexed note would silently count as "not retrieved".
                 known = {_note_path(p) for p in (*indexed.added, *indexed.updated)}
@@ -823,33 +837,48 @@ def evaluate_shipped(
                         "questions name notes that were not indexed: " + ", ".join(sorted(named))
                     )
                 judging, judge_notes = _judge_note(mem, entail)
-                rows, calibrations, refused = _cross_fitted(
-                    mem,
-                    questions,
-                    now=now,
-                    touched=touched,
-                    fitted_at=indexed_at,
-                    k=k,
-                    entail=judging,
-                    fit_categories=fit_categories,
-                )
-                if fit_categories is not None:
-                    notes.append(
-                        "calibrated on the categories " + ", ".join(sorted(fit_categories))
+                for source in calibrations:
+                    if source not in ("labelled", "self"):
+                        raise UsageError(
+                            f"recall eval: unknown calibration {source!r}; choose labelled or self"
+                        )
+                    if source == "self":
+                        # Made from the notes alone: no question of the set is fitted on.
+                        mem.calibrate_self(now=indexed_at, replace=True)
+                        rows, refused = _run(
+                            mem, questions, now=now, touched=touched, k=k, entail=judging, fold=None
+                        )
+                        fitted, how = [_calibration_summary(mem)], ["calibrated by recall itself"]
+                    else:
+                        rows, fitted, refused = _cross_fitted(
+                            mem,
+                            questions,
+                            now=now,
+                            touched=touched,
+                            fitted_at=indexed_at,
+                            k=k,
+                            entail=judging,
+                            fit_categories=fit_categories,
+                        )
+                        how = (
+                            ["calibrated on the categories " + ", ".join(sorted(fit_categories))]
+                            if fit_categories is not None
+                            else []
+                        )
+                    reports.append(
+                        _report(
+                            mem.embedder.name,
+                            questions,
+                            rows,
+                            now=now,
+                            k=k,
+                            calibrations=fitted,
+                            notes=notes + how + judge_notes + refused,
+                            started=started,
+                            cross_fitted=source != "self",
+                            calibration_source=source,
+                        )
                     )
-                reports.append(
-                    _report(
-                        mem.embedder.name,
-                        questions,
-                        rows,
-                        now=now,
-                        k=k,
-                        calibrations=calibrations,
-                        notes=notes + judge_notes + refused,
-                        started=started,
-                        cross_fitted=True,
-                    )
-                )
     return reports
 
 
@@ -877,12 +906,24 @@ def _threshold(report: EvalReport) -> str:
     return f"{text} ({state})"
 
 
+def _source(report: EvalReport) -> str:
+    if report.calibration_source == "self":
+        return "made by recall from the notes"
+    return "cross-fitted on labels" if report.cross_fitted else "the store's"
+
+
 def _modes(report: EvalReport) -> str:
     return ", ".join(f"{mode} {n}" for mode, n in sorted(report.modes.items()))
 
 
+def _column(report: EvalReport) -> str:
+    """A report's column: its embedder, and which calibration judged it."""
+    return f"{report.embedder} ({report.calibration_source})"
+
+
 def _header(reports: Sequence[EvalReport]) -> list[tuple[str, list[str]]]:
     return [
+        ("calibration", [_source(r) for r in reports]),
         ("questions", [str(r.questions) for r in reports]),
         ("threshold", [_threshold(r) for r in reports]),
         ("answered in", [_modes(r) for r in reports]),
@@ -901,24 +942,19 @@ def _cell(e: Estimate, interval_sep: str = ", ") -> str:
 
 
 def _notes(reports: Sequence[EvalReport]) -> list[str]:
-    return [f"{r.embedder}: {note}" for r in reports for note in r.notes]
+    return [f"{_column(r)}: {note}" for r in reports for note in r.notes]
 
 
 def _setup(reports: Sequence[EvalReport]) -> str:
     first = reports[0]
-    fitting = (
-        "two-fold cross-fitted calibration"
-        if all(r.cross_fitted for r in reports)
-        else "the store's calibration"
-    )
-    return f"at {first.now[:10]} (k={first.k}, {fitting})"
+    return f"at {first.now[:10]} (k={first.k})"
 
 
 def format_table(reports: Sequence[EvalReport]) -> str:
     """Plain text for a terminal: one row per measurement, one column per embedder."""
     if not reports:
         return "recall eval: nothing evaluated"
-    table = [("", [r.embedder for r in reports]), *_header(reports)]
+    table = [("", [_column(r) for r in reports]), *_header(reports)]
     table += [(label, [_cell(e) for e in cells]) for label, cells in _lines(reports)]
     label_width = max(len(label) for label, _ in table)
     widths = [max(len(cells[i]) for _, cells in table) for i in range(len(reports))]
@@ -948,7 +984,7 @@ def format_markdown(reports: Sequence[EvalReport]) -> str:
         "[Wilson 95 % interval]; MRR shows the mean [normal 95 % interval]; AUCs show "
         "[Hanley–McNeil 95 % interval].",
         "",
-        "| measurement | " + " | ".join(md(r.embedder) for r in reports) + " |",
+        "| measurement | " + " | ".join(md(_column(r)) for r in reports) + " |",
         "| --- | " + " | ".join("---" for _ in reports) + " |",
     ]
     for label, cells in _header(reports):

@@ -87,6 +87,9 @@ class IndexReport:
     #: (from, to): documents whose file vanished and whose content reappeared at another path
     #: or under another root in this run, moved with their row (not embedded again).
     moved: list[tuple[str, str]] = field(default_factory=list)
+    #: The calibration recall made itself after the run (SPEC §7, `Memory.calibrate_self`):
+    #: id, threshold, certified and why, seconds; None when none was due.
+    calibrated: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

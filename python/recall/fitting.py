@@ -1,0 +1,113 @@
+"""Fitting a store's calibration (SPEC §7): the evidence each question's search gives, and the
+record a fit becomes.
+
+Owns: searching each question (labelled or made by `selfcal`) as a calibration does (both legs,
+every candidate, a left-out note's hits removed) and turning a fit into a `Calibration` stamped
+with the store's generation, chunk count and churn. Does not own: the rules of the fit
+(`calibration`), which questions are asked (`selfcal`, the user's file), or where the record is
+kept and which one is in use (`api.Memory`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from recall import _core
+from recall.calibration import DEFAULT_SCALE, DEFAULT_THRESHOLD, Calibration, Evidence, Fit
+from recall.embedders import Embedder, embed_queries
+from recall.instants import format_instant, utc
+from recall.selfcal import Probe
+
+if TYPE_CHECKING:
+    from recall.api import StoreStats
+
+__all__ = ["evidence", "record"]
+
+
+def evidence(
+    store: Any, embedder: Embedder, probes: Sequence[Probe], candidates: int
+) -> list[Evidence]:
+    """Both legs' evidence of the hits each question retrieves among `candidates` (SPEC §7)."""
+    vectors = embed_queries(embedder, [p.query for p in probes])
+    out = []
+    for probe, vector in zip(probes, vectors):
+        raw = store.search(
+            vector.tobytes(),
+            text=probe.query,
+            k=candidates,
+            candidates=candidates,
+            now_us=0,
+            known_as_of_us=None,
+            threshold=DEFAULT_THRESHOLD,
+            scale=DEFAULT_SCALE,
+            unverified=True,
+        )
+        hits = [
+            h
+            for h in raw["hits"]
+            if not h["fetched"] and (h["source"], h["path"]) not in probe.left_out
+        ]
+        plain = not probe.relevant and not probe.left_out and not _core.identifiers(probe.query)
+        out.append(
+            Evidence(
+                query=probe.query,
+                answerable=probe.answerable,
+                hits=tuple(
+                    (
+                        h["score"],
+                        h["lexical"],
+                        h["identifiers_held"],
+                        h["identifier_match"],
+                        probe.counts(h),
+                    )
+                    for h in hits
+                ),
+                top_dense=(raw["dense"][0][1] if raw["dense"] else 0.0) if plain else None,
+            )
+        )
+    return out
+
+
+def record(
+    stats: StoreStats,
+    embedder: Embedder,
+    result: Fit,
+    weights: tuple[float, float],
+    pairs: list[tuple[str, bool]],
+    now: dt.datetime | None,
+    made: int | None = None,
+    *,
+    source: str = "labelled",
+) -> Calibration:
+    """The record of a fit on the store as `stats` describes it: `pairs` (query, answerable)
+    name it, `made` counts the questions recall made (all of them when None)."""
+    lexical_weight, identifier_weight = weights
+    digest = hashlib.blake2b(json.dumps(pairs).encode(), digest_size=4).hexdigest()
+    return Calibration(
+        id=f"g{stats.generation}-{'self-' if source == 'self' else ''}{digest}",
+        embedder=embedder.name,
+        fingerprint=embedder.fingerprint,
+        threshold=result.threshold,
+        scale=result.scale,
+        certified=result.certified,
+        generation=stats.generation,
+        chunk_count=stats.chunks,
+        churn=stats.chunk_churn,
+        fitted_at=format_instant(utc(now)),
+        auc=result.auc,
+        auc_lower=result.auc_interval[0] if result.auc_interval else None,
+        n_answerable=result.n_answerable,
+        n_unanswerable=result.n_unanswerable,
+        certified_reason=result.certified_reason,
+        features=("dense",)
+        + (("lexical_share",) if lexical_weight > 0 else ())
+        + (("identifier_match",) if identifier_weight > 0 else ()),
+        lexical_weight=lexical_weight,
+        identifier_weight=identifier_weight,
+        source=source,
+        made=result.n_answerable + result.n_unanswerable if made is None else made,
+    )
