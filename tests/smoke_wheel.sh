@@ -8,6 +8,12 @@ recall index "$here/examples/notes" --db "$out/memory.db" --json > "$out/index.j
 recall stats --db "$out/memory.db" --json > "$out/stats.json"
 recall quickstart --db "$out/quickstart.db" > "$out/quickstart.txt"
 grep -q "certified" "$out/quickstart.txt"
+# A new user's first run: index notes on the default model, then a strict search answers with
+# the calibration the index run made itself (no labelled questions).
+notes=$(python -c 'from recall import evaluation; print(evaluation.EVALSET_DIR / "notes")')
+recall index "$notes" --db "$out/first.db" --json > "$out/first.json"
+recall search "How many calls a second can we make to a courier's API before we're cut off?" \
+  --db "$out/first.db" --json > "$out/answer.json"
 python - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -18,5 +24,13 @@ assert stats["documents"] == len(report["added"]), stats
 assert stats["chunks"] == stats["vectors"] > 0, stats
 assert stats["edges_resolved"] == 1 and stats["edges_dangling"] == 1, stats
 assert stats["edges_ambiguous"] == 1, stats
+first = json.load(open(f"{out}/first.json"))
+answer = json.load(open(f"{out}/answer.json"))
+assert first["calibrated"]["certified"] and first["calibrated"]["in_use"], first["calibrated"]
+assert answer["mode"] == "strict" and answer["trust_state"] == "trusted", answer
+assert answer["calibration"]["source"] == "self" and not answer["abstained"], answer
+ok = [h["provenance"]["file"] for h in answer["hits"] if h["verdict"] == "ok"]
+assert "decisions/carrier-gateway.md" in ok, ok
 print(f"smoke ok: {stats['documents']} documents, {stats['chunks']} chunks, {stats['embedder']}")
+print(f"smoke ok: first run calibrated itself ({first['calibrated']['id']}), strict answer from {ok[0]}")
 PY

@@ -652,7 +652,7 @@ def plot(result: Fit, path: str | os.PathLike[str]) -> None:
     ax.axvline(
         result.threshold, color="black", linestyle="--", label=f"threshold {result.threshold:.3f}"
     )
-    ax.set_xlabel("top-1 dense cosine")
+    ax.set_xlabel("relevance of the best hit (dense cosine + weighted lexical evidence)")
     ax.set_ylabel("queries")
     curve = ax.twinx()
     xs = [i / 200 for i in range(-20, 201)]
