@@ -294,9 +294,12 @@ def test_cli_calibrate_plot_export_import_and_refusal_codes(tmp_path: Path) -> N
         mem.search(RATE)
     assert err.value.code == "LINEAGE_MISMATCH"
     empty = tmp_path / "empty.db"
-    (tmp_path / "no-notes").mkdir()
+    gone = write_corpus(tmp_path / "no-notes", {"only.md": "# Only\n\nA note to remove.\n"})
     with recall.open(empty, embedder="hashing-512") as mem:
-        assert mem.index(tmp_path / "no-notes").ok  # a run that found nothing keeps its store
+        assert mem.index(gone).ok
+        (gone / "only.md").unlink()
+        # Its one note removed: the store is there, with nothing in it.
+        assert mem.index(gone, allow_prune=True).removed == ["only.md"]
     res = runner.invoke(app, ["search", RATE, "--db", str(empty), "--json"])
     assert res.exit_code == 3 and json.loads(res.stdout)["code"] == "INDEX_NOT_READY"
     res = runner.invoke(app, ["search", RATE, "--db", other, "--embedder", "hashing-512"])

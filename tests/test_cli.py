@@ -132,3 +132,115 @@ def test_version_short_help_and_short_k(tmp_path: Path) -> None:
             assert code == 0, out
             hits[k, n] = len(json.loads(out)["hits"])
     assert hits["-k", "2"] == hits["--k", "2"] == 2 < hits["-k", "5"] == hits["--k", "5"]
+
+
+def test_a_first_run_with_no_notes_makes_no_store_and_says_why(tmp_path: Path) -> None:
+    runner = CliRunner()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "picture.png").write_bytes(b"\x89PNG")
+    db = tmp_path / "m.db"
+    res = runner.invoke(app, ["index", str(empty), "--db", str(db)])
+    assert res.exit_code == 2
+    assert f"recall index: no notes in {empty}; nothing was written to {db}" in res.output
+    assert not list(tmp_path.glob("m.db*"))
+
+
+def test_a_file_named_explicitly_must_still_be_a_note(tmp_path: Path) -> None:
+    runner = CliRunner()
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    db = tmp_path / "m.db"
+    res = runner.invoke(app, ["index", str(other), "--db", str(db), "--json"])
+    assert res.exit_code == 1
+    (refused,) = json.loads(res.stdout)["refused"]
+    assert refused["path"] == str(other) and refused["reason"].startswith("not a note")
+    assert not list(tmp_path.glob("m.db*"))
+    note = tmp_path / "note.md"
+    note.write_text("# A note\n\nIt counts.\n")
+    assert runner.invoke(app, ["index", str(note), "--db", str(db)]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["forget", "--older-than", "garbage"], "recall forget: --older-than 'garbage'"),
+        (["explain", "q", "x.md", "--as-of", "garbage"], "recall explain: --as-of 'garbage'"),
+        (["search", "q", "--as-of", "garbage"], "recall search: --as-of 'garbage'"),
+        (["migrate", "nope.db", "out.db"], "recall migrate: there is no store at nope.db"),
+    ],
+)
+def test_input_errors_name_their_command_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], said: str
+) -> None:
+    runner = CliRunner()
+    db = tmp_path / "m.db"
+    write_corpus(tmp_path / "notes", {"a.md": "# A\n\nSome text.\n"})
+    assert runner.invoke(app, ["index", str(tmp_path / "notes"), "--db", str(db)]).exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    extra = [] if args[0] == "migrate" else ["--db", str(db)]
+    res = runner.invoke(app, [*args, *extra])
+    assert res.exit_code == 2, res.output
+    assert said in res.output
+    assert not (tmp_path / "out.db").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "q", "--db", "{missing}"],
+        ["stats", "--db", "{missing}"],
+        ["index", "{tmp}/no-such-folder", "--db", "{tmp}/m.db"],
+        ["search", "q", "--db", "{text}"],
+        ["search", "q", "--db", "{db}", "--as-of", "garbage"],
+        ["calibrate", "{tmp}/no-such.jsonl", "--db", "{db}"],
+        ["forget", "--older-than", "garbage", "--db", "{db}"],
+        ["migrate", "{missing}", "{tmp}/out.db"],
+    ],
+)
+def test_with_json_an_error_is_json_on_stdout_too(tmp_path: Path, args: list[str]) -> None:
+    runner = CliRunner()
+    db = tmp_path / "m.db"
+    assert runner.invoke(app, ["index", str(EXAMPLES), "--db", str(db)]).exit_code == 0
+    (tmp_path / "notes.txt").write_text("not a store\n")
+    where = {
+        "missing": tmp_path / "nope.db",
+        "tmp": tmp_path,
+        "db": db,
+        "text": tmp_path / "notes.txt",
+    }
+    res = runner.invoke(app, [*(a.format(**where) for a in args), "--json"])
+    assert res.exit_code == 2, res.output
+    error = json.loads(res.stdout)["error"]
+    assert error["exit"] == 2 and error["code"] == "USAGE_ERROR"
+    assert error["message"].startswith(f"recall {args[0]}") or error["message"].startswith(
+        "recall "
+    )
+    assert error["message"] in res.stderr
+
+
+def test_the_answer_shown_is_cut_after_a_whole_word(tmp_path: Path) -> None:
+    import recall
+
+    words = [f"alpha{i}beta" for i in range(80)]
+    write_corpus(tmp_path / "notes", {"long.md": "# Long\n\n" + " ".join(words) + "\n"})
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-512") as mem:
+        mem.index(tmp_path / "notes")
+        mem.import_calibration(
+            {
+                "id": "test",
+                "embedder": mem.embedder.name,
+                "fingerprint": mem.embedder.fingerprint,
+                "threshold": 0.05,
+                "scale": 0.05,
+                "certified": True,
+            }
+        )
+    res = CliRunner().invoke(app, ["search", "alpha3beta alpha4beta", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    answer = " ".join(res.stdout.split("answer from long.md:", 1)[1].split())
+    assert answer.endswith(" …") and len(answer) <= 300
+    shown = answer[: -len(" …")].split()
+    # The chunk's leading words, each whole: the heading, then the body up to the cut.
+    assert shown == ["#", "Long", *words[: len(shown) - 2]] and len(shown) < len(words)

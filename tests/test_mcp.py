@@ -442,3 +442,18 @@ def test_serve_watch_follows_a_note_written_beside_it(
         ["--db", str(db), "--corpus", str(corpus), "--mode", "development", "--watch"],
         scenario,
     )
+
+
+def test_without_a_corpus_the_next_step_is_the_owners(tmp_path: Path) -> None:
+    """A server started without --corpus offers no index tool: it never tells the agent to
+    call one."""
+    db = tmp_path / "memory.db"
+
+    async def scenario(session: Session) -> None:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert "index" not in tools
+        error = data(await session.call_tool("search", {"query": RATE_Q}))["error"]
+        assert error["code"] == "INDEX_NOT_READY"
+        assert "index tool" not in error["next"] and "recall index PATH" in error["next"]
+
+    run_server(tmp_path, ["--db", str(db)], scenario)

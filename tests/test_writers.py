@@ -19,8 +19,13 @@ from .test_lexical import OpaqueEmbedder
 
 
 def _lexical_files(mem: recall.Memory, token: str) -> set[str]:
-    """Files the lexical leg retrieves for `token` (the opaque dense leg finds nothing)."""
-    res = mem.search(token, k=20, mode="development")
+    """Files the lexical leg retrieves for `token` (the opaque dense leg finds nothing); none
+    before a first run has kept a note (such a run makes no store)."""
+    try:
+        res = mem.search(token, k=20, mode="development")
+    except recall.TrustRefusal as refusal:
+        assert refusal.code == "INDEX_NOT_READY"
+        return set()
     return {h.provenance.file for h in res.hits if h.retrieval and h.retrieval.lexical_rank}
 
 

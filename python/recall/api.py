@@ -628,7 +628,8 @@ class Memory:
         if calibration is None:
             refusal = refusal or (
                 "CALIBRATION_MISSING",
-                f"{why}; run 'recall calibrate QUERIES' (or use --mode development)",
+                f"{why}; run 'recall calibrate --auto' to fit one from the notes, or 'recall "
+                "calibrate QUERIES' on your own labelled questions (or use --mode development)",
             )
         elif calibration.certified is not True:
             why_not = f" ({calibration.certified_reason})" if calibration.certified_reason else ""
@@ -638,11 +639,16 @@ class Memory:
                 "and run 'recall calibrate QUERIES' again (or use --mode development)",
             )
         elif calibration.is_stale(churn):
+            again = (
+                "'recall calibrate --auto' (or the next 'recall index') refits it"
+                if calibration.source == "self"
+                else "run 'recall calibrate QUERIES' again"
+            )
             refusal = refusal or (
                 "CALIBRATION_STALE",
                 f"calibration {calibration.id} was fitted on {calibration.chunk_count} chunks "
-                f"and {churn - (calibration.churn or 0)} chunks changed since; run "
-                "'recall calibrate QUERIES' again (or use --mode development)",
+                f"and {churn - (calibration.churn or 0)} chunks changed since; {again} "
+                "(or use --mode development)",
             )
         judge: EntailmentJudge | None = None
         if entail:
@@ -876,8 +882,9 @@ class Memory:
             if created:
                 self._discard_created()
             raise
-        if created and not report.ok and not report.added:
-            # Every file was refused: the run failed, and leaves no empty store behind.
+        if created and not report.added:
+            # Every file was refused, or there was none: a first run that keeps nothing leaves
+            # no empty store behind.
             self._discard_created()
             return report
         if flag_arg("index", "calibrate", calibrate):

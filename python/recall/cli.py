@@ -89,8 +89,29 @@ def _missing(db_path: str) -> bool:
     return not is_postgres(db_path) and not Path(db_path).exists()
 
 
+def _command_params() -> dict[str, Any]:
+    """The parameters of the command being run (empty outside one). Typer runs commands on the
+    click it vendors (newer releases) or on click itself (older ones)."""
+    import importlib
+
+    for module in ("typer._click.globals", "click"):
+        try:
+            current = importlib.import_module(module).get_current_context
+        except (ImportError, AttributeError):
+            continue
+        ctx = current(silent=True)
+        if ctx is not None:
+            return dict(ctx.params)
+    return {}
+
+
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Say what went wrong on stderr and exit with `code`; a command run with `--json` also
+    prints the error as JSON on stdout, so a script reads every outcome from one place."""
     typer.echo(message, err=True)
+    if _command_params().get("as_json"):
+        kind = "USAGE_ERROR" if code == EXIT_USAGE else "ERROR"
+        _emit_json({"error": {"code": kind, "message": message, "exit": code}})
     raise typer.Exit(code)
 
 
@@ -166,6 +187,13 @@ def index(
             f"{db_path} is as it was; the vectors computed so far are kept, so the same "
             "command goes on from there",
         )
+    if report.ok and not (report.added or report.updated or report.unchanged) and _missing(db_path):
+        # Nothing to keep, so no store was made (a first run creates the file only with notes).
+        from recall.walk import shown
+
+        names = ", ".join(shown(str(p)) for p in paths)
+        skipped = f" ({len(report.skipped)} files skipped: not notes)" if report.skipped else ""
+        _fail(f"recall index: no notes in {names}{skipped}; nothing was written to {db_path}")
     if as_json:
         _emit_json({"db": db_path, **report.to_dict()})
     else:
@@ -385,7 +413,7 @@ def _print_stats(st: StoreStats) -> None:
     Console(highlight=False).print(table)
 
 
-def _instant(value: Optional[str], option: str) -> Optional[dt.datetime]:
+def _instant(value: Optional[str], option: str, command: str = "search") -> Optional[dt.datetime]:
     """Parse `YYYY-MM-DD` (start of that day, UTC) or an ISO 8601 time (naive = UTC)."""
     from recall.instants import parse_when
 
@@ -394,7 +422,7 @@ def _instant(value: Optional[str], option: str) -> Optional[dt.datetime]:
     try:
         return parse_when(value)
     except ValueError:
-        _fail(f"recall search: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
+        _fail(f"recall {command}: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
 
 
 @app.command()
@@ -470,8 +498,8 @@ def explain(
     db_path = _db_path(db, namespace)
     if _missing(db_path):
         _fail(f"recall explain: {db_path} does not exist; run 'recall index PATH' first")
-    now = _instant(as_of, "--as-of")
-    known = _instant(known_as_of, "--known-as-of")
+    now = _instant(as_of, "--as-of", "explain")
+    known = _instant(known_as_of, "--known-as-of", "explain")
     try:
         with recall.open(db_path) as mem:
             data = mem.explain(query, file, now=now, known_as_of=known)
@@ -611,10 +639,11 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
     out.print(table)
     best = result.ok_hits[0] if result.ok_hits else None
     if best is not None:
-        snippet = " ".join(best.text.split())
-        out.print(
-            f"\n[bold green]answer from {escape(best.provenance.file)}:[/] {escape(snippet[:300])}"
-        )
+        import textwrap
+
+        # Whole words only: the answer is cut after a word, never inside one.
+        snippet = textwrap.shorten(" ".join(best.text.split()), width=300, placeholder=" …")
+        out.print(f"\n[bold green]answer from {escape(best.provenance.file)}:[/] {escape(snippet)}")
     else:
         out.print(f"\n[bold red]abstained:[/] {escape(result.reason)}")
     flags = []
@@ -987,7 +1016,9 @@ def evaluate(
                 _fail(f"recall eval: {db_path} does not exist; run 'recall index PATH' first")
             with recall.open(db_path, embedder=embedder[0] if embedder else None) as mem:
                 reports = [
-                    mem.evaluate(questions, now=_instant(as_of, "--as-of"), k=k, entail=entail)
+                    mem.evaluate(
+                        questions, now=_instant(as_of, "--as-of", "eval"), k=k, entail=entail
+                    )
                 ]
     except RecallError as err:
         _fail(str(err))

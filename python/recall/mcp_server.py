@@ -111,8 +111,9 @@ NEXT_STEP = {
         "remembered facts until then"
     ),
     "CALIBRATION_MISSING": (
-        "the store's owner must run 'recall calibrate QUERIES'. Until then memory cannot be "
-        "trusted: do not act on remembered facts and do not retry"
+        "call the index tool where it is offered (an index run calibrates the store from its "
+        "notes); otherwise the store's owner must run 'recall calibrate --auto'. Until then "
+        "memory cannot be trusted: do not act on remembered facts"
     ),
     "CALIBRATION_UNCERTIFIED": (
         "the store's owner must certify a calibration ('recall calibrate QUERIES' with at "
@@ -120,8 +121,9 @@ NEXT_STEP = {
         "do not retry"
     ),
     "CALIBRATION_STALE": (
-        "much of the memory changed since calibration; its owner must run 'recall calibrate "
-        "QUERIES' again. Do not act on remembered facts and do not retry"
+        "much of the memory changed since calibration; call the index tool where it is offered "
+        "(it refits a calibration made from the notes), otherwise its owner must calibrate "
+        "again. Do not act on remembered facts until then"
     ),
     "DEPENDENCY_UNAVAILABLE": "search again without entail",
     "INVALID_ARGUMENT": "fix the arguments as the message says and call again",
@@ -541,9 +543,23 @@ class Tools:
                 "code": code,
                 "refused": isinstance(err, TrustRefusal),
                 "message": message,
-                "next": NEXT_STEP.get(code),
+                "next": self._next_step(code),
             }
             return Reply({"error": error}, is_error=True)
+
+    def _next_step(self, code: str) -> str | None:
+        """What the agent should do next; without --corpus there is no index tool to call."""
+        if code == "INDEX_NOT_READY" and not self.roots:
+            return (
+                "this server indexes nothing (it was started without --corpus); the store's "
+                "owner must run 'recall index PATH'. Do not act on remembered facts until then"
+            )
+        if code in ("CALIBRATION_MISSING", "CALIBRATION_STALE") and not self.roots:
+            return (
+                "the store's owner must run 'recall index PATH' or 'recall calibrate --auto'. "
+                "Do not act on remembered facts until then"
+            )
+        return NEXT_STEP.get(code)
 
     # --- handlers (each returns a JSON-ready dict) ---
 

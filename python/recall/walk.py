@@ -252,7 +252,15 @@ def discover(path: Path, command: str = "recall index") -> Listing:
     if folder:
         return walk(resolved)
     corpus = Listing(source, whole_folder=False)
-    if storable(resolved.name):
+    if resolved.suffix.lower() not in NOTE_SUFFIXES:
+        # Named explicitly, it is still not a note: a notes file is markdown or plain text.
+        corpus.refused.append(
+            Skipped(
+                shown(str(path)),
+                "not a note: recall indexes " + ", ".join(sorted(NOTE_SUFFIXES)) + " files",
+            )
+        )
+    elif storable(resolved.name):
         corpus.files.append((resolved.name, str(resolved)))
     else:
         corpus.refused.append(

@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
                         typer.echo("nothing is forgotten")
                     return
                 report = mem.forget(
-                    given, older_than=_instant(older_than, "--older-than"), apply=apply
+                    given, older_than=_instant(older_than, "--older-than", "forget"), apply=apply
                 )
         except RecallError as err:
             _fail(str(err))

@@ -40,12 +40,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Copy a memory between backends (file → PostgreSQL and back): documents, edges,
         vectors, first-indexed times and calibration records; nothing is embedded again."""
-        from recall.cli import EXIT_ERRORS, _db_path, _emit_json, _fail
-        from recall.errors import RecallError
+        from recall.cli import EXIT_ERRORS, _db_path, _emit_json, _fail, _missing
+        from recall.errors import RecallError, UsageError
         from recall.migrate import migrate as run
 
         src = _db_path(source, source_namespace)
         dst = _db_path(destination, namespace)
+        if _missing(src):
+            _fail(f"recall migrate: there is no store at {src}; check the source path or URL")
         tty = sys.stderr.isatty() and not as_json
 
         def progress(documents: int, chunks: int) -> None:
@@ -54,6 +56,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             report = run(src, dst, progress=progress)
+        except UsageError as err:
+            _fail(str(err))  # the input: exit 2
         except RecallError as err:
             _fail(str(err), EXIT_ERRORS)
         if tty:
