@@ -385,15 +385,7 @@ class Memory:
         calibration = fitting.record(
             self.stats(), embedder, result, weights, [(q, a) for q, a, _ in items], now, made
         )
-        current, _ = self.calibration(bound)
-        keep = current is not None and current.certified is True and not calibration.certified
-        self._save_calibration(
-            bound,
-            calibration,
-            source="fit",
-            saved_at=calibration.fitted_at or format_instant(utc(now)),
-            in_use=replace or not keep,
-        )
+        self._adopt(bound, calibration, history="fit", now=now, replace=replace)
         return calibration, result
 
     @staticmethod
@@ -470,18 +462,33 @@ class Memory:
             now,
             source="self",
         )
+        self._adopt(bound, calibration, history="self", now=now, replace=replace)
+        return calibration, result
+
+    def _adopt(
+        self,
+        bound: tuple[str, int, str],
+        calibration: Calibration,
+        *,
+        history: str,
+        now: dt.datetime | None,
+        replace: bool,
+    ) -> None:
+        """Save a fit to the history (as `history`) and put it in use, unless the record in use
+        takes precedence: a certified one over a fit that is not, and one fitted on a user's
+        labels (or imported) over a self-made fit. `replace` puts it in use anyway."""
         current, _ = self.calibration(bound)
         keep = current is not None and (
-            current.source != "self" or (current.certified is True and not calibration.certified)
+            (current.certified is True and not calibration.certified)
+            or (calibration.source == "self" and current.source != "self")
         )
         self._save_calibration(
             bound,
             calibration,
-            source="self",
+            source=history,
             saved_at=calibration.fitted_at or format_instant(utc(now)),
             in_use=replace or not keep,
         )
-        return calibration, result
 
     def calibration_history(self) -> list[CalibrationEntry]:
         """The calibration records kept for the store's embedder, newest first, the one in use
