@@ -364,14 +364,7 @@ class Memory:
             items = [labelled_arg(i, item) for i, item in enumerate(labelled)]
         if not items:
             raise UsageError("recall calibrate: no labelled queries given (labelled is empty)")
-        bound = self._store.embedder()
-        if bound is None or self.stats().documents == 0:
-            raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
-        embedder = self.embedder
-        if embedder.fingerprint != bound[2]:
-            raise UsageError(
-                f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
-            )
+        bound, embedder = self._fit_target()
         probes = [
             Probe(query, answerable, "labelled", relevant=frozenset(relevant))
             for query, answerable, relevant in items
@@ -415,6 +408,12 @@ class Memory:
         """
         now = instant_arg("calibrate", "now", now)
         replace = flag_arg("calibrate", "replace", replace)
+        target = self._fit_target()
+        return self._calibrate_self(target, selfcal.probes(self._store), now=now, replace=replace)
+
+    def _fit_target(self) -> tuple[tuple[str, int, str], Embedder]:
+        """The store's embedder binding and the embedder to fit with; UsageError when nothing
+        is indexed or the open embedder is not the store's."""
         bound = self._store.embedder()
         if bound is None or self.stats().documents == 0:
             raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
@@ -423,14 +422,17 @@ class Memory:
             raise UsageError(
                 f"recall calibrate: the store was built with {bound[0]}, not {embedder.name}"
             )
-        return self._calibrate_self(selfcal.probes(self._store), now=now, replace=replace)
+        return bound, embedder
 
     def _calibrate_self(
-        self, probes: list[Probe], *, now: dt.datetime | None, replace: bool
+        self,
+        target: tuple[tuple[str, int, str], Embedder],
+        probes: list[Probe],
+        *,
+        now: dt.datetime | None,
+        replace: bool,
     ) -> tuple[Calibration, Fit]:
-        bound = self._store.embedder()
-        assert bound is not None, "checked by the callers"
-        embedder = self.embedder
+        bound, embedder = target
         # The made answerable questions are the notes' own words: they would buy a lexical
         # weight that a user's question does not earn, so a self-made fit weighs only the
         # dense cosine and the identifier match, and its threshold is placed by the off-topic
@@ -914,7 +916,7 @@ class Memory:
         if sum(p.answerable for p in probes) < CERTIFY_MIN_PER_CLASS:
             # Too few notes to certify a boundary from them: search says what to do instead.
             return None
-        record, _ = self._calibrate_self(probes, now=now, replace=False)
+        record, _ = self._calibrate_self(self._fit_target(), probes, now=now, replace=False)
         return {
             "id": record.id,
             "threshold": record.threshold,
