@@ -84,8 +84,9 @@ def test_the_first_index_run_calibrates_and_strict_search_answers(minilm: Path) 
     with recall.open(minilm) as mem:
         record, _ = mem.calibration()
         assert record is not None and record.source == "self" and record.certified is True
-        assert record.lexical_weight == 0.0 and record.made == record.n_answerable + (
-            record.n_unanswerable or 0
+        assert (
+            record.lexical_weight == selfcal.LEXICAL_WEIGHT
+            and record.made == record.n_answerable + (record.n_unanswerable or 0)
         )
         result = mem.search(
             "How many calls a second can we make to a courier's API before we're cut off?"

@@ -434,13 +434,14 @@ class Memory:
     ) -> tuple[Calibration, Fit]:
         bound, embedder = target
         # The made answerable questions are the notes' own words: they would buy a lexical
-        # weight that a user's question does not earn, so a self-made fit weighs only the
-        # dense cosine and the identifier match, and its threshold is placed by the off-topic
-        # questions alone (`selfcal.PLACING`); every question counts for its certification.
+        # weight that a user's question does not earn, so a self-made fit keeps the lexical
+        # weight fixed (`selfcal.LEXICAL_WEIGHT`), fits the identifier weight, and places its
+        # threshold by the off-topic questions alone (`selfcal.PLACING`); every question
+        # counts for its certification.
         result, weights = fit_evidence(
             fitting.evidence(self._store, embedder, probes, CANDIDATES),
             [p.kind in selfcal.PLACING for p in probes],
-            lexical_weights=(0.0,),
+            lexical_weights=(selfcal.LEXICAL_WEIGHT,),
             ceiling=selfcal.CEILING,
         )
         if isinstance(embedder, HashingEmbedder) and result.certified:
