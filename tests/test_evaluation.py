@@ -593,3 +593,29 @@ def test_cli_eval_on_a_users_store_and_on_the_shipped_set(tmp_path: Path) -> Non
     assert "superseded trust: declared" in res.stdout and "hashing-512" in res.stdout
     missing = runner.invoke(app, ["eval", str(questions), "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+BENCH_SETS = sorted((Path(__file__).parents[1] / "benches" / "evalsets").iterdir())
+
+
+@pytest.mark.parametrize("folder", BENCH_SETS, ids=[p.name for p in BENCH_SETS])
+def test_bench_evaluation_sets_are_consistent(folder: Path) -> None:
+    """Each labelled corpus under benches/evalsets reads as `recall eval --set` reads it, and
+    its labels point at what exists: every relevant note is a note, every note has a touched
+    time before the indexing instant, and an identifier question's note holds the identifier."""
+    questions = load_questions(folder / "questions.jsonl")
+    now, touched, indexed_at = evaluation._load_meta(folder / "meta.json")
+    notes = {p.relative_to(folder / "notes").as_posix() for p in (folder / "notes").rglob("*.md")}
+    assert notes and set(touched) == notes
+    assert all(when <= indexed_at <= now for when in touched.values())
+    assert len({Path(n).name for n in notes}) == len(notes), "file names repeat across folders"
+    for q in questions:
+        assert set(q.relevant) <= notes, q.query
+        assert q.answerable == (q.category in {"paraphrase", "identifier"}), q.query
+        if q.category == "identifier":
+            (ident,) = recall._core.identifiers(q.query)
+            holders = [
+                n for n in notes if ident.lower() in (folder / "notes" / n).read_text().lower()
+            ]
+            assert holders == list(q.relevant), q.query
+    assert Counter(q.category for q in questions)["far_gap"] >= 40
