@@ -23,6 +23,12 @@ NOT_DATE = "not a YYYY-MM-DD date"
 NOT_CALENDAR = "not a real calendar date"
 EMPTY = "empty value, expected a YYYY-MM-DD date"
 LIST = "expected one date, got a list"
+CLOSE_IT = "YAML cannot read this value; close it, or quote the value"
+UNCLOSED_LIST = f"an unclosed '[' (a list): {CLOSE_IT}"
+UNCLOSED_QUOTE = f'an unclosed quote ("): {CLOSE_IT}'
+COLON = "starts with ':', which YAML reserves and cannot read as a value; quote the value"
+AT_SIGN = "starts with '@', which YAML reserves and cannot read as a value; quote the value"
+NOT_REFERENCE = "not a reference: it holds no letter or digit"
 
 # (id, text, expected attributes). Attributes not named are not checked by that row.
 CASES: list[tuple[str, str, dict[str, Any]]] = [
@@ -172,9 +178,15 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         {"fields": {"k": "'x'"}},
     ),
     (
-        "mismatched quotes kept",
+        "an unmatched quote is not YAML: reported, not kept",
         "---\nk: \"x'\nj: 'y\n---\n",
-        {"fields": {"k": "\"x'", "j": "'y"}},
+        {
+            "fields": {},
+            "errors": (
+                FieldError("k", "\"x'", UNCLOSED_QUOTE, syntax=True),
+                FieldError("j", "'y", UNCLOSED_QUOTE.replace('(")', "(')"), syntax=True),
+            ),
+        },
     ),
     (
         "quoted flow text is a scalar",
@@ -412,6 +424,70 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "keys are case-sensitive",
         "---\nValid_From: nonsense\n---\n",
         {"errors": (), "fields": {"Valid_From": "nonsense"}},
+    ),
+    # --- values YAML cannot read: refused whatever the key, never an edge or a title
+    (
+        "unclosed flow list",
+        "---\ntitle: [unclosed\n---\nB",
+        {
+            "fields": {},
+            "errors": (FieldError("title", "[unclosed", UNCLOSED_LIST, syntax=True),),
+            "body": "B",
+        },
+    ),
+    (
+        "a leading colon is no reference",
+        "---\nsupersedes: : :\n---\n",
+        {
+            "supersedes": (),
+            "errors": (FieldError("supersedes", ": :", COLON, syntax=True),),
+        },
+    ),
+    (
+        "a reference with no letter or digit",
+        '---\nsupersedes: ["-", old.md]\n---\n',
+        {
+            "supersedes": ("old.md",),
+            "errors": (FieldError("supersedes", '["-", old.md]', NOT_REFERENCE, syntax=True),),
+        },
+    ),
+    (
+        "an unclosed quote",
+        '---\ntitle: "Half\n---\n',
+        {"errors": (FieldError("title", '"Half', UNCLOSED_QUOTE, syntax=True),)},
+    ),
+    (
+        "a flow list continued on indented lines",
+        "---\nsupersedes: [a.md,\n  b.md]\nvalid_from: 2026-01-01\n---\n",
+        {"supersedes": ("a.md", "b.md"), "valid_from": D(2026, 1, 1), "errors": ()},
+    ),
+    (
+        "an unindented continuation is not YAML",
+        "---\ntags: [a,\nb]\nsupersedes: x.md\n---\n",
+        {
+            "supersedes": ("x.md",),
+            "errors": (FieldError("tags", "[a,", UNCLOSED_LIST, syntax=True),),
+        },
+    ),
+    (
+        "a quoted value folded over lines",
+        '---\ntitle: "Queue\n  limits"\n---\n',
+        {"fields": {"title": "Queue limits"}, "errors": ()},
+    ),
+    (
+        "block scalars are read, not taken as '|'",
+        "---\nsummary: |\n  one\n  two\ntitle: >-\n  Folded\n  title\nnote: |\n---\n",
+        {"fields": {"summary": "one\ntwo", "title": "Folded title", "note": ""}, "errors": ()},
+    ),
+    (
+        "a colon inside a plain title stays readable",
+        "---\ntitle: ADR 5: Use Postgres\n---\n",
+        {"fields": {"title": "ADR 5: Use Postgres"}, "errors": ()},
+    ),
+    (
+        "a reserved first character",
+        "---\ntitle: @home\n---\n",
+        {"errors": (FieldError("title", "@home", AT_SIGN, syntax=True),)},
     ),
     # --- offsets (body_offset is in UTF-8 bytes of the original text, BOMs included)
     (

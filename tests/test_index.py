@@ -133,6 +133,33 @@ def test_malformed_date_refuses_only_that_file(tmp_path: Path, corpus: Path) -> 
     assert sorted(report.added) == ["a.md", "b.md", "d.txt", "sub/c.md"]
 
 
+def test_frontmatter_yaml_cannot_read_refuses_the_file_and_makes_no_edge(
+    tmp_path: Path, corpus: Path
+) -> None:
+    write_corpus(
+        corpus,
+        {
+            **NOTES,
+            "title.md": "---\ntitle: [unclosed\n---\nbody\n",
+            "colon.md": "---\nsupersedes: : :\n---\nbody\n",
+            "folded.md": "---\nsupersedes: [a.md,\n  b.md]\n---\nbody\n",
+        },
+    )
+    with recall.open(tmp_path / "m.db") as mem:
+        report = mem.index(corpus, now=T0)
+        stats = mem.stats()
+    reasons = {r.path: r.reason for r in report.refused}
+    assert set(reasons) == {"title.md", "colon.md"}
+    assert (
+        "line 2, title: '[unclosed'" in reasons["title.md"]
+        and "unclosed '['" in reasons["title.md"]
+    )
+    assert "line 2, supersedes: ': :'" in reasons["colon.md"]
+    assert "folded.md" in report.added
+    targets = rows(tmp_path / "m.db", "SELECT DISTINCT raw_ref FROM edges ORDER BY 1")
+    assert targets == [("a.md",), ("b.md",)] and stats.documents == 5
+
+
 def test_refused_edit_keeps_previous_version(tmp_path: Path, corpus: Path) -> None:
     write_corpus(corpus, NOTES)
     with recall.open(tmp_path / "m.db") as mem:

@@ -51,6 +51,13 @@ RULE_CASES = {
         {"a.md": fm(title="A", valid_from="2026-02-30")},
         [("E004", "a.md", 3)],
     ),
+    "E008 a value YAML cannot read, and no reference in a supersedes": (
+        {
+            "a.md": "---\ntitle: [unclosed\n---\nA\n",
+            "b.md": "---\ntitle: B\nsupersedes: : :\n---\nB\n",
+        },
+        [("E008", "a.md", 2), ("E008", "b.md", 3)],
+    ),
     "E004 good date": (
         {"a.md": fm(title="A", valid_from="2026-02-28")},
         [],

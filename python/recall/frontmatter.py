@@ -3,8 +3,10 @@
 Owns: recognising the frontmatter block (SPEC §2.1), splitting it from the body while recording
 where the body starts in the original text (UTF-8 byte offset and line), reading member values
 with the small YAML subset the vocabulary needs (scalars, one layer of quotes, flow and block
-sequences, comments), and checking the three keys of SPEC §2.2: `valid_from`, `valid_until`
-(strict `YYYY-MM-DD`) and `supersedes` (one reference or several).
+sequences, block scalars, comments, a flow value or quote continued on indented lines), telling
+apart a value YAML cannot read (an unclosed bracket or quote, a leading `:`), and checking the
+three keys of SPEC §2.2: `valid_from`, `valid_until` (strict `YYYY-MM-DD`) and `supersedes` (one
+reference or several).
 
 Does not own: resolving references to documents (SPEC §2.3: brackets, `.md` and directories are
 kept exactly as written here), the supersession graph, refusing a document (the indexer turns
@@ -40,15 +42,25 @@ _MSG_NOT_DATE = "not a YYYY-MM-DD date"
 _MSG_NOT_CALENDAR = "not a real calendar date"
 _MSG_EMPTY = "empty value, expected a YYYY-MM-DD date"
 _MSG_LIST = "expected one date, got a list"
+_MSG_UNCLOSED = "an unclosed {what}: YAML cannot read this value; close it, or quote the value"
+_MSG_INDICATOR = (
+    "starts with {mark!r}, which YAML reserves and cannot read as a value; quote the value"
+)
+_MSG_NOT_REFERENCE = "not a reference: it holds no letter or digit"
+# Characters YAML reserves at the start of a plain value (`:` only before a space or the end).
+_RESERVED_START = re.compile(r":(?=[ \t]|$)|[@`]")
+_BLOCK_SCALAR = re.compile(r"[|>][+-]?[1-9]?[+-]?")
 
 
 @dataclass(frozen=True)
 class FieldError:
-    """A frontmatter value the indexer must refuse the document for (SPEC §2.5)."""
+    """A frontmatter value the indexer must refuse the document for (SPEC §2.5). `syntax`: the
+    value is not YAML at all (any key), rather than a malformed date."""
 
     key: str
     value: str
     message: str
+    syntax: bool = False
 
     def __str__(self) -> str:
         return f"{self.key}: {self.message} (got {self.value!r})"
@@ -98,8 +110,11 @@ def parse(text: str) -> Frontmatter:
         return _without_block(text, n_bom)
     members, body_start, first_line = found
 
-    fields, raws, lines = _read_members(members, first_line)
-    errors: list[FieldError] = []
+    fields, raws, lines, broken = _read_members(members, first_line)
+    # A value YAML cannot read declares nothing: the document is refused (SPEC §2.5), and no
+    # edge, date or title is taken from it.
+    errors = [FieldError(key, value, message, syntax=True) for key, (value, message) in broken]
+    _check_references(fields, raws, errors)
     valid_from = _date_field(_VALID_FROM, fields, raws, errors)
     valid_until = _date_field(_VALID_UNTIL, fields, raws, errors)
     # An empty window is recorded, not refused: search reports it as invalid_metadata. SPEC §2.2
@@ -187,25 +202,46 @@ def _find_block(text: str, pos: int) -> tuple[list[str], int, int] | None:
 
 def _read_members(
     members: list[str], first_line: int
-) -> tuple[dict[str, str | tuple[str, ...]], dict[str, str], dict[str, int]]:
-    """Values by key (last duplicate wins), the written text of each sequence value, and the
-    line of each key."""
+) -> tuple[
+    dict[str, str | tuple[str, ...]],
+    dict[str, str],
+    dict[str, int],
+    list[tuple[str, tuple[str, str]]],
+]:
+    """Values by key (last duplicate wins), the written text of each sequence value, the line
+    of each key, and the keys whose value YAML cannot read, with that value and why."""
     fields: dict[str, str | tuple[str, ...]] = {}
     raws: dict[str, str] = {}
     lines: dict[str, int] = {}
+    broken: dict[str, tuple[str, str]] = {}
     # The key whose value was empty on its own line: only it can collect `- item` lines.
     open_key: str | None = None
     items: list[str] = []
-    for number, line in enumerate(members, first_line):
+    i = 0
+    while i < len(members):
+        line, number = members[i], first_line + i
+        i += 1
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         key_match = _KEY_LINE.fullmatch(line)
         if key_match is not None:
             key = key_match.group(1)
-            value = _strip_comment((key_match.group(2) or "").strip())
-            raws[key] = value
+            value = (key_match.group(2) or "").strip()
+            # A flow value or a quote may go on over indented lines, a block scalar always does.
+            taken = _continuation(members, i, value)
+            i += len(taken)
+            value = _joined(value, taken)
             lines[key] = number
+            broken.pop(key, None)
+            problem = _unreadable(value)
+            if problem is not None:
+                raws[key] = value
+                fields.pop(key, None)
+                broken[key] = (value, problem)
+                open_key = None
+                continue
+            raws[key] = value
             if value:
                 fields[key] = _scalar_or_flow(value)
                 open_key = None
@@ -224,7 +260,95 @@ def _read_members(
             continue
         # Nested mappings and continuation lines are outside the subset SPEC §2 needs.
         open_key = None
-    return fields, raws, lines
+    return fields, raws, lines, list(broken.items())
+
+
+def _continuation(members: list[str], start: int, value: str) -> list[str]:
+    """The indented lines from `start` that continue `value`: a block scalar's, or those of a
+    flow value or quote left open, up to the line that closes it."""
+    out: list[str] = []
+    block = _BLOCK_SCALAR.fullmatch(_strip_comment(value)) is not None
+    while start + len(out) < len(members) and (block or _opened(_joined(value, out))):
+        line = members[start + len(out)]
+        if line.strip() and not line[:1].isspace():
+            break
+        out.append(line)
+    return out
+
+
+def _joined(value: str, continued: list[str]) -> str:
+    """`value` with its continuation lines: a literal block scalar (`|`) keeps its line breaks,
+    everything else is folded onto one line (YAML folding), comments dropped."""
+    head = _strip_comment(value)
+    parts = [line.strip() for line in continued]
+    if _BLOCK_SCALAR.fullmatch(head) is not None:
+        kept = [p for p in parts if p] if head[0] == ">" else parts
+        return ("\n" if head[0] == "|" else " ").join(kept).strip()
+    if not continued:
+        return head
+    return _strip_comment(" ".join([value, *(p for p in parts if p)]))
+
+
+def _opened(value: str) -> str | None:
+    """What `value` leaves open, if it starts a flow collection or a quoted scalar and does not
+    close it: `'['`, `'{'`, `'"'` or `"'"`; None when it is closed or plain."""
+    if not value or value[0] not in "[{\"'":
+        return None
+    depth = 0
+    quote = ""
+    opened = value[0]
+    i = 0
+    while i < len(value):
+        ch = value[i]
+        if quote:
+            if ch == "\\" and quote == '"':
+                i += 2
+                continue
+            if ch == quote:
+                if quote == "'" and value[i + 1 : i + 2] == "'":
+                    i += 2
+                    continue
+                quote = ""
+                if opened in "\"'" and depth == 0:
+                    return None
+        elif ch in "\"'" and (i == 0 or value[i - 1] in "[{, \t"):
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return None
+        i += 1
+    return quote or opened
+
+
+def _unreadable(value: str) -> str | None:
+    """Why YAML cannot read `value`, or None when it can."""
+    left_open = _opened(value)
+    if left_open is not None:
+        what = {"[": "'[' (a list)", "{": "'{' (a mapping)"}.get(left_open, f"quote ({left_open})")
+        return _MSG_UNCLOSED.format(what=what)
+    reserved = _RESERVED_START.match(value)
+    if reserved is not None:
+        return _MSG_INDICATOR.format(mark=reserved.group(0))
+    return None
+
+
+def _check_references(
+    fields: Mapping[str, str | tuple[str, ...]],
+    raws: Mapping[str, str],
+    errors: list[FieldError],
+) -> None:
+    """A `supersedes` reference with no letter or digit (`supersedes: "-"`) names nothing any
+    note could be: refused, never an edge (SPEC §2.3)."""
+    value = fields.get(_SUPERSEDES)
+    refs = (value,) if isinstance(value, str) else (value or ())
+    for ref in refs:
+        if ref.strip() and not any(ch.isalnum() for ch in ref):
+            shown = _raw(_SUPERSEDES, fields, raws) or ref
+            errors.append(FieldError(_SUPERSEDES, shown, _MSG_NOT_REFERENCE, syntax=True))
+            return
 
 
 def _strip_comment(value: str) -> str:
@@ -389,9 +513,9 @@ def _date_field(
 
 
 def _references(value: str | tuple[str, ...] | None) -> tuple[str, ...]:
-    # Blank references declare nothing; the rest are kept as written for SPEC §2.3 resolution.
+    # Blank references declare nothing, nor do those with no letter or digit (refused by
+    # `_check_references`); the rest are kept as written for SPEC §2.3 resolution.
     if value is None:
         return ()
-    if isinstance(value, str):
-        return (value,) if value.strip() else ()
-    return tuple(item for item in value if item.strip())
+    items = (value,) if isinstance(value, str) else value
+    return tuple(item for item in items if any(ch.isalnum() for ch in item))

@@ -392,7 +392,10 @@ def _read(
         chunks = chunk(text)
     else:
         if fm.errors:
-            problems = "; ".join(f"{e.key}: {e.value!r} {e.message}" for e in fm.errors)
+            problems = "; ".join(
+                f"line {fm.lines.get(e.key, 1)}, {e.key}: {e.value!r} {e.message}"
+                for e in fm.errors
+            )
             report.refused.append(Skipped(rel, f"malformed frontmatter: {problems}"))
             return None
         chunks = chunk(fm.body, base_byte=fm.body_offset, base_line=fm.body_line)

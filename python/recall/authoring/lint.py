@@ -1,7 +1,7 @@
 """`recall lint`: what is wrong with a folder of notes as written, before anything is indexed
 (SPEC §8.4). No store, no embedder.
 
-Owns: the rules and their codes (errors E001–E007, warnings W001–W002, the info I001), the
+Owns: the rules and their codes (errors E001–E008, warnings W001–W003, infos I001–I002), the
 wording of each finding and its suggested fix, and the report. Does not own: reading notes and
 resolving references (`recall.authoring.corpus`), the vocabularies (`recall.vocabularies`),
 closure phrases (`recall.authoring.prose`), or printing (`lint_cli`).
@@ -47,6 +47,7 @@ RULES: dict[str, tuple[str, Severity]] = {
     "E005": ("empty-window", "error"),
     "E006": ("ambiguous-target", "error"),
     "E007": ("unreadable-file", "error"),
+    "E008": ("unreadable-frontmatter", "error"),
     "W001": ("versioned-siblings", "warning"),
     "W002": ("closure-prose", "warning"),
     "W003": ("unread-status", "warning"),
@@ -249,6 +250,16 @@ def _dates(corpus: Corpus) -> Iterator[Finding]:
         if fm is None or not fm.present:
             continue
         for err in fm.errors:
+            if err.syntax:
+                yield _finding(
+                    "E008",
+                    note.shown,
+                    fm.lines.get(err.key, 1),
+                    f"{err.key}: {err.message} (got {err.value!r})",
+                    "fix the line as the message says; the note is refused until then",
+                    "frontmatter",
+                )
+                continue
             yield _finding(
                 "E004",
                 note.shown,
