@@ -58,6 +58,11 @@ pub enum CoreError {
     )]
     Missing { path: String },
 
+    /// A part of the store cannot be read as it was written (bit rot, a bad copy): the caller
+    /// adds the way out.
+    #[error("recall store: the {part} is damaged: {detail}")]
+    Damaged { part: &'static str, detail: String },
+
     /// A caller broke an API precondition (wrong vector length, no open write, ...).
     #[error("recall store: {0}")]
     Usage(String),

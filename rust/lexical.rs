@@ -26,11 +26,22 @@ use crate::errors::{CoreError, Result};
 /// Distinct words of a query that are searched; the rest of a very long query is ignored.
 const MAX_QUERY_TERMS: usize = 64;
 
+/// More entries than one segment of a store on one machine ever holds: a count above it is
+/// damage, not data.
+const MAX_SEGMENT_ENTRIES: u64 = 1 << 28;
+
 /// Memory budget of the single indexing thread (Tantivy's minimum is 15 MB per thread).
 const WRITER_BUDGET: usize = 50_000_000;
 
 fn tantivy_err(e: impl std::fmt::Display) -> CoreError {
     CoreError::Usage(format!("lexical index: {e}"))
+}
+
+fn damaged(detail: impl std::fmt::Display) -> CoreError {
+    CoreError::Damaged {
+        part: "lexical index",
+        detail: detail.to_string(),
+    }
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +55,22 @@ struct Changes {
 struct TrackedDir {
     inner: RamDirectory,
     changes: Arc<Mutex<Changes>>,
+}
+
+impl TrackedDir {
+    /// A directory holding `files`, each counted as already persisted.
+    fn holding(files: Vec<(String, Vec<u8>)>) -> Result<TrackedDir> {
+        let dir = TrackedDir {
+            inner: RamDirectory::create(),
+            changes: Arc::default(),
+        };
+        for (name, data) in files {
+            dir.inner
+                .atomic_write(Path::new(&name), &data)
+                .map_err(tantivy_err)?;
+        }
+        Ok(dir)
+    }
 }
 
 fn is_lock(path: &Path) -> bool {
@@ -317,23 +344,56 @@ impl LexicalIndex {
     /// Open from persisted files, or create an empty index when `files` is empty. Every file
     /// loaded counts as already persisted.
     pub fn open(files: Vec<(String, Vec<u8>)>) -> Result<LexicalIndex> {
-        let dir = TrackedDir {
-            inner: RamDirectory::create(),
-            changes: Arc::default(),
-        };
         let empty = files.is_empty();
-        for (name, data) in files {
-            dir.inner
-                .atomic_write(Path::new(&name), &data)
-                .map_err(tantivy_err)?;
-        }
-        let (schema, chunk, body) = schema();
+        let dir = TrackedDir::holding(files)?;
         let index = if empty {
-            Index::create(dir.clone(), schema, tantivy::IndexSettings::default())
+            Index::create(dir.clone(), schema().0, tantivy::IndexSettings::default())
                 .map_err(tantivy_err)?
         } else {
             Index::open(dir.clone()).map_err(tantivy_err)?
         };
+        Self::reading(index, dir)
+    }
+
+    /// Open saved files, checking them before any is read: each segment's entry count (a
+    /// damaged count would size allocations), their sum against `live` chunks when given, then
+    /// every file's checksum. Anything wrong is `CoreError::Damaged`.
+    pub fn open_checked(files: Vec<(String, Vec<u8>)>, live: Option<u64>) -> Result<LexicalIndex> {
+        let dir = TrackedDir::holding(files)?;
+        let index = Index::open(dir.clone()).map_err(damaged)?;
+        let mut listed = 0u64;
+        for segment in index.searchable_segment_metas().map_err(damaged)? {
+            let (max, deleted) = (
+                u64::from(segment.max_doc()),
+                u64::from(segment.num_deleted_docs()),
+            );
+            if max == 0 || max > MAX_SEGMENT_ENTRIES || deleted > max {
+                return Err(damaged(format!(
+                    "a segment lists {max} entries, {deleted} of them deleted"
+                )));
+            }
+            listed += max - deleted;
+        }
+        if let Some(live) = live.filter(|&live| live != listed) {
+            return Err(damaged(format!(
+                "it lists {listed} chunks, the store holds {live}"
+            )));
+        }
+        let mut bad: Vec<String> = index
+            .validate_checksum()
+            .map_err(damaged)?
+            .into_iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        if !bad.is_empty() {
+            bad.sort();
+            return Err(damaged(format!("{} fail their checksum", bad.join(", "))));
+        }
+        Self::reading(index, dir)
+    }
+
+    fn reading(index: Index, dir: TrackedDir) -> Result<LexicalIndex> {
+        let (_, chunk, body) = schema();
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)

@@ -15,7 +15,8 @@ pub mod store;
 pub mod triggers;
 pub mod trust;
 
-use std::sync::Mutex;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Mutex, PoisonError};
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -45,6 +46,12 @@ create_exception!(
 );
 create_exception!(
     recall,
+    StoreDamagedError,
+    StoreError,
+    "A part of the store file cannot be read as it was written."
+);
+create_exception!(
+    recall,
     EmbedderMismatchError,
     StoreError,
     "The store was built with another embedder."
@@ -62,6 +69,7 @@ fn to_py(err: CoreError) -> PyErr {
         | CoreError::ReadOnly { .. }
         | CoreError::Missing { .. }
         | CoreError::Usage(_) => StoreError::new_err(msg),
+        CoreError::Damaged { .. } => StoreDamagedError::new_err(msg),
     }
 }
 
@@ -74,14 +82,28 @@ fn damaged(err: CoreError, path: &str) -> PyErr {
             Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
         )
     );
-    if corrupt {
-        StoreError::new_err(format!(
+    if corrupt || matches!(err, CoreError::Damaged { .. }) {
+        StoreDamagedError::new_err(format!(
             "{err}: {path} is damaged; run 'recall doctor --db {path}' to see what is wrong and \
              how to recover"
         ))
     } else {
         to_py(err)
     }
+}
+
+/// A panic inside the core, caught before it reaches Python: with every input checked, the
+/// cause is data that does not read as it was written (SPEC §11).
+fn panicked(payload: Box<dyn std::any::Any + Send>, path: &str) -> PyErr {
+    let why = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string());
+    StoreDamagedError::new_err(format!(
+        "recall store: reading {path} failed inside recall ({why}); the file is probably \
+         damaged: run 'recall doctor --db {path}' to see what is wrong and how to recover"
+    ))
 }
 
 /// Little-endian float32 bytes from Python (`ndarray.tobytes()`) as floats.
@@ -161,15 +183,21 @@ struct PyStore {
 }
 
 impl PyStore {
+    /// Run `f` on the open store. A panic inside it is caught here and becomes a
+    /// `StoreDamagedError`: it never reaches Python as a `PanicException` and never leaves the
+    /// handle unusable (an open write is rolled back, the lexical index reloaded).
     fn with<T>(&self, f: impl FnOnce(&mut Store) -> errors::Result<T>) -> PyResult<T> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::new_err("store lock poisoned"))?;
+        let mut guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let store = guard
             .as_mut()
             .ok_or_else(|| StoreError::new_err(format!("recall store: {} is closed", self.path)))?;
-        f(store).map_err(|e| damaged(e, &self.path))
+        match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut *store))) {
+            Ok(result) => result.map_err(|e| damaged(e, &self.path)),
+            Err(payload) => {
+                store.recover();
+                Err(panicked(payload, &self.path))
+            }
+        }
     }
 }
 
@@ -214,10 +242,7 @@ impl PyStore {
 
     /// Close the file; an open write is rolled back. Idempotent.
     fn close(&self) -> PyResult<()> {
-        let mut guard = self
-            .inner
-            .lock()
-            .map_err(|_| StoreError::new_err("store lock poisoned"))?;
+        let mut guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         guard.take();
         Ok(())
     }
@@ -861,6 +886,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RecallError", py.get_type::<RecallError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
     m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
+    m.add("StoreDamagedError", py.get_type::<StoreDamagedError>())?;
     m.add(
         "EmbedderMismatchError",
         py.get_type::<EmbedderMismatchError>(),

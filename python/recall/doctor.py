@@ -45,6 +45,12 @@ class DoctorReport:
         """What to do next, in commands."""
         if self.verdict != "damaged":
             return "nothing to do" if self.verdict == "healthy" else "see the warnings above"
+        if {c.name for c in self.checks if c.status == "damaged"} == {"lexical"}:
+            # The chunk rows are whole: the next index run rebuilds the lexical index from them.
+            return (
+                "rebuild the lexical index from the chunk rows, which are whole:\n  "
+                f"recall index NOTES... --db {self.path}"
+            )
         calibration_ok = all(c.status != "damaged" for c in self.checks if c.name == "calibration")
         steps = []
         if calibration_ok:

@@ -7,7 +7,13 @@ messages (they are written where the error is raised and say what to do next).
 
 from __future__ import annotations
 
-from recall._core import EmbedderMismatchError, RecallError, StoreError, StoreLockedError
+from recall._core import (
+    EmbedderMismatchError,
+    RecallError,
+    StoreDamagedError,
+    StoreError,
+    StoreLockedError,
+)
 
 __all__ = [
     "EmbedderError",
@@ -17,6 +23,7 @@ __all__ = [
     "PruneRefusedError",
     "RecallError",
     "StoreError",
+    "StoreDamagedError",
     "StoreLockedError",
     "TrustRefusal",
     "UsageError",

@@ -6,8 +6,7 @@
 
 use std::collections::HashSet;
 
-use crate::errors::Result;
-use crate::lexical::LexicalIndex;
+use crate::errors::{CoreError, Result};
 
 use super::vectors::Declined;
 use super::{Store, SCHEMA_VERSION, VEC_TABLE};
@@ -153,12 +152,19 @@ impl Store {
                  it in memory and the next index run saves it",
             );
         }
-        let files: rusqlite::Result<Vec<(String, Vec<u8>)>> = self
-            .conn
-            .prepare("SELECT name, data FROM lexical_files")
-            .and_then(|mut st| st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect());
-        let index = match files.map_err(Into::into).and_then(LexicalIndex::open) {
+        // Not counted here: the comparison below names the chunks that differ.
+        let index = match self.saved_lexical(false) {
             Ok(index) => index,
+            Err(CoreError::Damaged { detail, .. }) => {
+                return check(
+                    "lexical",
+                    "damaged",
+                    format!(
+                        "the saved index: {detail}; searches rebuild it from the chunk rows in \
+                         memory until the next 'recall index' saves it whole"
+                    ),
+                )
+            }
             Err(e) => return check("lexical", "damaged", format!("the saved index: {e}")),
         };
         let ids = match index.chunk_ids() {

@@ -7,7 +7,7 @@
 
 use rusqlite::params;
 
-use crate::errors::Result;
+use crate::errors::{CoreError, Result};
 use crate::lexical::LexicalIndex;
 
 use super::{lexical_body, Store};
@@ -40,25 +40,56 @@ impl Store {
             let saved = self
                 .meta("lexical_generation")?
                 .and_then(|g| g.parse::<i64>().ok());
-            let lexical = if saved == Some(generation) {
-                let mut stmt = self.conn.prepare("SELECT name, data FROM lexical_files")?;
-                let files = stmt
-                    .query_map([], |r| {
-                        Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-                    })?
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
-                Lexical {
-                    index: LexicalIndex::open(files)?,
-                    generation,
-                    unsaved: Default::default(),
-                    rebuilt: false,
-                }
-            } else {
-                self.rebuild_lexical(generation)?
-            };
-            self.lexical = Some(lexical);
+            self.lexical = Some(self.load_lexical(saved == Some(generation), generation)?);
         }
         Ok(self.lexical.as_mut().expect("set above"))
+    }
+
+    /// The saved index when it is `current` and reads as written; otherwise (missing, stale or
+    /// damaged) one rebuilt from the chunk rows, which are the source of truth, for the next
+    /// write to save whole (`recall doctor` says so meanwhile).
+    pub(super) fn load_lexical(&self, current: bool, generation: i64) -> Result<Lexical> {
+        if current {
+            match self.saved_lexical(true) {
+                Ok(index) => {
+                    return Ok(Lexical {
+                        index,
+                        generation,
+                        unsaved: Default::default(),
+                        rebuilt: false,
+                    })
+                }
+                Err(CoreError::Damaged { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.rebuild_lexical(generation)
+    }
+
+    /// The saved lexical index, checked against its files' checksums and, with `counted`, the
+    /// number of chunk rows (`CoreError::Damaged` when it does not read as written; a panic
+    /// inside Tantivy on such data counts as damage too).
+    pub(crate) fn saved_lexical(&self, counted: bool) -> Result<LexicalIndex> {
+        let mut stmt = self.conn.prepare("SELECT name, data FROM lexical_files")?;
+        let files = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })?
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let live = if counted {
+            let n: i64 = self
+                .conn
+                .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+            Some(u64::try_from(n).unwrap_or(0))
+        } else {
+            None
+        };
+        std::panic::catch_unwind(|| LexicalIndex::open_checked(files, live)).unwrap_or_else(|_| {
+            Err(CoreError::Damaged {
+                part: "lexical index",
+                detail: "Tantivy could not read it".into(),
+            })
+        })
     }
 
     fn rebuild_lexical(&self, generation: i64) -> Result<Lexical> {

@@ -456,18 +456,14 @@ impl Store {
             .meta("lexical_generation")?
             .and_then(|g| g.parse().ok())
             == Some(previous);
-        if self.lexical.is_none() && !lexical_current {
-            // Missing or older than the store (e.g. migrated from schema 1): rebuild from the
-            // chunks now, while the write lock is held, so the file is whole again.
-            self.lexical_mut()?;
+        // Loaded (and checked) even when no chunk changed: a saved index that is missing,
+        // older than the store (e.g. migrated from schema 1) or damaged is rebuilt from the
+        // chunks now, while the write lock is held, so the file is whole again.
+        if self.lexical.is_none() {
+            self.lexical = Some(self.load_lexical(lexical_current, generation)?);
         }
-        if self.lexical.is_some() {
-            self.save_lexical()?;
-            self.set_meta("lexical_generation", &generation.to_string())?;
-        } else if lexical_current {
-            // No chunk changed in this run (the index was never loaded): still current.
-            self.set_meta("lexical_generation", &generation.to_string())?;
-        }
+        self.save_lexical()?;
+        self.set_meta("lexical_generation", &generation.to_string())?;
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             self.rollback();
             return Err(self.busy(e));
@@ -494,6 +490,15 @@ impl Store {
             // The in-memory lexical index holds the abandoned changes: reload it when needed.
             self.lexical = None;
         }
+    }
+
+    /// After a call that failed midway (a panic caught at the boundary): roll back an open
+    /// write and drop what memory holds of the file, so the next call starts from the last
+    /// commit.
+    pub fn recover(&mut self) {
+        self.rollback();
+        self.lexical = None;
+        self.cache = None;
     }
 
     /// Write one metadata value in its own transaction (calibration records and the like).
