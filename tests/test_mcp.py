@@ -5,6 +5,7 @@ the SDK is not installed."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 
 import recall
 from recall.cli import app
+from recall.errors import RecallError
 
 from .conftest import EXAMPLES
 from .test_search import certified
@@ -457,3 +459,68 @@ def test_without_a_corpus_the_next_step_is_the_owners(tmp_path: Path) -> None:
         assert "index tool" not in error["next"] and "recall index PATH" in error["next"]
 
     run_server(tmp_path, ["--db", str(db)], scenario)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("## Status\n\nSuperseded by [rate limits](rate-limits-v2.md)\n", "replaces this note"),
+        ("## Status\n\nAccepted. Supersedes [old](rate-limits-v1.md)\n\nNew.", "supersedes"),
+        ("## Status\n\nDeprecated\n\nDo not use.", "status 'deprecated'"),
+    ],
+)
+def test_remember_refuses_text_that_declares_what_the_arguments_do_not(
+    tools: Any, text: str, message: str
+) -> None:
+    """Declarations inside a remembered text (a status section, "Supersedes …") would retire
+    notes, or the new one, while the reply said nothing: refused, nothing written."""
+    root = tools.roots[0]
+    before = sorted(p.name for p in root.rglob("*"))
+    reply = tools.call("remember", {"title": "Limits", "text": text})
+    assert reply.is_error and message in reply.data["error"]["message"], reply.text
+    assert "supersedes" in reply.data["error"]["message"] or "valid_until" in reply.text
+    assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def test_remember_allows_a_text_that_names_what_supersedes_names(tools: Any) -> None:
+    reply = tools.call(
+        "remember",
+        {
+            "title": "Limits three",
+            "text": "## Status\n\nAccepted. Supersedes [old](rate-limits-v1.md)\n\nNew limits.",
+            "supersedes": ["rate-limits-v1.md"],
+        },
+    )
+    assert not reply.is_error, reply.text
+    assert [c["reference"] for c in reply.data["supersedes"]] == ["rate-limits-v1.md"]
+
+
+def test_remember_writes_only_inside_the_folder_it_opened(tools: Any, tmp_path: Path) -> None:
+    """A folder swapped for a symlink to elsewhere after the argument was checked: the folder
+    opened is checked again, so the note never lands outside the corpus."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    swapped = tools.roots[0] / "inbox"
+    swapped.symlink_to(outside, target_is_directory=True)
+    with pytest.raises(RecallError, match="outside the corpus root"):
+        tools._write_new(swapped, tools.roots[0], "note", "# Note\n\nText.\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_remember_on_a_full_disk_leaves_nothing_half_made(
+    tools: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tools.roots[0]
+    before = sorted(p.name for p in root.rglob("*"))
+    real_write = os.write
+
+    def full(fd: int, data: Any) -> int:
+        if len(data) > 20:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    reply = tools.call("remember", {"title": "Limits", "text": "A long enough note text."})
+    monkeypatch.undo()
+    assert reply.is_error and "the disk is full" in reply.data["error"]["message"], reply.text
+    assert sorted(p.name for p in root.rglob("*")) == before

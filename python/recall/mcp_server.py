@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import sys
 import threading
 import traceback
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -251,6 +252,46 @@ def _within(path: Path, root: Path) -> bool:
 
 def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+@contextlib.contextmanager
+def _opened_folder(folder: Path, root: Path) -> Iterator[tuple[Path, int]]:
+    """`folder` opened as a directory, with the real path of what was opened; refused unless
+    that lies inside `root`."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        where = _fd_path(fd, folder)
+        if where is None or not _within(where, root):
+            raise _bad("remember", f"folder {_shown(str(folder))} leads outside the corpus root")
+        yield where, fd
+    finally:
+        os.close(fd)
+
+
+def _fd_path(fd: int, folder: Path) -> Path | None:
+    """The real path of the directory open as `fd`: from the descriptor itself where the
+    system tells it (Linux, macOS), else `folder` resolved, when it is the same directory."""
+    with contextlib.suppress(OSError):
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    try:
+        import fcntl
+
+        raw = fcntl.fcntl(fd, getattr(fcntl, "F_GETPATH", 50), bytes(1024))
+        return Path(os.fsdecode(raw.split(b"\0", 1)[0]))
+    except (ImportError, OSError):
+        pass
+    real = _real(folder)
+    opened, named = os.fstat(fd), os.stat(real)
+    return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else None
+
+
+def _why(err: OSError) -> str:
+    if err.errno == errno.ENOSPC:
+        return "the disk is full; free some space and retry"
+    return err.strerror or str(err)
 
 
 def slug(text: str) -> str:
@@ -671,11 +712,10 @@ class Tools:
         fm = parse(content)
         if fm.errors or list(fm.supersedes) != references:
             raise _bad("remember", "the frontmatter would not read back as given; simplify it")
+        self._own_words(content, references)
 
         folder.mkdir(parents=True, exist_ok=True)
-        if not _within(_real(folder), root):
-            raise _bad("remember", "folder leaves the corpus root")
-        path = self._write_new(folder, slug(name or title), content)
+        path = self._write_new(folder, root, slug(name or title), content)
         try:
             report = self.memory.index([str(root)])
         except BaseException:
@@ -710,6 +750,45 @@ class Tools:
         data["warnings"] = warnings
         data["index"] = report.to_dict()
         return data
+
+    def _own_words(self, content: str, references: Sequence[str]) -> None:
+        """Refuse a text whose own words would declare what the arguments do not: a status
+        section, "Supersedes …" or "Superseded by …" line, or a retiring status in any
+        vocabulary the store reads. An agent (or text it copied) must not retire notes, or
+        this one, without saying so in `supersedes` / `valid_until`, where the reply shows it.
+        A forward edge to a note `supersedes` already names is allowed."""
+        from recall.vocabularies import declare, in_force
+
+        exists = is_postgres(self.memory.path) or os.path.exists(self.memory.path)
+        read = in_force(self.memory.stats().vocabularies if exists else "all")
+        said = declare("remembered.md", content)
+        asked = {_core.resolution_key(r).casefold() for r in references}
+        for edge in said.active_edges(read):
+            if edge.origin.vocabulary == "frontmatter":
+                continue
+            keys = {k.casefold() for k in edge.key.split("\n")} | {
+                _core.resolution_key(edge.reference).casefold()
+            }
+            if not edge.reversed and keys & asked:
+                continue
+            what = (
+                f"that {_shown(edge.reference)} replaces this note"
+                if edge.reversed
+                else f"that this note supersedes {_shown(edge.reference)}"
+            )
+            raise _bad(
+                "remember",
+                f"the text says {what} ({_shown(edge.origin.text)}); name the notes it replaces "
+                "in supersedes, or reword the text so that it does not declare it",
+            )
+        retired = said.active_retirement(read)
+        if retired is not None and retired.origin.vocabulary != "frontmatter":
+            raise _bad(
+                "remember",
+                f"the text gives the note the status {retired.state!r} "
+                f"({_shown(retired.origin.text)}): a remembered note is in force; leave the "
+                "status out, or pass valid_until for a note that stops holding",
+            )
 
     # --- paths ---
 
@@ -772,20 +851,49 @@ class Tools:
                 )
         return keys
 
-    def _write_new(self, folder: Path, stem: str, content: str) -> Path:
+    def _write_new(self, folder: Path, root: Path, stem: str, content: str) -> Path:
+        """Write `content` as a new note in `folder` under a free name, whole or not at all.
+        The folder is opened once and checked to lie inside `root` as opened (a folder swapped
+        for a symlink after any earlier check leads nowhere else), and the note is written
+        beside it under a hidden temporary name, then linked to its name, which never
+        overwrites: a full disk or a kill leaves no half-written note."""
         taken = self._taken_keys()
-        for n in range(1, MAX_NAME_TRIES + 1):
-            candidate = stem if n == 1 else f"{stem}-{n}"
-            if candidate.casefold() in taken:
-                continue
-            path = folder / f"{candidate}.md"
+        with _opened_folder(folder, root) as (where, fd):
+            data = content.encode("utf-8")
+            temp = f".{stem}.{os.getpid()}.{threading.get_ident()}.tmp"
             try:
-                # "x": never overwrite, even if the file appeared since the check.
-                with open(path, "x", encoding="utf-8", newline="\n") as out:
-                    out.write(content)
-            except FileExistsError:
-                continue
-            return path
+                out = os.open(
+                    temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=fd
+                )
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(out, view) :]
+                    os.fsync(out)
+                finally:
+                    os.close(out)
+                for n in range(1, MAX_NAME_TRIES + 1):
+                    candidate = stem if n == 1 else f"{stem}-{n}"
+                    if candidate.casefold() in taken:
+                        continue
+                    try:
+                        os.link(
+                            temp,
+                            f"{candidate}.md",
+                            src_dir_fd=fd,
+                            dst_dir_fd=fd,
+                            follow_symlinks=False,
+                        )
+                    except FileExistsError:
+                        continue
+                    return where / f"{candidate}.md"
+            except OSError as err:
+                raise _bad(
+                    "remember", f"cannot write the note in {_shown(str(where))}: {_why(err)}"
+                ) from err
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=fd)
         raise _bad(
             "remember",
             f"no free file name for {stem!r} (tried {MAX_NAME_TRIES}); pass another name",
