@@ -58,6 +58,13 @@ RULE_CASES = {
         },
         [("E008", "a.md", 2), ("E008", "b.md", 3)],
     ),
+    "W004 too many targets": (
+        {
+            "a.md": "---\nsupersedes: [" + ", ".join(f"n{i}.md" for i in range(70)) + "]\n---\nA\n",
+            **{f"n{i}.md": f"N{i}\n" for i in range(70)},
+        },
+        [("W004", "a.md", 2)],
+    ),
     "E004 good date": (
         {"a.md": fm(title="A", valid_from="2026-02-28")},
         [],

@@ -357,3 +357,23 @@ def test_cli_shows_vocabularies(tmp_path: Path, corpus: Path) -> None:
     assert "all: madr 1 · nygard 2 · pep 2" in stats.output
     bad = runner.invoke(app, ["index", str(corpus), "--db", db, "--vocabularies", "x"])
     assert bad.exit_code == 2 and "unknown vocabularies setting" in bad.output
+
+
+def test_declarations_are_bounded_per_note(tmp_path: Path) -> None:
+    """A `Superseded-By:` line of 20,000 numbers (129 KB) made 20,000 edges that each stored
+    the whole line: a 2.6 GB store. At most MAX_TARGETS edges are read, each with the
+    statement cut to MAX_STATEMENT_CHARS, so the store grows with the file, not its square."""
+    from recall.vocabularies import MAX_STATEMENT_CHARS, MAX_TARGETS
+
+    numbers = ", ".join(str(i) for i in range(2, 20_000))
+    text = f"PEP: 1\nTitle: Purpose\nStatus: Superseded\nSuperseded-By: {numbers}\n\nBody.\n"
+    said = declare("pep-0001.rst", text)
+    assert len(said.edges) == MAX_TARGETS and said.dropped == 19_998 - MAX_TARGETS
+    assert [e.reference for e in said.edges[:3]] == ["2", "3", "4"]
+    assert all(len(e.origin.text) <= MAX_STATEMENT_CHARS for e in said.edges)
+    assert said.edges[0].origin.text.startswith("Superseded-By: 2, 3, 4")
+    write_corpus(tmp_path / "peps", {"pep-0001.rst": text, "pep-0002.rst": "PEP: 2\n\nBody.\n"})
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-512") as mem:
+        assert mem.index(tmp_path / "peps").ok
+    assert db.stat().st_size < 8 * 1024 * 1024

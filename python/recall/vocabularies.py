@@ -37,6 +37,7 @@ from recall.frontmatter import FieldError, Frontmatter, parse
 
 __all__ = [
     "ALL",
+    "MAX_TARGETS",
     "PARTIAL",
     "SETTINGS",
     "UNREAD",
@@ -58,6 +59,11 @@ SETTINGS: dict[str, frozenset[str]] = {
     "all": frozenset(VOCABULARIES),
 }
 ALL = "all"
+#: The most supersession targets one note declares that are read; a note naming more (a
+#: `Superseded-By:` line of thousands of numbers) keeps the first ones (`recall lint` W004).
+MAX_TARGETS = 64
+#: The longest statement kept with an edge: the words are shown, not parsed again.
+MAX_STATEMENT_CHARS = 300
 
 #: The standing of a statement that is not a full edge (SPEC §2.5).
 PARTIAL = "partial"
@@ -76,11 +82,17 @@ _DIGIT = re.compile(r"[0-9]")
 
 @dataclass(frozen=True)
 class Statement:
-    """Where a declaration was written: its vocabulary, 1-based line and the words."""
+    """Where a declaration was written: its vocabulary, 1-based line and the words (at most
+    `MAX_STATEMENT_CHARS`: every edge of a statement keeps them, so a long line must not be
+    stored once per target)."""
 
     vocabulary: str
     line: int
     text: str
+
+    def __post_init__(self) -> None:
+        if len(self.text) > MAX_STATEMENT_CHARS:
+            object.__setattr__(self, "text", self.text[: MAX_STATEMENT_CHARS - 1] + "…")
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,8 @@ class Declarations:
     statements: tuple[Statement, ...] = ()
     #: A status statement says the note is in force (`Accepted`) and none retires it.
     current: bool = False
+    #: Edges declared beyond `MAX_TARGETS`, which are not read (`recall lint` W004).
+    dropped: int = 0
 
     @property
     def errors(self) -> tuple[FieldError, ...]:
@@ -177,10 +191,17 @@ def declare(path: str, text: str) -> Declarations:
     lower = path.lower()
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     if lower.endswith(_RST_SUFFIXES):
-        return _pep(name, text)
+        return _bounded(_pep(name, text))
     if lower.endswith(_MARKDOWN_SUFFIXES):
-        return _markdown(name, text)
+        return _bounded(_markdown(name, text))
     return Declarations(None, None, None, (), None)
+
+
+def _bounded(said: Declarations) -> Declarations:
+    """At most `MAX_TARGETS` edges a note, in the order written; the rest are counted."""
+    if len(said.edges) <= MAX_TARGETS:
+        return said
+    return replace(said, edges=said.edges[:MAX_TARGETS], dropped=len(said.edges) - MAX_TARGETS)
 
 
 # -- markdown: frontmatter, MADR, Nygard sections, field lines, the opening's sentences ----------

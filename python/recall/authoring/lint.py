@@ -1,7 +1,7 @@
 """`recall lint`: what is wrong with a folder of notes as written, before anything is indexed
 (SPEC §8.4). No store, no embedder.
 
-Owns: the rules and their codes (errors E001–E008, warnings W001–W003, infos I001–I002), the
+Owns: the rules and their codes (errors E001–E008, warnings W001–W004, infos I001–I002), the
 wording of each finding and its suggested fix, and the report. Does not own: reading notes and
 resolving references (`recall.authoring.corpus`), the vocabularies (`recall.vocabularies`),
 closure phrases (`recall.authoring.prose`), or printing (`lint_cli`).
@@ -22,7 +22,7 @@ from recall.authoring.corpus import Corpus, Note, scan
 from recall.authoring.prose import Closure, find_closures
 from recall.errors import UsageError
 from recall.opening import about_itself
-from recall.vocabularies import PARTIAL, UNREAD, Edge, Statement, in_force
+from recall.vocabularies import MAX_TARGETS, PARTIAL, UNREAD, Edge, Statement, in_force
 from recall.walk import MARKDOWN_SUFFIXES
 
 __all__ = [
@@ -51,6 +51,7 @@ RULES: dict[str, tuple[str, Severity]] = {
     "W001": ("versioned-siblings", "warning"),
     "W002": ("closure-prose", "warning"),
     "W003": ("unread-status", "warning"),
+    "W004": ("too-many-targets", "warning"),
     "I001": ("overridden-header", "info"),
     "I002": ("partial-statement", "info"),
 }
@@ -629,6 +630,17 @@ def _standing(corpus: Corpus) -> Iterator[Finding]:
                 fix = f"write one of the statuses recall reads ({_KNOWN_STATUSES}), or a "
                 fix += "`Superseded by` line naming the successor"
             yield _finding("W003", note.shown, origin.line, message, fix, origin.vocabulary)
+        if d.dropped:
+            written = len(d.edges) + d.dropped
+            yield _finding(
+                "W004",
+                note.shown,
+                d.edges[-1].origin.line,
+                f"declares {written} supersession targets; recall reads the first "
+                f"{MAX_TARGETS} and ignores {d.dropped}",
+                f"name at most {MAX_TARGETS} notes per note, or split the declaration",
+                d.edges[-1].origin.vocabulary,
+            )
         for edge in d.standing(PARTIAL, corpus.vocabularies):
             origin = edge.origin
             named = f" ({edge.reference})" if edge.key else ""
