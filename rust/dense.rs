@@ -296,8 +296,10 @@ impl DenseIndex {
         &self.data[i * self.dim..(i + 1) * self.dim]
     }
 
+    /// The cosine of row `i` with `query`; a damaged row (NaN or infinite values) scores
+    /// below every other and is never returned by `top_k`.
     pub fn score(&self, i: usize, query: &[f32]) -> f32 {
-        dot(self.row(i), query)
+        finite(dot(self.row(i), query))
     }
 
     /// Bytes held per row: the f32 vector and its code.
@@ -326,6 +328,7 @@ impl DenseIndex {
             .collect();
         exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         exact.truncate(k);
+        exact.retain(|p| p.1.is_finite());
         exact
     }
 
@@ -334,10 +337,14 @@ impl DenseIndex {
         if k == 0 || self.dim == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        select(
-            self.data.chunks_exact(self.dim).map(|row| dot(row, query)),
+        let mut top = select(
+            self.data
+                .chunks_exact(self.dim)
+                .map(|row| finite(dot(row, query))),
             k,
-        )
+        );
+        top.retain(|p| p.1.is_finite());
+        top
     }
 }
 
@@ -578,6 +585,17 @@ impl TopK {
 }
 
 /// The `k` largest scores with their positions, best first, earlier positions winning ties.
+/// A score, or minus infinity for one that is not a number (a damaged vector; `recall doctor`
+/// names it), so that it sorts below every real score.
+#[inline]
+fn finite(score: f32) -> f32 {
+    if score.is_finite() {
+        score
+    } else {
+        f32::NEG_INFINITY
+    }
+}
+
 fn select(scores: impl Iterator<Item = f32>, k: usize) -> Vec<(usize, f32)> {
     let mut top = TopK::new(k);
     for (i, s) in scores.enumerate() {
@@ -768,5 +786,24 @@ mod tests {
         assert_eq!(got, vec![0, 1]);
         let a: Vec<f32> = (0..19).map(|i| i as f32).collect();
         assert_eq!(dot(&a, &a), (0..19).map(|i| (i * i) as f32).sum::<f32>());
+    }
+
+    #[test]
+    fn a_row_that_is_not_finite_is_never_a_hit() {
+        for rows in [3, QUANTISE_FROM + 10] {
+            let mut index = DenseIndex::new(2);
+            index.push(&[f32::NAN, 1.0]);
+            index.push(&[f32::INFINITY, 0.0]);
+            for _ in 2..rows {
+                index.push(&[0.6, 0.8]);
+            }
+            let got = index.top_k(&[1.0, 0.0], 5);
+            assert_eq!(got.len(), 5.min(rows - 2), "{rows} rows");
+            assert!(
+                got.iter().all(|&(i, s)| i >= 2 && s == 0.6),
+                "{rows} rows: {got:?}"
+            );
+            assert_eq!(index.score(0, &[1.0, 0.0]), f32::NEG_INFINITY);
+        }
     }
 }

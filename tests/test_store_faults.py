@@ -168,6 +168,7 @@ def test_doctor_on_a_sound_store(tmp_path: Path) -> None:
     assert [c["name"] for c in report["checks"]] == [
         "sqlite",
         "schema",
+        "rows",
         "vectors",
         "lexical",
         "calibration",

@@ -80,6 +80,7 @@ impl Store {
                 return Ok(checks);
             }
         };
+        checks.push(self.check_rows());
         checks.push(self.check_vectors(&chunks));
         checks.push(self.check_lexical(&chunks));
         if !sqlite_ok {
@@ -91,6 +92,31 @@ impl Store {
             }
         }
         Ok(checks)
+    }
+
+    /// Every chunk row belongs to a document row (an orphan makes every later index run fail
+    /// on the chunk's unique key).
+    fn check_rows(&self) -> Check {
+        let orphans: rusqlite::Result<Vec<i64>> = self
+            .conn
+            .prepare(
+                "SELECT c.id FROM chunks c LEFT JOIN documents d ON d.id = c.doc_id
+                 WHERE d.id IS NULL ORDER BY c.id",
+            )
+            .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect());
+        match orphans {
+            Ok(ids) if ids.is_empty() => check("rows", "ok", "every chunk belongs to a document"),
+            Ok(ids) => check(
+                "rows",
+                "damaged",
+                format!(
+                    "{} chunks whose document row is gone ({})",
+                    ids.len(),
+                    some(&ids, 5)
+                ),
+            ),
+            Err(e) => check("rows", "damaged", format!("the rows cannot be read: {e}")),
+        }
     }
 
     fn check_vectors(&self, chunks: &HashSet<i64>) -> Check {
@@ -116,6 +142,25 @@ impl Store {
         let mut ghosts: Vec<i64> = have.difference(chunks).copied().collect();
         missing.sort_unstable();
         ghosts.sort_unstable();
+        // A vector that is not finite scores `nan` against every query.
+        let broken: Vec<i64> = loaded
+            .0
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| loaded.1.row(i).iter().any(|x| !x.is_finite()))
+            .map(|(_, &(c, _))| c)
+            .collect();
+        if !broken.is_empty() {
+            return check(
+                "vectors",
+                "damaged",
+                format!(
+                    "{} vectors hold values that are not finite numbers (chunks {}); {how}",
+                    broken.len(),
+                    some(&broken, 5)
+                ),
+            );
+        }
         if missing.is_empty() && ghosts.is_empty() {
             check(
                 "vectors",
@@ -234,9 +279,52 @@ mod tests {
             [
                 ("sqlite", "ok"),
                 ("schema", "ok"),
+                ("rows", "ok"),
                 ("vectors", "ok"),
                 ("lexical", "ok")
             ]
+        );
+    }
+
+    #[test]
+    fn a_chunk_whose_document_is_gone_is_found() {
+        let (_, mut store) = indexed("doctor-orphan");
+        store
+            .conn
+            .execute_batch("PRAGMA foreign_keys = OFF; DELETE FROM documents WHERE id = 1;")
+            .unwrap();
+        let checks = store.doctor().unwrap();
+        let rows = checks.iter().find(|c| c.name == "rows").unwrap();
+        assert_eq!(rows.status, "damaged");
+        assert!(
+            rows.detail
+                .contains("3 chunks whose document row is gone (1, 2, 3)"),
+            "{rows:?}"
+        );
+    }
+
+    #[test]
+    fn a_vector_that_is_not_finite_is_found() {
+        let (_, mut store) = indexed("doctor-nan");
+        let nan: Vec<u8> = [f32::NAN, 0.0, 1.0, 0.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        store
+            .conn
+            .execute(
+                &format!("UPDATE {VEC_TABLE} SET embedding = ?1 WHERE chunk_id = 2"),
+                [nan],
+            )
+            .unwrap();
+        let checks = store.doctor().unwrap();
+        let vectors = checks.iter().find(|c| c.name == "vectors").unwrap();
+        assert_eq!(vectors.status, "damaged");
+        assert!(
+            vectors
+                .detail
+                .contains("1 vectors hold values that are not finite numbers (chunks 2)"),
+            "{vectors:?}"
         );
     }
 
