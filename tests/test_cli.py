@@ -244,3 +244,27 @@ def test_the_answer_shown_is_cut_after_a_whole_word(tmp_path: Path) -> None:
     shown = answer[: -len(" …")].split()
     # The chunk's leading words, each whole: the heading, then the body up to the cut.
     assert shown == ["#", "Long", *words[: len(shown) - 2]] and len(shown) < len(words)
+
+
+def test_file_names_are_printed_as_they_are_not_as_they_would_display(tmp_path: Path) -> None:
+    """A right-to-left override makes `\u202egnp.md` display as `dm.png`; a control character can
+    move the cursor. Names are printed with such characters escaped (JSON keeps them exact)."""
+    notes = write_corpus(
+        tmp_path / "notes",
+        {
+            "\u202egnp.md": "# Rate limits\n\nThe API allows 100 requests per minute.\n",
+            "bell\x07.md": "# Other\n\nUnrelated words.\n",
+            "bad.md": "---\nvalid_from: soon\n---\nx\n",
+        },
+    )
+    (notes / "bad.md").rename(notes / "bad\u202e.md")
+    db = str(tmp_path / "m.db")
+    code, out, err = run("index", str(notes), "--db", db, "--embedder", "hashing-512")
+    assert code == 1 and "bad\\u202e.md" in out + err and "\u202e" not in out + err, out + err
+    code, out, err = run("search", "API requests per minute", "--db", db, "--mode", "development")
+    assert code == 0 and "\\u202egnp.md" in out and "\u202e" not in out, out
+    code, out, err = run("lint", str(notes))
+    assert "bad\\u202e.md" in out and "\u202e" not in out and "\x07" not in out, out
+    code, out, err = run("search", "requests", "--db", db, "--mode", "development", "--json")
+    files = [h["provenance"]["file"] for h in json.loads(out)["hits"]]
+    assert "\u202egnp.md" in files

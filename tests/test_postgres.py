@@ -282,14 +282,65 @@ def test_namespaces_isolate_memories(corpus: Path, pg_url: str) -> None:
     with recall.open(pg_url, namespace="team_b") as mem:
         mem.index(other)
         assert {h.provenance.file for h in mem.search("retry", mode="development").hits} == {"b.md"}
-    with recall.open(writer, namespace="team_b") as mem, pytest.raises(psycopg.Error):
+    with recall.open(writer, namespace="team_b") as mem, pytest.raises(recall.StoreError):
         mem.search("payroll", mode="development")
 
 
-@pytest.mark.parametrize("name", ["Team", "1st", "pg_catalog", "a-b", "x" * 64])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Team",
+        "1st",
+        "pg_catalog",
+        "a-b",
+        "x" * 64,
+        "select",
+        "user",
+        "public",
+        "information_schema",
+    ],
+)
 def test_unusable_namespaces_are_refused(pg_url: str, name: str) -> None:
     with pytest.raises(recall.UsageError, match="namespace"):
         recall.open(pg_url, namespace=name)
+    res = CliRunner().invoke(app, ["stats", "--db", pg_url, "--namespace", name])
+    assert res.exit_code == 2 and "Traceback" not in res.output and name in res.output
+
+
+def test_the_password_never_appears_in_any_output(corpus: Path, pg_url: str) -> None:
+    """The server trusts local connections, so a password in the URL is accepted and unused:
+    what matters is that recall never prints it, as written or decoded."""
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    url = pg_url.replace("postgres:@", "postgres:hunter%32@", 1)
+    assert url != pg_url
+    runner = CliRunner()
+    base = ["--db", url, "--namespace", "secret_ns"]
+    outputs = [
+        runner.invoke(app, ["index", str(corpus), *base, "--embedder", "hashing-512"]),
+        runner.invoke(app, ["index", str(corpus), *base, "--json"]),
+        runner.invoke(app, ["stats", *base, "--json"]),
+        runner.invoke(app, ["forget", "--list", *base, "--json"]),
+        runner.invoke(app, ["stats", "--db", url.replace("hunter%32", "hunter%zz2")]),
+        runner.invoke(app, ["stats", "--db", f"{url}&password=hunter3", "--json"]),
+    ]
+    for res in outputs:
+        assert "hunter" not in res.output, res.output
+    assert outputs[0].exit_code == 0 and "postgresql://postgres@" in outputs[0].output
+    assert outputs[4].exit_code == 2 and "***" in outputs[4].output
+
+
+def test_forget_and_reads_honour_the_namespace(corpus: Path, pg_url: str) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    runner = CliRunner()
+    base = ["--db", pg_url, "--namespace", "forget_ns"]
+    assert runner.invoke(app, ["index", str(corpus), *base]).exit_code == 0
+    res = runner.invoke(app, ["forget", str(corpus / "a.md"), *base, "--apply", "--json"])
+    assert res.exit_code == 0 and "forget_ns" in res.output, res.output
+    with recall.open(pg_url, namespace="forget_ns") as mem:
+        assert mem.stats().documents == 0
+    for command in (["stats"], ["search", "retry"], ["explain", "retry", "a.md"]):
+        res = runner.invoke(app, [*command, "--db", pg_url, "--namespace", "forgot_ns"])
+        assert res.exit_code == 2 and "namespace=forgot_ns does not exist" in res.output, res.output
 
 
 def test_cli_index_search_stats_on_postgres(corpus: Path, pg_url: str) -> None:

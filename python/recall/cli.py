@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 import typer
 
-from recall.postgres import is_postgres
+from recall.postgres import is_postgres, shown_db
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -85,8 +85,17 @@ def _db_path(db: Optional[str], namespace: Optional[str] = None) -> str:
 
 
 def _missing(db_path: str) -> bool:
-    """A store file that does not exist (a PostgreSQL namespace answers for itself)."""
-    return not is_postgres(db_path) and not Path(db_path).exists()
+    """A store file, or a PostgreSQL namespace, that does not exist (a read never makes one).
+    A server that cannot be reached is left for opening the store to report."""
+    if not is_postgres(db_path):
+        return not Path(db_path).exists()
+    from recall.errors import RecallError
+    from recall.postgres.store import namespace_exists
+
+    try:
+        return not namespace_exists(db_path)
+    except RecallError:
+        return False
 
 
 def _command_params() -> dict[str, Any]:
@@ -184,7 +193,7 @@ def index(
             "was not; 'recall calibrate --auto' fits it"
             if committed
             else f"recall index: stopped by {stop.name}; the run was not committed, so "
-            f"{db_path} is as it was; the vectors computed so far are kept, so the same "
+            f"{shown_db(db_path)} is as it was; the vectors computed so far are kept, so the same "
             "command goes on from there",
         )
     if report.ok and not (report.added or report.updated or report.unchanged) and _missing(db_path):
@@ -193,9 +202,12 @@ def index(
 
         names = ", ".join(shown(str(p)) for p in paths)
         skipped = f" ({len(report.skipped)} files skipped: not notes)" if report.skipped else ""
-        _fail(f"recall index: no notes in {names}{skipped}; nothing was written to {db_path}")
+        _fail(
+            f"recall index: no notes in {names}{skipped}; nothing was written to "
+            f"{shown_db(db_path)}"
+        )
     if as_json:
-        _emit_json({"db": db_path, **report.to_dict()})
+        _emit_json({"db": shown_db(db_path), **report.to_dict()})
     else:
         _print_index_report(report, db_path)
     raise typer.Exit(EXIT_OK if report.ok else EXIT_ERRORS)
@@ -236,9 +248,11 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
     from rich.console import Console
     from rich.markup import escape
 
+    from recall.walk import shown
+
     out = Console(highlight=False)
     out.print(
-        f"Indexed into [bold]{escape(db_path)}[/] in {report.seconds:.2f} s "
+        f"Indexed into [bold]{escape(shown_db(db_path))}[/] in {report.seconds:.2f} s "
         f"(generation {report.generation})"
     )
     out.print(
@@ -272,11 +286,11 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
         if items:
             out.print(f"[{style}]{title}:[/]")
             for item in items:
-                out.print(f"  {escape(item.path)}: {escape(item.reason)}")
+                out.print(f"  {escape(shown(item.path))}: {escape(item.reason)}")
     if report.removed:
         out.print("removed:")
         for path in report.removed:
-            out.print(f"  {escape(path)}")
+            out.print(f"  {escape(shown(path))}")
     from recall.doctor import missing_root_advice
 
     for root, documents in report.missing_roots:
@@ -295,7 +309,7 @@ def stats(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall stats: {db_path} does not exist; run 'recall index PATH' first")
+        _fail(f"recall stats: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     try:
         with recall.open(db_path) as mem:
             st = mem.stats()
@@ -320,7 +334,7 @@ def doctor(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall doctor: {db_path} does not exist")
+        _fail(f"recall doctor: {shown_db(db_path)} does not exist")
     try:
         with recall.open(db_path, read_only=True) as mem:
             report = mem.doctor()
@@ -460,7 +474,7 @@ def search(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall search: {db_path} does not exist; run 'recall index PATH' first")
+        _fail(f"recall search: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     now = _instant(as_of, "--as-of")
     known = _instant(known_as_of, "--known-as-of")
     try:
@@ -497,7 +511,7 @@ def explain(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall explain: {db_path} does not exist; run 'recall index PATH' first")
+        _fail(f"recall explain: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     now = _instant(as_of, "--as-of", "explain")
     known = _instant(known_as_of, "--known-as-of", "explain")
     try:
@@ -598,6 +612,8 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from recall.walk import shown
+
     out = Console(highlight=False)
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("verdict", no_wrap=True)
@@ -608,7 +624,7 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
     for hit in result.hits:
         notes = []
         if hit.validity.superseded_by:
-            notes.append(f"superseded by {hit.validity.superseded_by}")
+            notes.append(f"superseded by {shown(hit.validity.superseded_by)}")
         retired = hit.validity.retired
         if retired is not None and not hit.validity.superseded_by:
             since = f" since {retired.since}" if retired.since else ""
@@ -621,7 +637,7 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
             )
         if hit.promoted_from:
             how = "promoted" if hit.promoted else "fetched" if hit.fetched else "moved up"
-            notes.append(f"{how}: in place of {hit.promoted_from}, which it supersedes")
+            notes.append(f"{how}: in place of {shown(hit.promoted_from)}, which it supersedes")
         elif hit.fetched:
             notes.append("fetched as successor")
         if hit.entailment is not None:
@@ -633,7 +649,7 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
             f"[{style}]{hit.verdict}[/]",
             f"{hit.confidence:.2f}",
             f"{hit.score:.3f}",
-            escape(hit.provenance.file),
+            escape(shown(hit.provenance.file)),
             escape("; ".join(notes)),
         )
     out.print(table)
@@ -643,7 +659,8 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
 
         # Whole words only: the answer is cut after a word, never inside one.
         snippet = textwrap.shorten(" ".join(best.text.split()), width=300, placeholder=" …")
-        out.print(f"\n[bold green]answer from {escape(best.provenance.file)}:[/] {escape(snippet)}")
+        answer = escape(shown(best.provenance.file))
+        out.print(f"\n[bold green]answer from {answer}:[/] {escape(snippet)}")
     else:
         out.print(f"\n[bold red]abstained:[/] {escape(result.reason)}")
     flags = []
@@ -707,7 +724,9 @@ def calibrate(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall calibrate: {db_path} does not exist; run 'recall index PATH' first")
+        _fail(
+            f"recall calibrate: {shown_db(db_path)} does not exist; run 'recall index PATH' first"
+        )
     actions = (queries is not None, import_file is not None, export_file is not None, auto)
     if sum(actions) + list_history + (use is not None) != 1:
         _fail(
@@ -907,7 +926,7 @@ def quickstart(
     if as_json:
         _emit_json(
             {
-                "db": db_path,
+                "db": shown_db(db_path),
                 "now": ran.now.isoformat(),
                 "index": ran.report.to_dict(),
                 "calibration": ran.calibration.to_dict(),
@@ -927,7 +946,8 @@ def _print_quickstart(ran: Any, db_path: str) -> None:
     out = Console(highlight=False)
     r = ran.report
     out.print(
-        f"[bold]recall quickstart[/] · demo store {escape(db_path)} · today is {ran.now:%Y-%m-%d}"
+        f"[bold]recall quickstart[/] · demo store {escape(shown_db(db_path))} · "
+        f"today is {ran.now:%Y-%m-%d}"
     )
     out.print(
         f"\n[bold]1. index[/] {len(r.added) + len(r.updated) + r.unchanged} demo memos "
@@ -952,7 +972,7 @@ def _print_quickstart(ran: Any, db_path: str) -> None:
         "  recall index ~/notes                 # markdown, frontmatter supersedes/valid_*\n"
         "  recall calibrate my-questions.jsonl  # >= 20 answerable + >= 20 unanswerable questions\n"
         '  recall search "your question"        # --json for agents, --explain for the legs\n'
-        f'  (explore this demo: recall search "..." --db {escape(db_path)} --as-of '
+        f'  (explore this demo: recall search "..." --db {escape(shown_db(db_path))} --as-of '
         f"{ran.now:%Y-%m-%d})",
         soft_wrap=True,
     )
@@ -1013,7 +1033,10 @@ def evaluate(
                 _fail("recall eval: a store has one embedder; pass at most one --embedder")
             db_path = _db_path(db, namespace)
             if _missing(db_path):
-                _fail(f"recall eval: {db_path} does not exist; run 'recall index PATH' first")
+                _fail(
+                    f"recall eval: {shown_db(db_path)} does not exist; "
+                    "run 'recall index PATH' first"
+                )
             with recall.open(db_path, embedder=embedder[0] if embedder else None) as mem:
                 reports = [
                     mem.evaluate(

@@ -10,6 +10,7 @@ or storing documents.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,11 +94,19 @@ def why(err: OSError) -> str:
 
 
 def shown(name: str) -> str:
-    """A path as text that is always valid UTF-8: undecodable bytes appear as `\\xe9`."""
+    """A path as text that is always valid UTF-8 and reads as it is: undecodable bytes appear
+    as `\\xe9`, control characters and the marks that reorder text (a right-to-left override
+    makes `\u202egnp.md` look like `dm.png`) as `\\u202e`."""
     try:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")
+        text = os.fsencode(name).decode("utf-8", "backslashreplace")
     except UnicodeError:
-        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+#: Characters a terminal does not show as themselves: C0 and C1 controls, DEL, and the bidi
+#: marks, embeddings, overrides and isolates.
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def missing_roots(store: Any, indexed: frozenset[str] = frozenset()) -> list[tuple[str, int]]:

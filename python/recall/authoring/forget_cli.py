@@ -15,7 +15,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add `forget` to the `recall` app."""
-    from recall.cli import DbOption, JsonOption
+    from recall.cli import DbOption, JsonOption, NamespaceOption
 
     @app.command("forget")
     def forget(
@@ -36,32 +36,36 @@ def register(app: typer.Typer) -> None:
         ),
         show: bool = typer.Option(False, "--list", help="Show the forget journal."),
         db: Optional[str] = DbOption,
+        namespace: Optional[str] = NamespaceOption,
         as_json: bool = JsonOption,
     ) -> None:
         """Remove documents from the store, never the files: a dry run unless --apply."""
         import recall
         from recall.cli import EXIT_USAGE, _db_path, _emit_json, _fail, _instant
         from recall.errors import RecallError
+        from recall.postgres import shown_db
 
         given = [str(p) for p in paths or []]
         if sum((undo, show, bool(given or older_than))) == 0:
             _fail("recall forget: name files or folders, or pass --older-than, --undo or --list")
         if show and (undo or given or older_than or apply):
             _fail("recall forget: --list takes no paths or other options", EXIT_USAGE)
-        db_path = _db_path(db)
+        db_path = _db_path(db, namespace)
         try:
             with recall.open(db_path) as mem:
                 if show:
                     journal = mem.forgotten()
                     if as_json:
-                        _emit_json({"db": db_path, "forgotten": [vars(f) for f in journal]})
+                        _emit_json(
+                            {"db": shown_db(db_path), "forgotten": [vars(f) for f in journal]}
+                        )
                     else:
                         _print_journal(journal)
                     return
                 if undo:
                     back = mem.undo_forget(given)
                     if as_json:
-                        _emit_json({"db": db_path, "undone": [vars(f) for f in back]})
+                        _emit_json({"db": shown_db(db_path), "undone": [vars(f) for f in back]})
                     elif back:
                         for f in back:
                             typer.echo(
@@ -77,7 +81,7 @@ def register(app: typer.Typer) -> None:
         except RecallError as err:
             _fail(str(err))
         if as_json:
-            _emit_json({"db": db_path, **report.to_dict()})
+            _emit_json({"db": shown_db(db_path), **report.to_dict()})
         else:
             _print_report(report)
 

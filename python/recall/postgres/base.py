@@ -18,6 +18,7 @@ import numpy as np
 
 from recall import _core
 from recall.errors import StoreError
+from recall.postgres import shown_db
 from recall.postgres.schema import DEFAULT_NAMESPACE, check_namespace
 
 __all__ = ["Namespace", "le_vector", "split_url"]
@@ -42,7 +43,7 @@ def split_url(url: str, namespace: str | None = None) -> tuple[str, str, str]:
         tail = urlunsplit(("", "", parts.path, urlencode(query), ""))
         return f"{parts.scheme}://{location}{tail}"
 
-    return joined(parts.netloc, rest), ns, joined(netloc, [*rest, ("namespace", ns)])
+    return joined(parts.netloc, rest), ns, shown_db(joined(netloc, [*rest, ("namespace", ns)]))
 
 
 def le_vector(sent: bytes) -> bytes:

@@ -43,11 +43,15 @@ def register(app: typer.Typer) -> None:
         from recall.cli import EXIT_ERRORS, _db_path, _emit_json, _fail, _missing
         from recall.errors import RecallError, UsageError
         from recall.migrate import migrate as run
+        from recall.postgres import shown_db
 
         src = _db_path(source, source_namespace)
         dst = _db_path(destination, namespace)
         if _missing(src):
-            _fail(f"recall migrate: there is no store at {src}; check the source path or URL")
+            _fail(
+                f"recall migrate: there is no store at {shown_db(src)}; "
+                "check the source path or URL"
+            )
         tty = sys.stderr.isatty() and not as_json
 
         def progress(documents: int, chunks: int) -> None:

@@ -39,12 +39,41 @@ HNSW_BUILD = 128
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 
+#: PostgreSQL's reserved key words (its documentation, appendix C): not usable unquoted as a
+#: schema name, so not as a namespace.
+_RESERVED_WORDS = """
+all analyse analyze and any array as asc asymmetric authorization binary both case cast
+check collate collation column concurrently constraint create cross current_catalog
+current_date current_role current_schema current_time current_timestamp current_user default
+deferrable desc distinct do else end except false fetch for foreign freeze from full grant
+group having ilike in initially inner intersect into is isnull join lateral leading left
+like limit localtime localtimestamp natural not notnull null offset on only or order outer
+overlaps placing primary references returning right select session_user similar some
+symmetric system_user table tablesample then to trailing true union unique user using
+variadic verbose when where window with
+"""
+RESERVED = frozenset(_RESERVED_WORDS.split())
+#: Schemas a database already has for other purposes: recall keeps its tables out of them.
+SYSTEM_SCHEMAS = frozenset({"public", "information_schema"})
+
+
 def check_namespace(name: str) -> str:
-    """A namespace is a PostgreSQL schema name: lower-case letters, digits and `_`."""
+    """A namespace is a PostgreSQL schema of recall's own: lower-case letters, digits and `_`,
+    not a reserved word, not `public`, `information_schema` or `pg_…`."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name.startswith("pg_"):
         raise UsageError(
             f"recall: namespace {name!r} is not usable: use lower-case letters, digits and _ "
             "(at most 63, not starting with a digit or pg_), e.g. --namespace team_notes"
+        )
+    if name in RESERVED:
+        raise UsageError(
+            f"recall: namespace {name!r} is a word PostgreSQL reserves; choose another, e.g. "
+            f"--namespace {name}_notes"
+        )
+    if name in SYSTEM_SCHEMAS:
+        raise UsageError(
+            f"recall: namespace {name!r} is a schema the database already uses for other "
+            "tables; recall keeps its tables in a schema of their own, e.g. --namespace recall"
         )
     return name
 

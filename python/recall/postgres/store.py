@@ -16,22 +16,48 @@ wait for a writer.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
+import logging
 import os
 import threading
 from typing import Any
 
 from recall import _core
 from recall.errors import EmbedderMismatchError, StoreError, UsageError
+from recall.postgres import scrubbed
 from recall.postgres.base import split_url
 from recall.postgres.schema import SCHEMA_VERSION, base_ddl, chunks_ddl
 from recall.postgres.search import Searching
 from recall.postgres.summaries import Summaries
 from recall.postgres.write import Run
 
-__all__ = ["PgStore"]
+__all__ = ["PgStore", "namespace_exists"]
 
 #: Seconds to wait for the server when neither the URL nor $PGCONNECT_TIMEOUT says.
 CONNECT_TIMEOUT = 10
+
+# The driver's own warnings (a connection discarded after the server went away) are not
+# printed: recall reports what happened, once, as a StoreError.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+
+def namespace_exists(url: str) -> bool:
+    """Whether the namespace `url` names holds a recall store; StoreError when the server
+    cannot be reached (the password never appears in it)."""
+    import psycopg
+
+    conninfo, namespace, shown = split_url(url)
+    settings: dict[str, Any] = {"autocommit": True}
+    if "connect_timeout" not in conninfo and "PGCONNECT_TIMEOUT" not in os.environ:
+        settings["connect_timeout"] = CONNECT_TIMEOUT
+    try:
+        with psycopg.connect(conninfo, **settings) as c:
+            row = c.execute("SELECT to_regclass(%s)", (f"{namespace}.meta",)).fetchone()
+    except psycopg.Error as err:
+        why = scrubbed(str(err), url)
+        raise StoreError(f"recall store: cannot connect to {shown}: {why}") from err
+    return row is not None and row[0] is not None
 
 
 class PgStore(Searching, Summaries):
@@ -60,6 +86,7 @@ class PgStore(Searching, Summaries):
             psycopg.connect(conninfo, **settings).close()
         except psycopg.Error as err:
             why = " ".join(line.strip() for line in str(err).splitlines()) or type(err).__name__
+            why = scrubbed(why, url)
             raise StoreError(
                 f"recall store: cannot connect to {self.path}: {why}; check the URL or the PG* "
                 "variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE)"
@@ -76,7 +103,8 @@ class PgStore(Searching, Summaries):
             self._pool.open(wait=True, timeout=2 * CONNECT_TIMEOUT)
         except Exception as err:
             self._pool.close()
-            raise StoreError(f"recall store: cannot connect to {self.path}: {err}") from err
+            why = scrubbed(str(err), url)
+            raise StoreError(f"recall store: cannot connect to {self.path}: {why}") from err
         self._write: Any = None  # the connection of the index run in progress
         self._run: Run | None = None
         self._tables: set[str] = set()
@@ -277,3 +305,40 @@ class PgStore(Searching, Summaries):
         conn, self._write, self._run = self._write, None, None
         if conn is not None:
             self._pool.putconn(conn)
+
+
+def _contained(method: Any) -> Any:
+    """`method` with the driver's errors as `StoreError`: a server stopped mid-run or a
+    privilege the role lacks reaches the user as one line naming the namespace, never as a
+    traceback (the password scrubbed)."""
+
+    @functools.wraps(method)
+    def call(self: PgStore, *args: Any, **kwargs: Any) -> Any:
+        import psycopg
+
+        try:
+            return method(self, *args, **kwargs)
+        except psycopg.Error as err:
+            why = " ".join(line.strip() for line in str(err).splitlines()) or type(err).__name__
+            lost = isinstance(err, psycopg.OperationalError)
+            raise StoreError(
+                f"recall store: {self.path}: "
+                + (
+                    f"the server stopped answering ({why}); what the last completed run "
+                    "committed is kept: run the command again once the server is back"
+                    if lost
+                    else why
+                )
+            ) from err
+
+    return call
+
+
+for _name in dir(PgStore):
+    _found = inspect.getattr_static(PgStore, _name)
+    if _name.startswith("_"):
+        continue
+    if inspect.isfunction(_found):
+        setattr(PgStore, _name, _contained(_found))
+    elif isinstance(_found, property) and _found.fget is not None:
+        setattr(PgStore, _name, property(_contained(_found.fget), _found.fset))
