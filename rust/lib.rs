@@ -73,22 +73,46 @@ fn to_py(err: CoreError) -> PyErr {
     }
 }
 
-/// SQLite's "malformed" errors name the way to find out more (SPEC §11).
+/// An error from the store in the user's terms (SPEC §11): damage names the way to find out
+/// more, a full disk says so, and any other SQLite failure, which a sound file does not give,
+/// points at `recall doctor`.
 fn damaged(err: CoreError, path: &str) -> PyErr {
-    let corrupt = matches!(
-        &err,
-        CoreError::Sqlite(e) if matches!(
-            e.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-        )
-    );
-    if corrupt || matches!(err, CoreError::Damaged { .. }) {
-        StoreDamagedError::new_err(format!(
-            "{err}: {path} is damaged; run 'recall doctor --db {path}' to see what is wrong and \
-             how to recover"
-        ))
-    } else {
-        to_py(err)
+    use rusqlite::ErrorCode as Code;
+    let code = match &err {
+        CoreError::Sqlite(e) => e.sqlite_error_code(),
+        _ => None,
+    };
+    match (&err, code) {
+        (CoreError::Damaged { .. }, _) | (_, Some(Code::DatabaseCorrupt | Code::NotADatabase)) => {
+            StoreDamagedError::new_err(format!(
+                "{err}: {path} is damaged; run 'recall doctor --db {path}' to see what is wrong \
+                 and how to recover"
+            ))
+        }
+        (_, Some(Code::SystemIoFailure)) => StoreError::new_err(format!(
+            "recall store: reading or writing {path} failed ({err}): the disk may be full or \
+             failing; the last commit is kept, and 'recall doctor --db {path}' checks the file"
+        )),
+        (_, Some(Code::DiskFull)) => StoreError::new_err(format!(
+            "recall store: the disk holding {path} is full ({err}); nothing of this write was \
+             kept, the last commit is: free some space and run it again"
+        )),
+        (CoreError::Sqlite(_), Some(code))
+            if !matches!(
+                code,
+                Code::DatabaseBusy
+                    | Code::DatabaseLocked
+                    | Code::ReadOnly
+                    | Code::CannotOpen
+                    | Code::PermissionDenied
+                    | Code::OperationInterrupted
+            ) =>
+        {
+            StoreError::new_err(format!(
+                "{err}; {path} may be damaged: run 'recall doctor --db {path}' to check it"
+            ))
+        }
+        _ => to_py(err),
     }
 }
 
@@ -212,7 +236,7 @@ impl PyStore {
         let options = store::OpenOptions { create, read_only };
         let store = py
             .detach(|| Store::open_with(&path, options))
-            .map_err(to_py)?;
+            .map_err(|e| damaged(e, &path))?;
         Ok(PyStore {
             inner: Mutex::new(Some(store)),
             path,

@@ -266,3 +266,21 @@ def test_a_damaged_segment_count_is_found_before_tantivy_reads_it(tmp_path: Path
         code, out = cli("search", "rate limit", "--mode", "development", "--db", str(db))
         assert code == 0 and "Traceback" not in out and "panicked" not in out, out
     con.close()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "header"])
+def test_doctor_diagnoses_a_file_sqlite_cannot_open(tmp_path: Path, damage: str) -> None:
+    """A truncated file or a damaged header: doctor says which, with the way out (exit 1),
+    where it failed with SQLite's "database disk image is malformed" (exit 2)."""
+    db = indexed(tmp_path)
+    raw = db.read_bytes()
+    db.write_bytes(raw[: len(raw) // 3] if damage == "truncated" else b"\0" * 100 + raw[100:])
+    code, out = cli("doctor", "--db", str(db))
+    flat = " ".join(out.split())
+    assert code == 1, out
+    assert (
+        "the file is truncated" if damage == "truncated" else "SQLite header is damaged"
+    ) in flat
+    assert "cannot be read from this file" in flat and "recall index NOTES... --db NEW.db" in flat
+    code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
+    assert code == 2 and f"recall doctor --db {db}" in " ".join(out.split()), out

@@ -330,7 +330,8 @@ def doctor(
     """Check the store file: SQLite's integrity, the vectors and lexical index against the
     chunks, the calibration records; say what to do when something is damaged (exit 1)."""
     import recall
-    from recall.errors import RecallError
+    from recall.doctor import unopenable
+    from recall.errors import RecallError, StoreDamagedError
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
@@ -338,6 +339,9 @@ def doctor(
     try:
         with recall.open(db_path, read_only=True) as mem:
             report = mem.doctor()
+    except StoreDamagedError as err:
+        # SQLite cannot open it at all: diagnose from the file's own header.
+        report = unopenable(db_path, err)
     except RecallError as err:
         _fail(str(err))
     if as_json:

@@ -7,6 +7,7 @@ Does not own: the checks on the file itself (the Rust core) or printing (the CLI
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from recall.calibration import history_key, load_history, load_record, meta_key
 if TYPE_CHECKING:
     from recall.api import Memory
 
-__all__ = ["Check", "DoctorReport", "diagnose"]
+__all__ = ["Check", "DoctorReport", "diagnose", "unopenable"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ class DoctorReport:
         steps.append(
             "recall calibrate --import calibration.json --db NEW.db"
             if calibration_ok
-            else "recall calibrate QUERIES --db NEW.db"
+            else "(the index run calibrates NEW.db from the notes; or import a calibration "
+            "exported before, or fit your own: recall calibrate QUERIES --db NEW.db)"
         )
         return (
             "re-index the notes into a new store file (the notes are the source of truth; "
@@ -73,6 +75,39 @@ class DoctorReport:
             "checks": [c.__dict__ for c in self.checks],
             "advice": self.advice,
         }
+
+
+def unopenable(path: str, err: Exception) -> DoctorReport:
+    """The report on a store file SQLite cannot open at all (a truncation, a damaged header):
+    what its first bytes say, and that nothing in it, the calibration included, can be read."""
+    return DoctorReport(
+        path=path,
+        checks=[
+            Check("sqlite", "damaged", f"{_header(path)}; opening it failed: {err}"),
+            Check("calibration", "damaged", "cannot be read from this file"),
+        ],
+    )
+
+
+def _header(path: str) -> str:
+    """What the file's SQLite header says of it."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as err:
+        return f"the file cannot be read ({err.strerror or err})"
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return f"the SQLite header is damaged (the file is {size} bytes)"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if pages and size < page * pages:
+        return (
+            f"the file is truncated: {size} bytes, where its header counts {pages} pages of "
+            f"{page} bytes ({page * pages} bytes)"
+        )
+    return f"the file is {size} bytes and its header looks whole"
 
 
 def diagnose(memory: Memory) -> DoctorReport:

@@ -151,6 +151,18 @@ const READABLE_FROM: i64 = 2;
 /// The tables every recall schema has had since its first version.
 const STORE_TABLES: [&str; 3] = ["meta", "documents", "chunks"];
 
+/// Whether the first pages of the file at `path` hold the text of recall's schema (the
+/// `CREATE TABLE` of its lexical files), read past a header that SQLite no longer accepts.
+fn holds_recall_schema(path: &str) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(1 << 16).read_to_end(&mut head));
+    read.is_ok()
+        && head
+            .windows(b"CREATE TABLE lexical_files".len())
+            .any(|w| w == b"CREATE TABLE lexical_files")
+}
+
 /// Whether the open file is empty or a recall store; reads only. Anything else (another
 /// application's database, a file that is not SQLite at all) is `NotAStore`.
 fn check_is_store(conn: &Connection, path: &str) -> Result<()> {
@@ -166,7 +178,15 @@ fn check_is_store(conn: &Connection, path: &str) -> Result<()> {
         }) {
         Ok(tables) => tables,
         Err(e) if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) => {
-            return Err(not_a_store("it is not an SQLite database".into()))
+            if holds_recall_schema(path) {
+                // recall's own schema text is there: a store whose header was damaged, not
+                // another application's file.
+                return Err(CoreError::Damaged {
+                    part: "SQLite header",
+                    detail: "the file holds recall's tables but does not open as SQLite".into(),
+                });
+            }
+            return Err(not_a_store("it is not an SQLite database".into()));
         }
         Err(e) => return Err(e.into()),
     };
