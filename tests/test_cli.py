@@ -268,3 +268,39 @@ def test_file_names_are_printed_as_they_are_not_as_they_would_display(tmp_path: 
     code, out, err = run("search", "requests", "--db", db, "--mode", "development", "--json")
     files = [h["provenance"]["file"] for h in json.loads(out)["hits"]]
     assert "\u202egnp.md" in files
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["search", "x", "-k", "abc"], "Invalid value for '-k' / '--k': not a whole number"),
+        (["search"], "Missing argument 'QUERY'"),
+        (["serach", "x"], "No such command 'serach'. Did you mean 'search'?"),
+    ],
+)
+def test_argument_errors_with_json_are_json_in_recalls_words(args: list[str], said: str) -> None:
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "USAGE_ERROR" and error["exit"] == 2 and said in error["message"]
+    assert "Input should be" not in result.stdout + result.stderr
+    plain = runner.invoke(app, args)
+    assert plain.exit_code == 2 and not plain.stdout.strip() and said.split("'")[0] in plain.stderr
+
+
+@pytest.mark.parametrize("command", ["index", "search", "calibrate", "forget", "eval", "lint"])
+def test_help_shows_placeholders_not_python_types(command: str) -> None:
+    result = runner.invoke(app, [command, "-h"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0
+    for python in ("<bool>", "<str>", "<int>", "<list[", "<Path>"):
+        assert python not in result.stdout, (python, result.stdout)
+    usage = next(line for line in result.stdout.splitlines() if "Usage:" in line)
+    assert "{" not in usage, usage
+
+
+def test_hits_are_numbered_in_the_order_they_come(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    assert run("index", str(EXAMPLES), "--db", db, "--embedder", "hashing-512")[0] == 0
+    code, out, _ = run("search", "API rate limit", "--db", db, "--mode", "development", "-k", "3")
+    rows = [line.split("│")[0].strip() for line in out.splitlines() if "│" in line]
+    assert [r for r in rows if r] == ["1", "2", "3"], out

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Optional
 from urllib.parse import urlencode
 
 import typer
+from typer.core import TyperGroup
 
 from recall.postgres import is_postgres, shown_db
 
@@ -27,7 +30,113 @@ if TYPE_CHECKING:
 #: `-h` beside `--help`, on every command.
 HELP = {"help_option_names": ["-h", "--help"]}
 
+#: Placeholders of option values that say what to write, where the name alone does not.
+_PLACEHOLDERS = {"as_of": "WHEN", "known_as_of": "WHEN", "older_than": "WHEN"}
+#: The argument library's wording of a value it cannot read, in recall's.
+_PLAIN = (
+    (
+        re.compile(r"Input should be a valid integer, unable to parse string as an integer"),
+        "not a whole number",
+    ),
+    (
+        re.compile(r"Input should be a valid number, unable to parse string as a number"),
+        "not a number",
+    ),
+    (re.compile(r"Input should be a valid boolean, unable to interpret input"), "not yes or no"),
+    (re.compile(r"^Input should be "), "should be "),
+)
+
+
+def _placeholders(command: Any) -> None:
+    """Name every value in help and usage lines as a placeholder (`PATHS...`, `-k N`,
+    `--db DB`), where the argument library shows Python types (`<list[Path]>`, `{query}`)."""
+    for param in command.params:
+        if param.metavar is not None:
+            continue
+        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        if getattr(param, "is_flag", False) or annotation is bool:
+            param.metavar = ""
+            continue
+        if annotation is int:
+            name = "N"
+        elif annotation is float:
+            name = "X"
+        else:
+            name = _PLACEHOLDERS.get(param.name or "", (param.name or "value").upper())
+        param.metavar = name + ("..." if param.nargs == -1 else "")
+        if param.param_type_name != "argument":
+            continue
+        # An argument is its placeholder alone: usage `QUERY` / `[PATHS...]` and no Python
+        # type beside it in the help (the library writes `{query}` and `QUERY <str>`).
+        usage = param.metavar if param.required else f"[{param.metavar}]"
+        param._usage_display_name = lambda usage=usage: usage
+        param.display_type_rich = lambda ctx: None
+    # `-h` / `--help` is made per invocation, outside `params`: a flag too.
+    made = command.get_help_option
+
+    def help_option(ctx: Any, made: Any = made) -> Any:
+        option = made(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option
+    for sub_command in getattr(command, "commands", {}).values():
+        _placeholders(sub_command)
+
+
+class _Recall(TyperGroup):
+    """The `recall` command group: placeholders that read as values, argument errors in
+    recall's words, and with `--json` every error as one JSON object on stdout too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _placeholders(self)
+
+    def main(  # type: ignore[override]
+        self,
+        args: Optional[Sequence[str]] = None,
+        prog_name: Optional[str] = None,
+        complete_var: Optional[str] = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as err:
+            # The argument library's errors (a bad value, a missing argument, an unknown
+            # command) are its ClickException, a TyperException with an exit code.
+            if not standalone_mode or not hasattr(err, "exit_code"):
+                raise
+            for pattern, words in _PLAIN:
+                err.message = pattern.sub(words, err.message)
+            if "--json" in argv:
+                _emit_json(
+                    {
+                        "error": {
+                            "code": "USAGE_ERROR",
+                            "message": f"recall: {err.format_message()}",
+                            "exit": err.exit_code,
+                        }
+                    }
+                )
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(err)  # type: ignore[arg-type]
+            sys.exit(err.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("Aborted.", err=True)
+            sys.exit(EXIT_ERRORS)
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
 app = typer.Typer(
+    cls=_Recall,
     name="recall",
     help="Memory for agents that knows what it no longer believes.",
     no_args_is_help=True,
@@ -611,6 +720,11 @@ def _legs(r: Any) -> str:
     return f"{dense} + {lexical} = {r.fused:.4f}"
 
 
+#: Columns of search output the rank, verdict, confidence, cosine and the borders take, and
+#: the least the note is given before the file name has the rest.
+FIXED_WIDTH, NOTE_WIDTH = 38, 24
+
+
 def _print_result(result: Result, explain_legs: bool = False) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -620,12 +734,20 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
 
     out = Console(highlight=False)
     table = Table(show_edge=False, pad_edge=False)
+    # Hits come in the fused order (both legs' ranks), not by confidence or cosine: the first
+    # column says so. A file name keeps its line where the width allows; the note wraps.
+    files = [shown(hit.provenance.file) for hit in result.hits]
+    table.add_column("#", no_wrap=True, justify="right")
     table.add_column("verdict", no_wrap=True)
     table.add_column("conf", no_wrap=True)
     table.add_column("cosine", no_wrap=True)
-    table.add_column("file", overflow="fold", ratio=1)
+    # The note keeps NOTE_WIDTH; the file name takes what is left, up to its length.
+    room = out.width - FIXED_WIDTH - NOTE_WIDTH
+    table.add_column(
+        "file", overflow="fold", min_width=max(8, min(room, max(map(len, files), default=4)))
+    )
     table.add_column("note", overflow="fold", ratio=1)
-    for hit in result.hits:
+    for rank, (hit, file) in enumerate(zip(result.hits, files), 1):
         notes = []
         if hit.validity.superseded_by:
             notes.append(f"superseded by {shown(hit.validity.superseded_by)}")
@@ -650,10 +772,11 @@ def _print_result(result: Result, explain_legs: bool = False) -> None:
             notes.append(_legs(hit.retrieval))
         style = _VERDICT_STYLE.get(hit.verdict, "red")
         table.add_row(
+            str(rank),
             f"[{style}]{hit.verdict}[/]",
             f"{hit.confidence:.2f}",
             f"{hit.score:.3f}",
-            escape(shown(hit.provenance.file)),
+            escape(file),
             escape("; ".join(notes)),
         )
     out.print(table)
