@@ -4,12 +4,14 @@ explained by `recall doctor`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -284,3 +286,79 @@ def test_doctor_diagnoses_a_file_sqlite_cannot_open(tmp_path: Path, damage: str)
     assert "cannot be read from this file" in flat and "recall index NOTES... --db NEW.db" in flat
     code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
     assert code == 2 and f"recall doctor --db {db}" in " ".join(out.split()), out
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MB tmpfs, mounted for the test and unmounted after (skipped where this process may
+    not mount one)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def _fill(folder: Path) -> None:
+    with open(folder / "fill", "wb") as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\\0" * 65536)
+            out.flush()
+
+
+def test_a_full_disk_keeps_reads_working_and_writes_fail_clearly(
+    tmp_path: Path, full_disk: Path
+) -> None:
+    db = full_disk / "m.db"
+    shutil.copy(indexed(tmp_path), db)
+    _fill(full_disk)
+    code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development", "--json")
+    assert code == 0 and json.loads(out)["hits"], out
+    code, out = cli("stats", "--db", str(db), "--json")
+    assert code == 0 and json.loads(out)["documents"] > 0, out
+    code, out = cli("index", str(EXAMPLES), "--db", str(db))
+    flat = " ".join(out.split())
+    assert code == 2 and "disk is probably full" in flat and "Traceback" not in out, out
+    export = full_disk / "calibration.json"
+    code, out = cli("calibrate", "--export", str(export), "--db", str(db))
+    assert code != 0 and not export.exists(), out
+    assert not [p.name for p in full_disk.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_migration_leaves_no_destination_until_it_is_whole(tmp_path: Path) -> None:
+    """The copy is written under a hidden name and renamed once committed and closed: a kill
+    at any point before leaves no half-filled store where the destination was named."""
+    from recall.migrate import migrate
+
+    source = indexed(tmp_path)
+    destination = tmp_path / "copy.db"
+    seen: list[bool] = []
+    report = migrate(
+        str(source), str(destination), progress=lambda d, c: seen.append(destination.exists())
+    )
+    assert seen and not any(seen) and destination.exists()
+    assert report.destination == str(destination) and report.documents > 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    with recall.open(destination) as mem:
+        assert mem.stats().documents == report.documents
+
+
+def test_a_damaged_dimension_record_is_named_as_damage(tmp_path: Path) -> None:
+    """The store's record of its embedder says another dimension than the embedder makes: the
+    metadata is damaged, not a search with another embedder ("built with hashing-512, the
+    query would be embedded with hashing-512")."""
+    db = indexed(tmp_path)
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value = '384' WHERE key = 'embedder_dim'")
+    con.commit()
+    con.close()
+    code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
+    flat = " ".join(out.split())
+    assert code == 2 and "records 384 dimensions for hashing-512, which makes 512" in flat, out
+    assert f"recall doctor --db {db}" in flat

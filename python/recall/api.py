@@ -626,6 +626,13 @@ class Memory:
             if chosen == "strict" or bound is None:
                 raise TrustRefusal(*refusal)
         embedder = self.embedder
+        if embedder.fingerprint == bound[2] and embedder.dim != bound[1]:
+            # The same embedder, another dimension: the store's record of itself is wrong.
+            raise StoreError(
+                f"recall store: {self.path} records {bound[1]} dimensions for {bound[0]}, "
+                f"which makes {embedder.dim}: its metadata is damaged; run 'recall doctor "
+                f"--db {self.path}' to see what is wrong and how to recover"
+            )
         if embedder.fingerprint != bound[2] or embedder.dim != bound[1]:
             refusal = (
                 "LINEAGE_MISMATCH",

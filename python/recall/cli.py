@@ -884,9 +884,11 @@ def calibrate(
                     typer.echo(f"imported calibration {record.id} (threshold {record.threshold})")
                 return
             if export_file is not None:
+                from recall.writing import write_whole
+
                 exported = json.dumps(mem.export_calibration(), indent=2) + "\n"
                 try:
-                    export_file.write_text(exported, encoding="utf-8")
+                    write_whole(export_file, exported.encode("utf-8"))
                 except OSError as err:
                     _fail(
                         f"recall calibrate: cannot write {export_file}: {err.strerror or err}; "
@@ -1173,7 +1175,12 @@ def evaluate(
     except RecallError as err:
         _fail(str(err))
     if report is not None:
-        report.write_text(evaluation.format_markdown(reports), encoding="utf-8")
+        from recall.writing import write_whole
+
+        try:
+            write_whole(report, evaluation.format_markdown(reports).encode("utf-8"))
+        except OSError as err:
+            _fail(f"recall eval: cannot write {report}: {err.strerror or err}")
     if as_json:
         _emit_json([r.to_dict() for r in reports])
         return

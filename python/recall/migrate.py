@@ -12,6 +12,7 @@ source is opened read-only and never changed.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -19,6 +20,7 @@ from typing import Any
 
 from recall.calibration import history_key, meta_key
 from recall.errors import UsageError
+from recall.postgres import is_postgres
 
 __all__ = ["MigrateReport", "migrate"]
 
@@ -56,6 +58,13 @@ def migrate(
     import recall
 
     started = time.perf_counter()
+    # A new store file is written under a hidden name beside it and renamed once committed
+    # and closed: a migration that fails or is killed leaves no destination behind.
+    final = None
+    if not is_postgres(destination) and not os.path.exists(destination):
+        final = destination
+        folder, name = os.path.split(os.path.abspath(destination))
+        destination = os.path.join(folder, f".{name}.migrating-{os.getpid()}")
     with recall.open(source, read_only=True) as src, recall.open(destination) as dst:
         reader = src._store
         bound = reader.embedder()
@@ -101,17 +110,21 @@ def migrate(
             if created:
                 dst._discard_created()
             raise
-        return MigrateReport(
-            source=src.path,
-            destination=dst.path,
-            documents=documents,
-            chunks=chunks,
-            edges=edges,
-            embedder=name,
-            calibration=calibrated,
-            generation=generation,
-            seconds=round(time.perf_counter() - started, 3),
-        )
+        shown_destination = dst.path
+    if final is not None:
+        os.replace(destination, final)
+        shown_destination = final
+    return MigrateReport(
+        source=src.path,
+        destination=shown_destination,
+        documents=documents,
+        chunks=chunks,
+        edges=edges,
+        embedder=name,
+        calibration=calibrated,
+        generation=generation,
+        seconds=round(time.perf_counter() - started, 3),
+    )
 
 
 def _now() -> str:

@@ -137,6 +137,13 @@ fn uri_path(path: &str) -> String {
 }
 
 /// What a read-only connection to a WAL store says when its shared-memory file cannot be made.
+fn is_disk_trouble(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::DiskFull | ErrorCode::SystemIoFailure)
+    )
+}
+
 fn is_cantopen(err: &rusqlite::Error) -> bool {
     matches!(
         err.sqlite_error_code(),
@@ -267,9 +274,17 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         // Nothing has been written yet: a file of another application stays byte-identical.
         let conn = match check_is_store(&conn, path) {
-            // A WAL store on a medium where its shared-memory file cannot be made: read it as
-            // the immutable file it is.
-            Err(CoreError::Sqlite(e)) if read_only.is_some() && is_cantopen(&e) => {
+            // A WAL store where its shared-memory file cannot be made (a read-only medium, a
+            // full disk): read it as the immutable file it is. Every commit folds the WAL back
+            // into the file, so that is the last commit; writes are refused, saying why.
+            Err(CoreError::Sqlite(e))
+                if (read_only.is_some() && is_cantopen(&e)) || is_disk_trouble(&e) =>
+            {
+                if read_only.is_none() {
+                    read_only = Some(
+                        "its shared-memory file cannot be made: the disk is probably full".into(),
+                    );
+                }
                 drop(conn);
                 let conn = Connection::open_with_flags(
                     format!("file:{}?immutable=1", uri_path(path)),

@@ -13,12 +13,9 @@ references (`recall.authoring.corpus`), or printing (`lint_cli`).
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import os
 import re
-import stat
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -32,6 +29,7 @@ from recall.errors import UsageError
 from recall.frontmatter import _strip_comment, parse
 from recall.vocabularies import PARTIAL, in_force
 from recall.walk import MARKDOWN_SUFFIXES
+from recall.writing import write_whole
 
 __all__ = [
     "REFUSALS",
@@ -206,7 +204,7 @@ def fix(
         report.diffs[shown] = _diff(shown, data, new)
         if apply:
             try:
-                _write(path, new)
+                write_whole(path, new)
             except OSError as err:
                 report.failed.append((shown, _why(err)))
                 continue
@@ -564,25 +562,6 @@ def _lf(text: str) -> str:
 def _read(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()
-
-
-def _write(path: str, data: bytes) -> None:
-    """Replace the file atomically: a temporary file beside it, fsynced, given the file's mode,
-    then renamed over it. A crash leaves the old file or the new one, never a mix."""
-    folder, name = os.path.split(path)
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _diff(shown: str, old: bytes, new: bytes) -> str:
