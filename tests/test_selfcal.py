@@ -189,8 +189,12 @@ def test_self_made_against_labelled_on_the_shipped_set() -> None:
     assert made.modes == {"strict": labelled.questions}
     for key in ("far_gap_false_confidence", "false_abstain"):
         assert made.metrics[key].value <= labelled.metrics[key].value + 0.05  # type: ignore[operator]
-    assert made.metrics["identifier_accuracy"].value >= 0.95  # type: ignore[operator]
-    assert made.metrics["identifier_wrong"].count == 0
+    # Whichever calibration is in use: the labelled folds hold lookups of their own, and are
+    # fitted with those made from the notes beside them.
+    for report in (labelled, made):
+        assert report.metrics["identifier_accuracy"].value >= 0.95  # type: ignore[operator]
+        assert report.metrics["identifier_wrong"].count == 0
+    assert all(c["made"] == selfcal.MAX_IDENTIFIERS for c in labelled.calibrations)
     table = evaluation.format_table([labelled, made])
     assert "minilm-l6 (self)" in table and "made by recall from the notes" in table
 

@@ -369,9 +369,9 @@ class Memory:
             Probe(query, answerable, "labelled", relevant=frozenset(relevant))
             for query, answerable, relevant in items
         ]
-        if not any(_core.identifiers(query) for query, _, _ in items):
-            # SPEC §7: a labelled set without identifier lookups does not switch them off.
-            probes += identifier_probes(self._store)
+        # SPEC §7: identifier lookups made from the notes are fitted beside the user's labels,
+        # so that a labelled set with few (or no) lookups of its own never switches them off.
+        probes += identifier_probes(self._store)
         evidence = fitting.evidence(self._store, embedder, probes, CANDIDATES)
         result, weights = fit_evidence(evidence)
         made = sum(p.kind != "labelled" for p in probes)
