@@ -458,7 +458,7 @@ def test_without_a_corpus_the_next_step_is_the_owners(tmp_path: Path) -> None:
         assert error["code"] == "INDEX_NOT_READY"
         assert "index tool" not in error["next"] and "recall index PATH" in error["next"]
 
-    run_server(tmp_path, ["--db", str(db)], scenario)
+    run_server(tmp_path, ["--db", str(db), "--mode", "development"], scenario)
 
 
 @pytest.mark.parametrize(
@@ -524,3 +524,30 @@ def test_remember_on_a_full_disk_leaves_nothing_half_made(
     monkeypatch.undo()
     assert reply.is_error and "the disk is full" in reply.data["error"]["message"], reply.text
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def test_a_damaged_store_is_an_error_reply_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    """Damage found under a running server is a tool error that says what to do; the server
+    answers the next calls rather than dying at the first search."""
+    corpus = tmp_path / "notes"
+    shutil.copytree(EXAMPLES, corpus)
+    db = tmp_path / "memory.db"
+    with recall.open(db) as mem:
+        mem.index(corpus)
+
+    async def scenario(session: Session) -> None:
+        raw = bytearray(db.read_bytes())
+        raw[4096:] = bytes([0xA5]) * (len(raw) - 4096)
+        db.write_bytes(bytes(raw))
+        first = await session.call_tool("search", {"query": "rate limit"})
+        # What memory still holds answers; the server is alive for the next search too.
+        assert "store" in data(await session.call_tool("stats", {}))
+        again = await session.call_tool("search", {"query": "deploy freeze"})
+        for reply in (first, again):
+            assert reply.is_error, reply
+            error = data(reply)["error"]
+            said = error["message"]
+            assert error["code"] == "STORE_ERROR" and "malformed" in said, error
+            assert "recall doctor" in said or "re-index into a new --db" in said, error
+
+    run_server(tmp_path, ["--db", str(db), "--mode", "development"], scenario)
