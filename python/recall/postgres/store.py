@@ -42,17 +42,23 @@ CONNECT_TIMEOUT = 10
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
+def _settings(conninfo: str) -> dict[str, Any]:
+    """Connection keywords: autocommit, and a timeout where neither the URL nor the
+    environment sets one."""
+    settings: dict[str, Any] = {"autocommit": True}
+    if "connect_timeout" not in conninfo and "PGCONNECT_TIMEOUT" not in os.environ:
+        settings["connect_timeout"] = CONNECT_TIMEOUT
+    return settings
+
+
 def namespace_exists(url: str) -> bool:
     """Whether the namespace `url` names holds a recall store; StoreError when the server
     cannot be reached (the password never appears in it)."""
     import psycopg
 
     conninfo, namespace, shown = split_url(url)
-    settings: dict[str, Any] = {"autocommit": True}
-    if "connect_timeout" not in conninfo and "PGCONNECT_TIMEOUT" not in os.environ:
-        settings["connect_timeout"] = CONNECT_TIMEOUT
     try:
-        with psycopg.connect(conninfo, **settings) as c:
+        with psycopg.connect(conninfo, **_settings(conninfo)) as c:
             row = c.execute("SELECT to_regclass(%s)", (f"{namespace}.meta",)).fetchone()
     except psycopg.Error as err:
         why = scrubbed(str(err), url)
@@ -78,9 +84,7 @@ class PgStore(Searching, Summaries):
             ) from err
         conninfo, self.namespace, self.path = split_url(url, namespace)
         self._asked_read_only = read_only
-        settings: dict[str, Any] = {"autocommit": True}
-        if "connect_timeout" not in conninfo and "PGCONNECT_TIMEOUT" not in os.environ:
-            settings["connect_timeout"] = CONNECT_TIMEOUT
+        settings = _settings(conninfo)
         # One connection first: a server that cannot be reached, or refuses, says why at once.
         try:
             psycopg.connect(conninfo, **settings).close()
