@@ -304,3 +304,40 @@ def test_hits_are_numbered_in_the_order_they_come(tmp_path: Path) -> None:
     code, out, _ = run("search", "API rate limit", "--db", db, "--mode", "development", "-k", "3")
     rows = [line.split("│")[0].strip() for line in out.splitlines() if "│" in line]
     assert [r for r in rows if r] == ["1", "2", "3"], out
+
+
+def test_at_80_columns_no_line_runs_past_the_edge_and_no_name_is_cut(tmp_path: Path) -> None:
+    from rich.cells import cell_len
+
+    db = str(tmp_path / "m.db")
+    assert run("index", str(EXAMPLES), "--db", db, "--embedder", "hashing-512")[0] == 0
+    code, out, _ = run(
+        "search", "API rate limit", "--db", db, "--mode", "development", env={"COLUMNS": "80"}
+    )
+    assert code in (0, 3), out
+    lines = out.splitlines()
+    assert max(map(cell_len, lines)) <= 80, out
+    # Every file name shown fits 34 cells here, so each sits whole on its own line.
+    shown = {line.split("│")[-1].strip() for line in lines if "│" in line}
+    found = run("search", "API rate limit", "--db", db, "--mode", "development", "--json")[1]
+    for name in json.loads(found)["hits"]:
+        assert name["provenance"]["file"] in shown, (name["provenance"]["file"], out)
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "lines"),
+    [
+        ("decisions/feature-flags.md", 40, ["decisions/feature-flags.md"]),
+        ("decisions/feature-flags.md", 20, ["decisions/", "feature-flags.md"]),
+        ("superseded by a/b-c.md; valid", 16, ["superseded by", "a/b-c.md; valid"]),
+        ("abcdefghij", 4, ["abcd", "efgh", "ij"]),
+        ("a/bcdefgh/ij", 5, ["a/", "bcdef", "gh/ij"]),
+        ("", 10, [""]),
+    ],
+)
+def test_wrapping_breaks_at_spaces_then_after_a_slash_then_inside(
+    text: str, width: int, lines: list[str]
+) -> None:
+    from recall.showing import wrapped
+
+    assert wrapped(text, width) == lines
