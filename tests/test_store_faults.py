@@ -275,6 +275,7 @@ def test_doctor_diagnoses_a_file_sqlite_cannot_open(tmp_path: Path, damage: str)
     """A truncated file or a damaged header: doctor says which, with the way out (exit 1),
     where it failed with SQLite's "database disk image is malformed" (exit 2)."""
     db = indexed(tmp_path)
+    kept = calibrated(db)
     raw = db.read_bytes()
     db.write_bytes(raw[: len(raw) // 3] if damage == "truncated" else b"\0" * 100 + raw[100:])
     code, out = cli("doctor", "--db", str(db))
@@ -283,9 +284,56 @@ def test_doctor_diagnoses_a_file_sqlite_cannot_open(tmp_path: Path, damage: str)
     assert (
         "the file is truncated" if damage == "truncated" else "SQLite header is damaged"
     ) in flat
-    assert "cannot be read from this file" in flat and "recall index NOTES... --db NEW.db" in flat
+    assert "recall index NOTES... --db NEW.db" in flat
+    # Doctor's own report does not send the user back to doctor.
+    assert "run 'recall doctor" not in flat
     code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
     assert code == 2 and f"recall doctor --db {db}" in " ".join(out.split()), out
+    _the_calibration_is_rescued(tmp_path, db, kept, flat)
+
+
+def calibrated(db: Path) -> dict[str, object]:
+    """Put a calibration record in use in the store at `db` (the example notes are too few
+    to calibrate themselves) and return it as exported."""
+    with recall.open(db) as mem:
+        mem.import_calibration(
+            {
+                "id": "kept-1",
+                "embedder": mem.embedder.name,
+                "fingerprint": mem.embedder.fingerprint,
+                "threshold": 0.21,
+                "scale": 0.04,
+                "certified": True,
+            }
+        )
+        return mem.export_calibration()
+
+
+def _the_calibration_is_rescued(tmp_path: Path, db: Path, kept: dict[str, object], report: str):
+    """What doctor says can be read from the damaged file's bytes is what `calibrate --export`
+    writes, and it imports into a store rebuilt from the notes."""
+    assert f"calibration {kept['id']} (threshold {kept['threshold']}) read from" in report
+    assert f"recall calibrate --export calibration.json --db {db}" in report
+    export = tmp_path / "rescued.json"
+    code, out = cli("calibrate", "--export", str(export), "--db", str(db), "--json")
+    assert code == 0, out
+    assert json.loads(export.read_text()) == kept == json.loads(out)["calibration"]
+    assert "read from the bytes" in json.loads(out)["salvaged"]
+    with recall.open(tmp_path / "new.db", embedder="hashing-512") as mem:
+        mem.index(EXAMPLES)
+        assert mem.import_calibration(export).id == kept["id"]
+
+
+def test_with_no_record_readable_the_calibration_is_said_lost(tmp_path: Path) -> None:
+    db = indexed(tmp_path)  # no record in it
+    db.write_bytes(b"\0" * 100 + db.read_bytes()[100:])
+    code, out = cli("doctor", "--db", str(db))
+    flat = " ".join(out.split())
+    assert code == 1 and "no record can be read from its bytes" in flat, out
+    assert "calibrate --export" not in flat
+    code, out = cli("calibrate", "--export", str(tmp_path / "c.json"), "--db", str(db))
+    assert code == 2 and "no calibration record could be read" in " ".join(out.split()), out
+    assert not (tmp_path / "c.json").exists()
 
 
 @pytest.fixture
@@ -354,11 +402,46 @@ def test_a_damaged_dimension_record_is_named_as_damage(tmp_path: Path) -> None:
     metadata is damaged, not a search with another embedder ("built with hashing-512, the
     query would be embedded with hashing-512")."""
     db = indexed(tmp_path)
+    kept = calibrated(db)
     con = sqlite3.connect(db)
     con.execute("UPDATE meta SET value = '384' WHERE key = 'embedder_dim'")
     con.commit()
     con.close()
-    code, out = cli("search", "rate limit", "--db", str(db), "--mode", "development")
+    said = "the metadata is damaged: it records 384 dimensions for hashing-512, its vector table"
+    for command in (
+        ["search", "rate limit", "--mode", "development"],
+        ["index", str(EXAMPLES)],
+        ["stats"],
+    ):
+        code, out = cli(*command, "--db", str(db))
+        flat = " ".join(out.split())
+        assert code == 2 and said in flat and f"recall doctor --db {db}" in flat, (command, out)
+    code, out = cli("doctor", "--db", str(db))
     flat = " ".join(out.split())
-    assert code == 2 and "records 384 dimensions for hashing-512, which makes 512" in flat, out
-    assert f"recall doctor --db {db}" in flat
+    assert code == 1 and said in flat, out
+    _the_calibration_is_rescued(tmp_path, db, kept, flat)
+
+
+def test_salvage_takes_the_newest_valid_copy_and_skips_the_rest(tmp_path: Path) -> None:
+    from recall.salvage import salvage_calibration
+
+    def record(rid: str, fitted_at: str, fingerprint: str = "ab12cd34ef56ab78") -> bytes:
+        data = {"id": rid, "embedder": "hashing-512", "fingerprint": fingerprint}
+        data |= {"threshold": 0.3, "scale": 0.05, "certified": True, "fitted_at": fitted_at}
+        return f"calibration:ab12cd34ef56ab78{json.dumps(data)}".encode()
+
+    path = tmp_path / "m.db"
+    path.write_bytes(
+        b"\x00junk"
+        + record("old", "2026-01-01T00:00:00Z")
+        + b"\x13\x00"
+        + record("newest", "2026-03-01T00:00:00Z")
+        + b'calibration:ab12cd34ef56ab78{"id": "cut off'
+        + record("elsewhere", "2026-09-01T00:00:00Z", fingerprint="0000000000000000")
+    )
+    found = salvage_calibration(str(path))
+    assert found is not None and found.record["id"] == "newest" and found.copies == 2
+    (tmp_path / "m.db-wal").write_bytes(record("logged", "2026-03-01T00:00:00Z"))
+    found = salvage_calibration(str(path))
+    assert found is not None and found.record["id"] == "logged" and found.found_in == "m.db-wal"
+    assert salvage_calibration(str(tmp_path / "absent.db")) is None

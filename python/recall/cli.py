@@ -705,17 +705,7 @@ def calibrate(
                     typer.echo(f"imported calibration {record.id} (threshold {record.threshold})")
                 return
             if export_file is not None:
-                from recall.writing import write_whole
-
-                exported = json.dumps(mem.export_calibration(), indent=2) + "\n"
-                try:
-                    write_whole(export_file, exported.encode("utf-8"))
-                except OSError as err:
-                    _fail(
-                        f"recall calibrate: cannot write {export_file}: {err.strerror or err}; "
-                        "check that its folder exists and is writable"
-                    )
-                typer.echo(f"wrote {export_file}", err=as_json)
+                _export(export_file, mem.export_calibration(), as_json)
                 return
             if auto:
                 calibration, fitted = mem.calibrate_self(replace=replace)
@@ -729,6 +719,9 @@ def calibrate(
             if plot is not None:
                 plot_fit(fitted, plot)
     except RecallError as err:
+        if export_file is not None and _salvageable(err, db_path):
+            _export_salvaged(export_file, db_path, err, as_json)
+            return
         _fail(str(err))
     if as_json:
         _emit_json(
@@ -745,6 +738,47 @@ def calibrate(
             calibration, fitted, plot, entry=entry, kept=None if in_use == calibration else in_use
         )
     raise typer.Exit(EXIT_OK if fitted.certified else EXIT_ERRORS)
+
+
+def _export(
+    export_file: Path, record: dict[str, Any], as_json: bool, salvaged: str | None = None
+) -> None:
+    """Write `record` to `export_file` whole; `salvaged` says where it was read from when the
+    store itself could not be read."""
+    from recall.writing import write_whole
+
+    try:
+        write_whole(export_file, (json.dumps(record, indent=2) + "\n").encode("utf-8"))
+    except OSError as err:
+        _fail(
+            f"recall calibrate: cannot write {export_file}: {err.strerror or err}; "
+            "check that its folder exists and is writable"
+        )
+    if as_json:
+        _emit_json({"wrote": str(export_file), "calibration": record, "salvaged": salvaged})
+    else:
+        typer.echo(f"wrote {export_file}" + (f" ({salvaged})" if salvaged else ""))
+
+
+def _salvageable(err: Exception, db_path: str) -> bool:
+    """A store file that cannot be read as a store (not one another process holds)."""
+    from recall.errors import StoreError, StoreLockedError
+
+    return (
+        isinstance(err, StoreError)
+        and not isinstance(err, StoreLockedError)
+        and not is_postgres(db_path)
+    )
+
+
+def _export_salvaged(export_file: Path, db_path: str, err: Exception, as_json: bool) -> None:
+    """`calibrate --export` on a store that cannot be read: the record from the file's bytes."""
+    from recall.salvage import salvage_calibration
+
+    found = salvage_calibration(db_path)
+    if found is None:
+        _fail(f"{err}; no calibration record could be read from the file's bytes either")
+    _export(export_file, found.record, as_json, f"{found.detail}, as the store cannot be read")
 
 
 def _show_history(mem: Any, as_json: bool) -> None:

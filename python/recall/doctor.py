@@ -8,6 +8,7 @@ Does not own: the checks on the file itself (the Rust core) or printing (the CLI
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -79,14 +80,35 @@ class DoctorReport:
 
 def unopenable(path: str, err: Exception) -> DoctorReport:
     """The report on a store file SQLite cannot open at all (a truncation, a damaged header):
-    what its first bytes say, and that nothing in it, the calibration included, can be read."""
+    what its first bytes say, and whether its calibration can still be read from them."""
     return DoctorReport(
         path=path,
         checks=[
-            Check("sqlite", "damaged", f"{_header(path)}; opening it failed: {err}"),
-            Check("calibration", "damaged", "cannot be read from this file"),
+            Check("sqlite", "damaged", f"{_header(path)}; opening it failed: {_unreferred(err)}"),
+            _salvage(path),
         ],
     )
+
+
+#: The referral to `recall doctor` an error carries, pointless inside doctor's own report.
+_REFERRAL = re.compile(
+    r"[:;] [^:;]* (?:is|may be|is probably) damaged[:;] run 'recall doctor .*$", re.DOTALL
+)
+
+
+def _unreferred(err: Exception) -> str:
+    return _REFERRAL.sub("", str(err))
+
+
+def _salvage(path: str, why: str = "the store cannot be read") -> Check:
+    """The calibration check of a store SQLite cannot read: a record read from the file's bytes
+    can still be exported (`calibrate --export` falls back to it), so it is not lost."""
+    from recall.salvage import salvage_calibration
+
+    found = salvage_calibration(path)
+    if found is None:
+        return Check("calibration", "damaged", f"{why}, and no record can be read from its bytes")
+    return Check("calibration", "warning", f"{why}; {found.detail}")
 
 
 def _header(path: str) -> str:
@@ -142,7 +164,9 @@ def _calibration(memory: Memory) -> Check:
     try:
         bound = store.embedder()
     except Exception as err:  # noqa: BLE001 - a damaged meta table is what is reported
-        return Check("calibration", "damaged", f"the store's metadata cannot be read: {err}")
+        if getattr(store, "shared", False):
+            return Check("calibration", "damaged", f"the store's metadata cannot be read: {err}")
+        return _salvage(memory.path, "the store's metadata cannot be read")
     if bound is None:
         return Check("calibration", "ok", "nothing indexed, nothing to calibrate")
     fingerprint = bound[2]

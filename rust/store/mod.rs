@@ -423,12 +423,31 @@ impl Store {
         ) else {
             return Ok(None);
         };
-        let dim = dim.parse::<usize>().map_err(|_| {
-            CoreError::Usage(format!(
-                "{}: stored embedder dimension '{dim}' is not a number",
-                self.path
-            ))
-        })?;
+        let damaged = |detail: String| CoreError::Damaged {
+            part: "metadata",
+            detail,
+        };
+        let dim = match dim.parse::<usize>() {
+            Ok(d) if d > 0 => d,
+            _ => {
+                return Err(damaged(format!(
+                    "the embedder's dimension is recorded as '{dim}', not a positive number"
+                )))
+            }
+        };
+        // The vector table declares its own width: the record must agree with it.
+        let declared: Option<String> = self
+            .conn
+            .prepare_cached("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+            .query_row([VEC_TABLE], |r| r.get(0))
+            .optional()?;
+        if let Some(width) = declared.as_deref().and_then(declared_width) {
+            if width != dim {
+                return Err(damaged(format!(
+                    "it records {dim} dimensions for {name}, its vector table holds {width}"
+                )));
+            }
+        }
         Ok(Some(EmbedderInfo {
             name,
             dim,
@@ -516,10 +535,43 @@ pub(crate) mod fixtures {
     }
 }
 
+/// The width a vector table's declaration gives its `embedding` column (`float[N]`).
+fn declared_width(sql: &str) -> Option<usize> {
+    let after = &sql[sql.find("float[")? + "float[".len()..];
+    after[..after.find(']')?].trim().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::fixtures::{doc, embedder, temp_db};
     use super::*;
+
+    #[test]
+    fn a_dimension_record_the_vector_table_contradicts_is_damage() {
+        let path = temp_db("dimension");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.commit("t0").unwrap();
+        assert_eq!(store.embedder().unwrap().unwrap().dim, 4);
+        for bad in ["8", "0", "four"] {
+            store.set_meta("embedder_dim", bad).unwrap();
+            let err = store.embedder().unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    CoreError::Damaged {
+                        part: "metadata",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+        }
+        assert_eq!(
+            declared_width("CREATE VIRTUAL TABLE v USING vec0(embedding float[ 384 ])"),
+            Some(384)
+        );
+    }
 
     #[test]
     fn another_applications_database_is_refused_and_left_byte_identical() {
