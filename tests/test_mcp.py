@@ -526,6 +526,52 @@ def test_remember_on_a_full_disk_leaves_nothing_half_made(
     assert sorted(p.name for p in root.rglob("*")) == before
 
 
+def test_a_server_killed_during_remember_leaves_no_note_without_its_body(
+    store: tuple[str, Path],
+) -> None:
+    """`kill -9` at the worst instant, the note's text written and synced but not yet linked
+    to its name: no note appears (the corpus never holds a name with half a body), and the next
+    remember of that name sweeps the leftover and writes the note whole."""
+    import subprocess
+
+    from recall.mcp_server import Tools
+
+    db, corpus = store
+    script = (
+        "import os, signal, recall\n"
+        "from recall.mcp_server import Tools\n"
+        "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"with recall.open({db!r}) as mem:\n"
+        f"    Tools(mem, [{str(corpus)!r}]).call(\n"
+        "        'remember', {'title': 'Limits', 'text': 'The whole note.'})\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr.decode()
+    assert not list(corpus.rglob("limits*.md"))
+    assert [p.name.split(".")[1:3] for p in corpus.rglob(".*")] == [["limits", "md"]]
+    with recall.open(db) as mem:
+        reply = Tools(mem, [corpus]).call("remember", {"title": "Limits", "text": "Whole."})
+    assert not reply.is_error, reply.text
+    assert "Whole." in (corpus / "limits.md").read_text()
+    assert not list(corpus.rglob(".*"))
+
+
+def test_remember_sweeps_what_a_killed_remember_left(tools: Any) -> None:
+    """A server killed between writing a note's hidden temporary file and linking it leaves the
+    file; the next note of that name removes it (its process is gone)."""
+    import subprocess
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    root = tools.roots[0]
+    leftover = root / f".limits.md.{gone.pid}.0badf00d.tmp"
+    leftover.write_text("# Limits\n\nhalf")
+    reply = tools.call("remember", {"title": "Limits", "text": "The whole note, this time."})
+    assert not reply.is_error, reply.text
+    assert not leftover.exists()
+    assert not [p.name for p in root.rglob(".*")], "the new note's own temporary file is gone too"
+
+
 def test_a_damaged_store_is_an_error_reply_and_the_server_keeps_serving(tmp_path: Path) -> None:
     """Damage found under a running server is a tool error that says what to do; the server
     answers the next calls rather than dying at the first search."""

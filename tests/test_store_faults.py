@@ -397,6 +397,52 @@ def test_a_migration_leaves_no_destination_until_it_is_whole(tmp_path: Path) -> 
         assert mem.stats().documents == report.documents
 
 
+def _killed(script: str) -> None:
+    """Run `script` in a process that ends by SIGKILL (what `kill -9` does)."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == -9, done.stderr.decode()
+
+
+def test_a_killed_migration_leaves_no_destination_and_the_next_one_sweeps_its_files(
+    tmp_path: Path,
+) -> None:
+    source = indexed(tmp_path)
+    destination = tmp_path / "copy.db"
+    _killed(
+        "import os, signal\n"
+        "from recall.migrate import migrate\n"
+        f"migrate({str(source)!r}, {str(destination)!r},\n"
+        "        progress=lambda d, c: os.kill(os.getpid(), signal.SIGKILL))\n"
+    )
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".copy.db."))
+    assert left and not destination.exists(), left
+    from recall.migrate import migrate
+
+    assert migrate(str(source), str(destination)).documents > 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_killed_writers_temporary_file_is_swept_by_the_next_write_of_that_name(
+    tmp_path: Path,
+) -> None:
+    from recall.writing import temporary, write_whole
+
+    _killed(
+        "import os, signal\n"
+        "from recall.writing import temporary\n"
+        f"for name in ('report.md', 'other.md'):\n"
+        f"    open(os.path.join({str(tmp_path)!r}, temporary(name)), 'w').write('half')\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    mine = tmp_path / temporary("report.md")  # a writer still running: left alone
+    mine.write_text("mine")
+    write_whole(tmp_path / "report.md", b"whole\n")
+    hidden = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("."))
+    assert mine.name in hidden and len(hidden) == 2, hidden  # and other.md's, not swept
+    assert any(".other.md." in name for name in hidden)
+    assert (tmp_path / "report.md").read_text() == "whole\n"
+
+
 def test_a_damaged_dimension_record_is_named_as_damage(tmp_path: Path) -> None:
     """The store's record of its embedder says another dimension than the embedder makes: the
     metadata is damaged, not a search with another embedder ("built with hashing-512, the

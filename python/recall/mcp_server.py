@@ -41,6 +41,7 @@ from recall.errors import (
 )
 from recall.instants import parse_when
 from recall.postgres import is_postgres
+from recall.writing import sweep, temporary
 
 if TYPE_CHECKING:
     from recall.api import Memory
@@ -860,7 +861,8 @@ class Tools:
         taken = self._taken_keys()
         with _opened_folder(folder, root) as (where, fd):
             data = content.encode("utf-8")
-            temp = f".{stem}.{os.getpid()}.{threading.get_ident()}.tmp"
+            sweep(where, f"{stem}.md", dir_fd=fd)
+            temp = temporary(f"{stem}.md")
             try:
                 out = os.open(
                     temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644, dir_fd=fd

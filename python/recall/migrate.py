@@ -21,6 +21,7 @@ from typing import Any
 from recall.calibration import history_key, meta_key
 from recall.errors import UsageError
 from recall.postgres import is_postgres
+from recall.writing import sweep, temporary
 
 __all__ = ["MigrateReport", "migrate"]
 
@@ -64,7 +65,8 @@ def migrate(
     if not is_postgres(destination) and not os.path.exists(destination):
         final = destination
         folder, name = os.path.split(os.path.abspath(destination))
-        destination = os.path.join(folder, f".{name}.migrating-{os.getpid()}")
+        sweep(folder, name)
+        destination = os.path.join(folder, temporary(name))
     with recall.open(source, read_only=True) as src, recall.open(destination) as dst:
         reader = src._store
         bound = reader.embedder()
