@@ -552,7 +552,10 @@ class Memory:
         """The stored calibration record for this store's embedder, as JSON-ready data."""
         calibration, why = self.calibration()
         if calibration is None:
-            raise UsageError(f"recall calibrate: nothing to export: {why}")
+            raise UsageError(
+                f"recall calibrate: nothing to export: {why}; fit one first ('recall calibrate "
+                "QUERIES' on labelled questions, or --auto from the notes)"
+            )
         return calibration.to_dict()
 
     def import_calibration(self, record: str | os.PathLike[str] | dict[str, Any]) -> Calibration:
@@ -578,7 +581,10 @@ class Memory:
             try:
                 record = Path(record).read_text(encoding="utf-8")
             except OSError as err:
-                raise UsageError(f"recall calibrate: cannot read {record}: {err}") from err
+                raise UsageError(
+                    f"recall calibrate: cannot read {record}: {err.strerror or err}; give the "
+                    "JSON file 'recall calibrate --export' wrote"
+                ) from err
         calibration, why = load_record(record, bound[2])
         if calibration is None:
             raise UsageError(f"recall calibrate: record not imported: {why}")

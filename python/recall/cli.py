@@ -13,12 +13,13 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Optional
 from urllib.parse import urlencode
 
 import typer
 from typer.core import TyperGroup
 
+from recall.exits import EXIT_ERRORS, EXIT_OK, EXIT_REFUSED, command_path, emit_json, fail
 from recall.postgres import is_postgres, shown_db
 from recall.showing import calibration_line, print_explanation, print_result
 
@@ -51,19 +52,22 @@ def _placeholders(command: Any) -> None:
     """Name every value in help and usage lines as a placeholder (`PATHS...`, `-k N`,
     `--db DB`), where the argument library shows Python types (`<list[Path]>`, `{query}`)."""
     for param in command.params:
-        if param.metavar is not None:
-            continue
         annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-        if getattr(param, "is_flag", False) or annotation is bool:
+        if param.metavar is not None:
+            pass  # named where it is declared
+        elif getattr(param, "is_flag", False) or annotation is bool:
             param.metavar = ""
             continue
-        if annotation is int:
-            name = "N"
-        elif annotation is float:
-            name = "X"
         else:
-            name = _PLACEHOLDERS.get(param.name or "", (param.name or "value").upper())
-        param.metavar = name + ("..." if param.nargs == -1 else "")
+            if annotation is int:
+                name = "N"
+            elif annotation is float:
+                name = "X"
+            else:
+                name = _PLACEHOLDERS.get(param.name or "", (param.name or "value").upper())
+            param.metavar = name
+        if param.nargs == -1 and not param.metavar.endswith("..."):
+            param.metavar += "..."
         if param.param_type_name != "argument":
             continue
         # An argument is its placeholder alone: usage `QUERY` / `[PATHS...]` and no Python
@@ -112,11 +116,13 @@ class _Recall(TyperGroup):
             for pattern, words in _PLAIN:
                 err.message = pattern.sub(words, err.message)
             if "--json" in argv:
-                _emit_json(
+                ctx = getattr(err, "ctx", None)
+                where = ctx.command_path if ctx is not None else "recall"
+                emit_json(
                     {
                         "error": {
                             "code": "USAGE_ERROR",
-                            "message": f"recall: {err.format_message()}",
+                            "message": f"{where}: {err.format_message()}",
                             "exit": err.exit_code,
                         }
                     }
@@ -163,7 +169,17 @@ def _options(
     """Memory for agents that knows what it no longer believes."""
 
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
+def _embedder_name(value: Any) -> Any:
+    """An `--embedder` value checked before anything is opened: a name that names no embedder
+    is an argument error in the command's own words."""
+    from recall.embedders import name_problem
+
+    for name in value if isinstance(value, list) else [value]:
+        problem = name_problem(name) if name is not None else None
+        if problem is not None:
+            raise typer.BadParameter(problem)
+    return value
+
 
 DbOption = typer.Option(
     None,
@@ -188,7 +204,7 @@ def _db_path(db: Optional[str], namespace: Optional[str] = None) -> str:
     if namespace is None:
         return target
     if not is_postgres(target):
-        _fail(f"recall: --namespace applies to a postgresql:// store, not {target}")
+        fail(f"{command_path()}: --namespace applies to a postgresql:// store, not {target}")
     sep = "&" if "?" in target else "?"
     return f"{target}{sep}{urlencode({'namespace': namespace})}"
 
@@ -205,36 +221,6 @@ def _missing(db_path: str) -> bool:
         return not namespace_exists(db_path)
     except RecallError:
         return False
-
-
-def _command_params() -> dict[str, Any]:
-    """The parameters of the command being run (empty outside one). Typer runs commands on the
-    click it vendors (newer releases) or on click itself (older ones)."""
-    import importlib
-
-    for module in ("typer._click.globals", "click"):
-        try:
-            current = importlib.import_module(module).get_current_context
-        except (ImportError, AttributeError):
-            continue
-        ctx = current(silent=True)
-        if ctx is not None:
-            return dict(ctx.params)
-    return {}
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Say what went wrong on stderr and exit with `code`; a command run with `--json` also
-    prints the error as JSON on stdout, so a script reads every outcome from one place."""
-    typer.echo(message, err=True)
-    if _command_params().get("as_json"):
-        kind = "USAGE_ERROR" if code == EXIT_USAGE else "ERROR"
-        _emit_json({"error": {"code": kind, "message": message, "exit": code}})
-    raise typer.Exit(code)
-
-
-def _emit_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def _size(n: int) -> str:
@@ -260,6 +246,7 @@ def index(
         "--embedder",
         help="Embedder for a new store: minilm-l6 (default; also $RECALL_EMBEDDER), "
         "onnx:DIR or hashing-D.",
+        callback=_embedder_name,
     ),
     vocabularies: Optional[str] = typer.Option(
         None,
@@ -294,7 +281,7 @@ def index(
             if calibrate and report.generation:
                 report.calibrated = mem.calibrate_if_due()
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     except Interrupted as stop:
         exit_stopped(
             stop,
@@ -311,12 +298,12 @@ def index(
 
         names = ", ".join(shown(str(p)) for p in paths)
         skipped = f" ({len(report.skipped)} files skipped: not notes)" if report.skipped else ""
-        _fail(
+        fail(
             f"recall index: no notes in {names}{skipped}; nothing was written to "
             f"{shown_db(db_path)}"
         )
     if as_json:
-        _emit_json({"db": shown_db(db_path), **report.to_dict()})
+        emit_json({"db": shown_db(db_path), **report.to_dict()})
     else:
         _print_index_report(report, db_path)
     raise typer.Exit(EXIT_OK if report.ok else EXIT_ERRORS)
@@ -418,14 +405,14 @@ def stats(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall stats: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
+        fail(f"recall stats: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     try:
         with recall.open(db_path) as mem:
             st = mem.stats()
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(st.to_dict())
+        emit_json(st.to_dict())
     else:
         _print_stats(st)
 
@@ -444,7 +431,10 @@ def doctor(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall doctor: {shown_db(db_path)} does not exist")
+        fail(
+            f"recall doctor: {shown_db(db_path)} does not exist, so there is nothing to check; "
+            "give the store with --db"
+        )
     try:
         with recall.open(db_path, read_only=True) as mem:
             report = mem.doctor()
@@ -452,9 +442,9 @@ def doctor(
         # SQLite cannot open it at all: diagnose from the file's own header.
         report = unopenable(db_path, err)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(report.to_dict())
+        emit_json(report.to_dict())
     else:
         from rich.console import Console
         from rich.markup import escape
@@ -539,7 +529,7 @@ def _instant(value: Optional[str], option: str, command: str = "search") -> Opti
     try:
         return parse_when(value)
     except ValueError:
-        _fail(f"recall {command}: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
+        fail(f"recall {command}: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
 
 
 @app.command()
@@ -562,7 +552,10 @@ def search(
         False, "--explain", help="Show each hit's rank in the dense and lexical legs."
     ),
     embedder: Optional[str] = typer.Option(
-        None, "--embedder", help="Embed the query with this embedder (default: the store's)."
+        None,
+        "--embedder",
+        help="Embed the query with this embedder (default: the store's).",
+        callback=_embedder_name,
     ),
     entail: bool = typer.Option(
         False, "--entail", help="Ask the entailment judge whether each ok hit answers."
@@ -577,7 +570,9 @@ def search(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall search: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
+        fail(f"recall search: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
+    if mode is not None and mode not in ("strict", "development"):
+        fail(f"recall search: --mode {mode!r} is not one of strict, development")
     now = _instant(as_of, "--as-of")
     known = _instant(known_as_of, "--known-as-of")
     try:
@@ -585,13 +580,13 @@ def search(
             result = mem.search(query, k=k, now=now, known_as_of=known, mode=mode, entail=entail)
     except TrustRefusal as err:
         if as_json:
-            _emit_json({"refused": True, "code": err.code, "message": err.message})
+            emit_json({"refused": True, "code": err.code, "message": err.message})
             raise typer.Exit(EXIT_REFUSED) from None
-        _fail(f"recall search refused ({err.code}): {err.message}", EXIT_REFUSED)
+        fail(f"recall search refused ({err.code}): {err.message}", EXIT_REFUSED)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(result.to_dict())
+        emit_json(result.to_dict())
     else:
         print_result(result, explain_legs)
 
@@ -614,16 +609,16 @@ def explain(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(f"recall explain: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
+        fail(f"recall explain: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     now = _instant(as_of, "--as-of", "explain")
     known = _instant(known_as_of, "--known-as-of", "explain")
     try:
         with recall.open(db_path) as mem:
             data = mem.explain(query, file, now=now, known_as_of=known)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(data)
+        emit_json(data)
         return
     print_explanation(data)
 
@@ -672,17 +667,15 @@ def calibrate(
 
     db_path = _db_path(db, namespace)
     if _missing(db_path):
-        _fail(
-            f"recall calibrate: {shown_db(db_path)} does not exist; run 'recall index PATH' first"
-        )
+        fail(f"recall calibrate: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     actions = (queries is not None, import_file is not None, export_file is not None, auto)
     if sum(actions) + list_history + (use is not None) != 1:
-        _fail(
+        fail(
             "recall calibrate: give QUERIES to fit, or one of --auto, --import FILE, "
             "--export FILE, --list, --use N"
         )
     if replace and queries is None and not auto:
-        _fail("recall calibrate: --replace goes with QUERIES or --auto (a fit)")
+        fail("recall calibrate: --replace goes with QUERIES or --auto (a fit)")
     try:
         with recall.open(db_path) as mem:
             if list_history:
@@ -691,7 +684,7 @@ def calibrate(
             if use is not None:
                 record = mem.use_calibration(use)
                 if as_json:
-                    _emit_json(record.to_dict())
+                    emit_json(record.to_dict())
                 else:
                     typer.echo(
                         f"calibration #{use} ({record.id}, threshold {record.threshold}) is in use"
@@ -700,7 +693,7 @@ def calibrate(
             if import_file is not None:
                 record = mem.import_calibration(import_file)
                 if as_json:
-                    _emit_json(record.to_dict())
+                    emit_json(record.to_dict())
                 else:
                     typer.echo(f"imported calibration {record.id} (threshold {record.threshold})")
                 return
@@ -722,9 +715,9 @@ def calibrate(
         if export_file is not None and _salvageable(err, db_path):
             _export_salvaged(export_file, db_path, err, as_json)
             return
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "calibration": calibration.to_dict(),
                 "fit": fitted.to_dict(),
@@ -750,12 +743,12 @@ def _export(
     try:
         write_whole(export_file, (json.dumps(record, indent=2) + "\n").encode("utf-8"))
     except OSError as err:
-        _fail(
+        fail(
             f"recall calibrate: cannot write {export_file}: {err.strerror or err}; "
             "check that its folder exists and is writable"
         )
     if as_json:
-        _emit_json({"wrote": str(export_file), "calibration": record, "salvaged": salvaged})
+        emit_json({"wrote": str(export_file), "calibration": record, "salvaged": salvaged})
     else:
         typer.echo(f"wrote {export_file}" + (f" ({salvaged})" if salvaged else ""))
 
@@ -777,7 +770,7 @@ def _export_salvaged(export_file: Path, db_path: str, err: Exception, as_json: b
 
     found = salvage_calibration(db_path)
     if found is None:
-        _fail(f"{err}; no calibration record could be read from the file's bytes either")
+        fail(f"{err}; no calibration record could be read from the file's bytes either")
     _export(export_file, found.record, as_json, f"{found.detail}, as the store cannot be read")
 
 
@@ -787,7 +780,7 @@ def _show_history(mem: Any, as_json: bool) -> None:
     entries = mem.calibration_history()
     stats = mem.stats()
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "embedder": stats.embedder,
                 "fingerprint": stats.embedder_fingerprint,
@@ -906,9 +899,9 @@ def quickstart(
         with recall.open(db_path) as mem:
             ran = demo.run(mem)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "db": shown_db(db_path),
                 "now": ran.now.isoformat(),
@@ -972,7 +965,10 @@ def evaluate(
     db: Optional[str] = DbOption,
     namespace: Optional[str] = NamespaceOption,
     embedder: Optional[list[str]] = typer.Option(
-        None, "--embedder", help="Shipped set: an embedder to evaluate (repeat for several)."
+        None,
+        "--embedder",
+        help="Shipped set: an embedder to evaluate (repeat for several).",
+        callback=_embedder_name,
     ),
     as_of: Optional[str] = typer.Option(
         None, "--as-of", help="Judge at this date/time (default now; the shipped set: its date)."
@@ -1001,10 +997,15 @@ def evaluate(
 
     try:
         if questions is None:
+            if db is not None:
+                fail(
+                    "recall eval: --db goes with QUESTIONS, labelled questions to run against "
+                    "that store; without them eval indexes its evaluation set itself"
+                )
             names = embedder or ["hashing-512", "minilm-l6"]
             sources = {"labelled": ("labelled",), "self": ("self",), "both": ("labelled", "self")}
             if calibration not in sources:
-                _fail(
+                fail(
                     f"recall eval: --calibration {calibration!r} is not one of labelled, self, both"
                 )
             reports = evaluation.evaluate_shipped(
@@ -1012,12 +1013,12 @@ def evaluate(
             )
         else:
             if evalset is not None:
-                _fail("recall eval: --set names a whole evaluation set; give QUESTIONS or --set")
+                fail("recall eval: --set names a whole evaluation set; give QUESTIONS or --set")
             if embedder and len(embedder) > 1:
-                _fail("recall eval: a store has one embedder; pass at most one --embedder")
+                fail("recall eval: a store has one embedder; pass at most one --embedder")
             db_path = _db_path(db, namespace)
             if _missing(db_path):
-                _fail(
+                fail(
                     f"recall eval: {shown_db(db_path)} does not exist; "
                     "run 'recall index PATH' first"
                 )
@@ -1028,16 +1029,16 @@ def evaluate(
                     )
                 ]
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if report is not None:
         from recall.writing import write_whole
 
         try:
             write_whole(report, evaluation.format_markdown(reports).encode("utf-8"))
         except OSError as err:
-            _fail(f"recall eval: cannot write {report}: {err.strerror or err}")
+            fail(f"recall eval: cannot write {report}: {err.strerror or err}")
     if as_json:
-        _emit_json([r.to_dict() for r in reports])
+        emit_json([r.to_dict() for r in reports])
         return
     typer.echo(evaluation.format_table(reports))
     if report is not None:
@@ -1075,7 +1076,7 @@ def serve(
         target = _db_path(db, namespace)
         run_server(target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 @app.command("watch")
@@ -1113,7 +1114,7 @@ def watch_cmd(
     try:
         watch(_db_path(db, namespace), [str(p) for p in paths], on_batch=show)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
 
 
 models_app = typer.Typer(
@@ -1134,7 +1135,7 @@ def models_list(as_json: bool = JsonOption) -> None:
 
     rows = model_tools.listing()
     if as_json:
-        _emit_json(rows)
+        emit_json(rows)
         return
     out = Console(highlight=False, soft_wrap=True)
     for row in rows:
@@ -1162,9 +1163,9 @@ def models_check(
     try:
         row = model_tools.check(target)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(row)
+        emit_json(row)
         return
     typer.echo(
         f"{row['embedder']}: dim {row['dim']}, fingerprint {row['fingerprint']}, loaded in "
@@ -1189,9 +1190,9 @@ def models_quantize(
     try:
         report = model_tools.quantize(source, out)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(report)
+        emit_json(report)
         return
     b, c = report["baseline"], report["candidate"]
 

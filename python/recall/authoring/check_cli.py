@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from recall.exits import emit_json, fail
+
 if TYPE_CHECKING:
     from recall.authoring.check import CheckReport, FileCheck
-
-_EXIT_USAGE = 2
 
 _Files = typer.Argument(
     ...,
@@ -64,18 +64,15 @@ def check_command(
 ) -> None:
     """Surface every candidate predecessor of new or edited notes, for the author to confirm
     (the pre-commit gate). Declares nothing: add the `supersedes:` line it suggests."""
-    import json
-
     from recall.authoring.check import check
     from recall.errors import RecallError
 
     try:
         report = check(files, corpus, db=db, vocabularies=vocabularies, limit=limit, strict=strict)
     except RecallError as err:
-        typer.echo(str(err), err=True)
-        raise typer.Exit(_EXIT_USAGE) from None
+        fail(str(err))
     if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        emit_json(report.to_dict())
     else:
         _print(report)
     raise typer.Exit(report.exit_code)

@@ -41,22 +41,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Remove documents from the store, never the files: a dry run unless --apply."""
         import recall
-        from recall.cli import EXIT_USAGE, _db_path, _emit_json, _fail, _instant
+        from recall.cli import _db_path, _instant
         from recall.errors import RecallError
+        from recall.exits import EXIT_USAGE, emit_json, fail
         from recall.postgres import shown_db
 
         given = [str(p) for p in paths or []]
         if sum((undo, show, bool(given or older_than))) == 0:
-            _fail("recall forget: name files or folders, or pass --older-than, --undo or --list")
+            fail("recall forget: name files or folders, or pass --older-than, --undo or --list")
         if show and (undo or given or older_than or apply):
-            _fail("recall forget: --list takes no paths or other options", EXIT_USAGE)
+            fail("recall forget: --list takes no paths or other options", EXIT_USAGE)
         db_path = _db_path(db, namespace)
         try:
             with recall.open(db_path) as mem:
                 if show:
                     journal = mem.forgotten()
                     if as_json:
-                        _emit_json(
+                        emit_json(
                             {"db": shown_db(db_path), "forgotten": [vars(f) for f in journal]}
                         )
                     else:
@@ -65,7 +66,7 @@ def register(app: typer.Typer) -> None:
                 if undo:
                     back = mem.undo_forget(given)
                     if as_json:
-                        _emit_json({"db": shown_db(db_path), "undone": [vars(f) for f in back]})
+                        emit_json({"db": shown_db(db_path), "undone": [vars(f) for f in back]})
                     elif back:
                         for f in back:
                             typer.echo(
@@ -79,9 +80,9 @@ def register(app: typer.Typer) -> None:
                     given, older_than=_instant(older_than, "--older-than", "forget"), apply=apply
                 )
         except RecallError as err:
-            _fail(str(err))
+            fail(str(err))
         if as_json:
-            _emit_json({"db": shown_db(db_path), **report.to_dict()})
+            emit_json({"db": shown_db(db_path), **report.to_dict()})
         else:
             _print_report(report)
 

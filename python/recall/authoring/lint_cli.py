@@ -4,12 +4,11 @@ people and for scripts (`--json`), exit codes. The logic lives in `recall.author
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+from recall.exits import EXIT_ERRORS, EXIT_OK, emit_json, fail
 
 _Paths = Annotated[list[str], typer.Argument(help="Folders or files of notes.", show_default=False)]
 _Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -21,15 +20,6 @@ _Vocabularies = Annotated[
     ),
 ]
 _Apply = Annotated[bool, typer.Option("--apply", help="Write the proposed edits.")]
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    typer.echo(message, err=True)
-    raise typer.Exit(code)
-
-
-def _emit_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def _plural(n: int, word: str) -> str:
@@ -46,9 +36,9 @@ def lint_command(
     try:
         report = lint(paths, vocabularies=vocabularies)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(report.to_dict())
+        emit_json(report.to_dict())
     else:
         for finding in report.findings:
             typer.echo(str(finding))
@@ -74,9 +64,9 @@ def fix_command(
     try:
         report = fix(paths, apply=apply, vocabularies=vocabularies)
     except RecallError as err:
-        _fail(str(err))
+        fail(str(err))
     if as_json:
-        _emit_json(report.to_dict())
+        emit_json(report.to_dict())
     else:
         for file, diff in report.diffs.items():
             typer.echo(diff)

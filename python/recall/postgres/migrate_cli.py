@@ -40,15 +40,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Copy a memory between backends (file → PostgreSQL and back): documents, edges,
         vectors, first-indexed times and calibration records; nothing is embedded again."""
-        from recall.cli import EXIT_ERRORS, _db_path, _emit_json, _fail, _missing
+        from recall.cli import _db_path, _missing
         from recall.errors import RecallError, UsageError
+        from recall.exits import EXIT_ERRORS, emit_json, fail
         from recall.migrate import migrate as run
         from recall.postgres import shown_db
 
         src = _db_path(source, source_namespace)
         dst = _db_path(destination, namespace)
         if _missing(src):
-            _fail(
+            fail(
                 f"recall migrate: there is no store at {shown_db(src)}; "
                 "check the source path or URL"
             )
@@ -61,13 +62,13 @@ def register(app: typer.Typer) -> None:
         try:
             report = run(src, dst, progress=progress)
         except UsageError as err:
-            _fail(str(err))  # the input: exit 2
+            fail(str(err))  # the input: exit 2
         except RecallError as err:
-            _fail(str(err), EXIT_ERRORS)
+            fail(str(err), EXIT_ERRORS)
         if tty:
             typer.echo("", err=True)
         if as_json:
-            _emit_json(report.to_dict())
+            emit_json(report.to_dict())
             return
         calibration = "with its calibration" if report.calibration else "no calibration recorded"
         typer.echo(
