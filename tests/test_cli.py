@@ -341,3 +341,31 @@ def test_wrapping_breaks_at_spaces_then_after_a_slash_then_inside(
     from recall.showing import wrapped
 
     assert wrapped(text, width) == lines
+
+
+def test_no_message_sends_a_user_to_the_specification() -> None:
+    """Users have the README, not the specification: no string recall can print cites a SPEC
+    section (docstrings and the store's SQL comments may)."""
+    import ast
+
+    package = Path(__file__).resolve().parent.parent / "python" / "recall"
+    cited = []
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        cited += [
+            f"{path.name}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "SPEC" in node.value
+            and "CREATE " not in node.value
+            and id(node) not in docstrings
+        ]
+    assert not cited, cited

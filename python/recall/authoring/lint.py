@@ -385,11 +385,11 @@ class _Graph:
                 edge.origin.line,
                 f"{statement_words(edge)} {edge.reference!r}{_where(edge.origin)} matches "
                 f"{len(matches)} notes: {names}",
-                "references resolve by file name (SPEC §2.3), so a folder does not tell them "
+                "references resolve by file name, so a folder does not tell them "
                 "apart: rename one of them so its file name is unique, then reference that name"
                 if edge.origin.vocabulary == "frontmatter"
-                else "a number resolves in the note's own folder first, then up its tree (SPEC "
-                "§2.5); these share the nearest level: renumber one, or link the file itself",
+                else "a number resolves in the note's own folder first, then up its tree; these "
+                "share the nearest level: renumber one, or link the file itself",
                 edge.origin.vocabulary,
             )
 
