@@ -196,6 +196,11 @@ def test_skips_are_reported_with_reasons(tmp_path: Path, corpus: Path) -> None:
         },
     )
     (corpus / "escape.md").symlink_to(outside)
+    # A sibling whose name extends the root's (`notes-evil` beside `notes`) is outside it too.
+    sibling = corpus.parent / f"{corpus.name}-evil"
+    sibling.mkdir()
+    (sibling / "secret.md").write_text("# secret\n")
+    (corpus / "sibling.md").symlink_to(sibling / "secret.md")
     with recall.open(tmp_path / "m.db") as mem:
         report = mem.index(corpus, now=T0)
     reasons = {s.path: s.reason for s in report.skipped}
@@ -204,6 +209,7 @@ def test_skips_are_reported_with_reasons(tmp_path: Path, corpus: Path) -> None:
     assert "NUL" in reasons["nul.md"]
     assert "UTF-8" in reasons["latin1.md"]
     assert "leaves the corpus root" in reasons["escape.md"]
+    assert "leaves the corpus root" in reasons["sibling.md"]
     assert "image.png" not in reasons
 
 
@@ -407,3 +413,19 @@ def test_a_store_from_before_file_times_records_them(tmp_path: Path, corpus: Pat
     (mtime,) = con.execute("SELECT mtime_ns FROM documents").fetchone()
     con.close()
     assert mtime == (corpus / "a.md").stat().st_mtime_ns  # recorded: not read next time
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "inside"),
+    [
+        ("/x/notes", "/x/notes", True),
+        ("/x/notes/a/b.md", "/x/notes", True),
+        ("/x/notes-evil/a.md", "/x/notes", False),
+        ("/x/notesa.md", "/x/notes", False),
+        ("/x", "/x/notes", False),
+    ],
+)
+def test_within_compares_path_components_not_text(path: str, root: str, inside: bool) -> None:
+    from recall.walk import within
+
+    assert within(Path(path), Path(root)) is inside

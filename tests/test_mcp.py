@@ -337,6 +337,24 @@ def test_bad_arguments(tools: Any, tmp_path: Path, name: str, args: Any, message
     assert not any(outside.iterdir())
 
 
+def test_a_sibling_folder_whose_name_extends_the_roots_is_outside(tools: Any) -> None:
+    """`notes-evil` beside the root `notes` shares its name as a prefix, not its tree."""
+    root = tools.roots[0]
+    evil = root.parent / f"{root.name}-evil"
+    evil.mkdir()
+    (evil / "secret.md").write_text("# Secret\n\nThe vault code is 1234.\n")
+    (root / "door").symlink_to(evil, target_is_directory=True)
+    for name, args in (
+        ("index", {"paths": [str(evil)]}),
+        ("index", {"paths": ["door"]}),
+        ("explain", {"query": "vault code", "file": str(evil / "secret.md")}),
+        ("remember", {"title": "t", "text": "x", "folder": "door"}),
+    ):
+        reply = tools.call(name, args)
+        assert reply.is_error and "outside the corpus root" in reply.text, (name, reply.text)
+    assert [p.name for p in evil.iterdir()] == ["secret.md"]
+
+
 def test_remember_names_are_sanitised_and_never_collide(tools: Any) -> None:
     root = tools.roots[0]
     reply = tools.call(

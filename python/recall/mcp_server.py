@@ -41,6 +41,7 @@ from recall.errors import (
 )
 from recall.instants import parse_when
 from recall.postgres import is_postgres
+from recall.walk import within
 from recall.writing import sweep, temporary
 
 if TYPE_CHECKING:
@@ -247,10 +248,6 @@ def _strings(tool: str, args: Mapping[str, Any], name: str, most: int, limit: in
     return [item.strip() for item in value]
 
 
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
-
-
 def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
@@ -265,7 +262,7 @@ def _opened_folder(folder: Path, root: Path) -> Iterator[tuple[Path, int]]:
     fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         where = _fd_path(fd, folder)
-        if where is None or not _within(where, root):
+        if where is None or not within(where, root):
             raise _bad("remember", f"folder {_shown(str(folder))} leads outside the corpus root")
         yield where, fd
     finally:
@@ -631,7 +628,7 @@ class Tools:
         path = self._confined("explain", "file", file)
         if path.is_absolute():
             # An absolute path inside a root: the store knows the note by its path in the root.
-            root = next(r for r in self.roots if _within(_real(path), r))
+            root = next(r for r in self.roots if within(_real(path), r))
             file = _real(path).relative_to(root).as_posix()
         return self.memory.explain(query, file, now=now, known_as_of=known)
 
@@ -801,7 +798,7 @@ class Tools:
         path = Path(value)
         if ".." in path.parts:
             raise _bad(tool, f"{name} {_shown(value)} contains '..'; paths stay in the corpus")
-        if path.is_absolute() and not any(_within(_real(path), r) for r in self.roots):
+        if path.is_absolute() and not any(within(_real(path), r) for r in self.roots):
             roots = ", ".join(str(r) for r in self.roots) or "none configured"
             raise _bad(tool, f"{name} {_shown(value)} is outside the corpus roots ({roots})")
         return path
@@ -814,7 +811,7 @@ class Tools:
             if not os.path.lexists(candidate):
                 continue
             real = _real(candidate)
-            root = next((r for r in self.roots if _within(real, r)), None)
+            root = next((r for r in self.roots if within(real, r)), None)
             if root is None:
                 raise _bad(tool, f"path {_shown(value)} leads outside the corpus roots")
             return root
@@ -834,7 +831,7 @@ class Tools:
                     "must not start with '.' (hidden folders are not indexed)",
                 )
         folder = root.joinpath(*parts)
-        if not _within(_real(folder), root):
+        if not within(_real(folder), root):
             raise _bad("remember", f"folder {_shown(value)} leads outside the corpus root")
         return folder
 

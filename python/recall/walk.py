@@ -30,6 +30,7 @@ __all__ = [
     "discover",
     "shown",
     "storable",
+    "within",
     "why",
 ]
 
@@ -138,7 +139,9 @@ def storable(name: str) -> bool:
     return True
 
 
-def _within(path: Path, root: Path) -> bool:
+def within(path: Path, root: Path) -> bool:
+    """Whether `path` is `root` or lies under it, by path components: `/x/notes-evil` is not
+    under `/x/notes`. Both are taken as given (resolve symlinks first where that matters)."""
     try:
         path.relative_to(root)
     except ValueError:
@@ -218,7 +221,7 @@ def _folder_skip(name: str, path: Path, is_link: bool, root: Path) -> str | None
         return "folder name is not valid UTF-8 (rename it to index its notes)"
     if is_link:
         target = _target(path)
-        if _within(target, root):
+        if within(target, root):
             return "symlinked folder inside the corpus (its target is indexed directly)"
         return f"symlink leaves the corpus root (points to {shown(str(target))})"
     return None
@@ -231,7 +234,7 @@ def _file_skip(name: str, path: str, is_link: bool, root: Path) -> str | None:
         return "file name is not valid UTF-8 (rename it to index it)"
     if is_link:
         target = _target(Path(path))
-        if not _within(target, root):
+        if not within(target, root):
             return f"symlink leaves the corpus root (points to {shown(str(target))})"
     return None
 
