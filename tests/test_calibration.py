@@ -101,6 +101,21 @@ def test_certification_needs_20_per_class_and_a_high_lower_bound() -> None:
     ), "certification never moves the threshold"
 
 
+def test_certification_is_refused_below_a_lower_bound_of_0_90() -> None:
+    """Overlaps of every size between 40 answerable and 40 unanswerable samples: certified
+    exactly when the AUC's 95 % lower bound reaches 0.90, with bounds on both sides of it."""
+    seen = set()
+    for overlap in range(0, 40, 2):
+        samples = [("q", True, float(i + 40 - overlap)) for i in range(40)]
+        samples += [("q", False, float(j)) for j in range(40)]
+        f = fit(samples)
+        assert f.auc_interval is not None
+        low = f.auc_interval[0]
+        assert f.certified == (low >= 0.90), (overlap, low)
+        seen.add(round(low, 1))
+    assert {0.8, 0.9, 1.0} <= seen, seen  # bounds just under, around and over the line
+
+
 def test_leave_one_out_rates() -> None:
     samples = [("a", True, 0.9), ("b", True, 0.8), ("c", False, 0.1), ("d", False, 0.85)]
     f = fit(samples)
