@@ -448,6 +448,13 @@ impl PyCorpus {
     }
 }
 
+/// The text the lexical leg indexes for a chunk (title, heading path, text): one rule for
+/// every backend.
+#[pyfunction]
+pub fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
+    crate::judgment::lexical_body(title, heading_path, text)
+}
+
 /// What a backend stores for the lexical leg of one chunk's text, from one analysis: its
 /// `tsvector` literal, its token count (BM25's length) and its distinct terms.
 #[pyfunction]

@@ -420,8 +420,24 @@ def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> N
                 threshold=0.5,
                 scale=0.05,
                 unverified=False,
+                lexical_weight=0.15,
+                identifier_weight=0.3,
             )
             a, b = file._store.search(vector, **args), server._store.search(vector, **args)
+            # The evidence each hit is judged on is the file store's: the lexical share of the
+            # query's IDF mass its chunk holds (title, headings and text), the identifiers.
+            # (Hits tied at the dense cut may differ, as above: the ones both return agree.)
+            mine, theirs = ({h["path"]: h for h in r["hits"]} for r in (a, b))
+            both = mine.keys() & theirs.keys()
+            assert len(both) >= min(3, len(mine)), q
+            for path in both:
+                x, y = mine[path], theirs[path]
+                for e in ("verdict", "identifiers_held", "identifier_match"):
+                    assert x[e] == y[e], (q, path, e)
+                assert (x["lexical"], x["score"], x["confidence"]) == pytest.approx(
+                    (y["lexical"], y["score"], y["confidence"]), abs=1e-6
+                ), (q, path)
+            assert any(mine[p]["lexical"] > 0 for p in both) or not a["lexical"], q
             assert [c for c, _ in a["lexical"]] == [c for c, _ in b["lexical"]], q
             assert [s for _, s in a["lexical"]] == pytest.approx([s for _, s in b["lexical"]])
             # Cosines tied at the cut (hashed vectors that share no word all score 0) are

@@ -16,6 +16,7 @@ __all__ = [
     "identifiers",
     "bm25_rank",
     "judge",
+    "lexical_body",
     "lexical_row",
     "lexical_terms",
     "resolution_key",
@@ -242,6 +243,7 @@ class Corpus:
     ) -> dict[str, Any]: ...
 
 def lexical_terms(text: str) -> list[str]: ...
+def lexical_body(title: str, heading_path: str, text: str) -> str: ...
 def lexical_row(text: str) -> tuple[str, int, list[str]]: ...
 def bm25_rank(
     text: str,

@@ -18,7 +18,7 @@ import numpy as np
 
 from recall import _core
 from recall.postgres.base import Namespace, le_vector
-from recall.postgres.write import body_of, vector_text
+from recall.postgres.write import vector_text
 
 __all__ = ["EF_SEARCH", "Searching"]
 
@@ -225,7 +225,7 @@ class Searching(Namespace):
             rows[int(r[0])] = {
                 "doc_id": int(r[1]),
                 "vector": le_vector(bytes(r[2])),
-                "body": body_of(r[5], r[8], r[7]),
+                "body": _core.lexical_body(r[5], r[8], r[7]),
                 "retired": (r[15], r[16], r[17] or "", r[18], r[19] or "") if r[15] else None,
                 "shown": {
                     "source": r[3],

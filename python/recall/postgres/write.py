@@ -20,7 +20,7 @@ from recall import _core
 from recall.errors import UsageError
 from recall.postgres.schema import search_indexes_ddl
 
-__all__ = ["CLOCK", "Run", "body_of", "vector_text"]
+__all__ = ["CLOCK", "Run", "vector_text"]
 
 #: Documents held before they are written: one batch of statements per page.
 BATCH = 256
@@ -35,11 +35,6 @@ def vector_text(row: np.ndarray) -> str:
     """pgvector's text form; the repr of each float32 widened to float64 parses back to the
     same float32 exactly."""
     return "[" + ",".join(map(repr, row.tolist())) + "]"
-
-
-def body_of(title: str, heading_path: str, text: str) -> str:
-    """What the lexical leg indexes for a chunk (as the file store does)."""
-    return f"{title}\n{heading_path}\n{text}"
 
 
 @dataclass
@@ -205,7 +200,9 @@ class Run:
             for doc_id, d in zip(ids, pending):
                 self._churn += max(int(replaced.get(doc_id, 0)), len(d.chunks))
                 for (ordinal, text, b0, b1, l0, l1, heading), vector in zip(d.chunks, d.vectors):
-                    literal, length, distinct = _core.lexical_row(body_of(d.title, heading, text))
+                    literal, length, distinct = _core.lexical_row(
+                        _core.lexical_body(d.title, heading, text)
+                    )
                     terms.update(distinct)
                     copy.write_row(
                         (
