@@ -621,6 +621,7 @@ impl PyStore {
             d.set_item("lexical", f64::from(h.lexical))?;
             d.set_item("identifiers_held", h.identifiers_held)?;
             d.set_item("identifier_match", h.identifier_match)?;
+            d.set_item("proven", h.proven)?;
             let retrieval = h
                 .retrieval
                 .map(|f| py_corpus::retrieval_dict(py, &f))
@@ -927,6 +928,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_corpus::lexical_terms, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_row, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_body, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::relevance, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::bm25_rank, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::tsquery_literal, m)?)?;
     m.add_function(wrap_pyfunction!(rrf, m)?)?;

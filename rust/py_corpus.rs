@@ -431,6 +431,7 @@ impl PyCorpus {
             d.set_item("lexical", f64::from(h.lexical))?;
             d.set_item("identifiers_held", h.identifiers_held)?;
             d.set_item("identifier_match", h.identifier_match)?;
+            d.set_item("proven", h.proven)?;
             d.set_item("retired_in_force", corpus.windows[h.doc].retired)?;
             d.set_item("unread", corpus.unread_of(h.doc))?;
             let r = retrieval
@@ -446,6 +447,33 @@ impl PyCorpus {
         out.set_item("dense", dense)?;
         Ok(out)
     }
+}
+
+/// SPEC §7: the relevance a calibration's threshold applies to, for a hit's evidence under the
+/// given weights (`Candidate::relevance`, the one formula; calibration fits the weights with it).
+#[pyfunction]
+pub fn relevance(
+    score: f32,
+    lexical: f32,
+    identifier_match: bool,
+    lexical_weight: f64,
+    identifier_weight: f64,
+) -> f64 {
+    let candidate = trust::Candidate {
+        lexical,
+        identifiers_held: true,
+        identifier_match,
+        ..trust::Candidate::dense(0, 0, score)
+    };
+    candidate.relevance(&trust::Policy {
+        now_us: 0,
+        known_as_of_us: None,
+        threshold: 0.0,
+        scale: 1.0,
+        unverified: false,
+        lexical_weight,
+        identifier_weight,
+    })
 }
 
 /// The text the lexical leg indexes for a chunk (title, heading path, text): one rule for

@@ -393,11 +393,14 @@ def test_quantised_dense_leg_equals_sqlite_vec_knn(tmp_path: Path, corpus: Path)
 
 
 def _hit(verdict: str, score: float = 0.35, **validity: Any) -> recall.Hit:
+    """A hit as the core judges it at threshold 0.3 with no lexical weight: proven when its
+    cosine reaches the threshold."""
     v = {"valid_from": None, "valid_until": None, "superseded_by": None, **validity}
     return recall.Hit(
         verdict=verdict,
         confidence=0.4,
         score=score,
+        proven=score >= 0.3,
         title="t",
         text="x",
         provenance=recall.Provenance("notes", "a.md", 0, (1, 1), "", "", ""),

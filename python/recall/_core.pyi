@@ -18,6 +18,7 @@ __all__ = [
     "judge",
     "lexical_body",
     "lexical_row",
+    "relevance",
     "lexical_terms",
     "resolution_key",
     "resolve_references",
@@ -245,6 +246,13 @@ class Corpus:
 def lexical_terms(text: str) -> list[str]: ...
 def lexical_body(title: str, heading_path: str, text: str) -> str: ...
 def lexical_row(text: str) -> tuple[str, int, list[str]]: ...
+def relevance(
+    score: float,
+    lexical: float,
+    identifier_match: bool,
+    lexical_weight: float,
+    identifier_weight: float,
+) -> float: ...
 def bm25_rank(
     text: str,
     pool: list[tuple[int, int, str]],

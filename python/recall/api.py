@@ -719,8 +719,6 @@ class Memory:
                 hits,
                 threshold=threshold,
                 known_as_of=known_text,
-                lexical_weight=calibration.lexical_weight if calibration else 0.0,
-                identifier_weight=calibration.identifier_weight if calibration else 0.0,
                 identifiers=_core.identifiers(query),
             )
         dense_scores = [score for _, score in raw["dense"]]
@@ -1044,6 +1042,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
         promoted_from=raw["promoted_from"],
         lexical=raw["lexical"],
         identifiers_held=raw["identifiers_held"],
+        proven=raw["proven"],
         retrieval=Retrieval(**raw["retrieval"]) if raw["retrieval"] else None,
     )
 

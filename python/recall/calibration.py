@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from recall import _core
 from recall.errors import UsageError
 
 __all__ = [
@@ -540,7 +541,7 @@ class Evidence:
         the asked identifiers (0.0 when none), which is the top-1 dense cosine of SPEC §7 for a
         dense-only fit of a plain query."""
         values = [
-            score + lexical_weight * lexical + (identifier_weight if match else 0.0)
+            _core.relevance(score, lexical, match, lexical_weight, identifier_weight)
             for score, lexical, held, match, counts in self.hits
             if held and counts
         ]

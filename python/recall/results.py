@@ -97,6 +97,9 @@ class Hit:
     #: holds every identifier the query asks for (a hit that does not is never `ok`).
     lexical: float = 0.0
     identifiers_held: bool = True
+    #: Relevance proven: at or above the calibrated threshold and holding the asked identifiers,
+    #: as the core judged it (a `superseded` hit that is proven hands its place to its successor).
+    proven: bool = False
     #: None for a successor the trust layer fetched (SPEC §5.3).
     retrieval: Retrieval | None = None
     #: P(this passage answers the query) from the judge (SPEC §6); None when not judged.
@@ -147,13 +150,10 @@ def abstention_reason(
     *,
     threshold: float,
     known_as_of: str | None,
-    lexical_weight: float = 0.0,
-    identifier_weight: float = 0.0,
     identifiers: Sequence[str] = (),
 ) -> str:
     """SPEC §5.4: why nothing is `ok`, from the verdict of the best-ranked hit whose relevance
-    was proven (SPEC §7: relevance = cosine + lexical_weight × lexical share, holding every
-    identifier the query asks for)."""
+    the core proved (`Hit.proven`) or the judge weighed."""
     if not hits:
         return "no passage matched the query"
     if any(h.verdict == "unverified" for h in hits):
@@ -164,16 +164,7 @@ def abstention_reason(
         )
     # The cause is the best-ranked hit whose relevance was proven (at or above the threshold, or
     # judged by the entailment model); when there is none, nothing in the store is close enough.
-    proven = [
-        h
-        for h in hits
-        if h.verdict == "not_entailed"
-        or (
-            h.identifiers_held
-            and h.score + lexical_weight * h.lexical + (identifier_weight if identifiers else 0.0)
-            >= threshold
-        )
-    ]
+    proven = [h for h in hits if h.verdict == "not_entailed" or h.proven]
     if identifiers and not any(h.identifiers_held for h in hits):
         asked = ", ".join(identifiers)
         return f"no passage holds {asked}, which the question asks for: probable corpus gap"

@@ -48,6 +48,9 @@ pub struct HitRow {
     pub lexical: f32,
     pub identifiers_held: bool,
     pub identifier_match: bool,
+    /// Relevance proven at the threshold, holding the asked identifiers (`Candidate::proven`):
+    /// what an abstention's cause is read from.
+    pub proven: bool,
     /// SPEC §2.5: (vocabulary, line, statement) the reader could not act on.
     pub unread: Vec<(String, Option<i64>, String)>,
 }
@@ -231,6 +234,7 @@ impl Store {
                     lexical: h.lexical,
                     identifiers_held: h.identifiers_held,
                     identifier_match: h.identifier_match,
+                    proven: h.proven,
                     unread: unread.clone(),
                 })
             });
