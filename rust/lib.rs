@@ -258,6 +258,18 @@ impl PyStore {
             .collect())
     }
 
+    /// A file on this machine: no other machine writes to it (the store contract's `shared`).
+    #[getter]
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// The store contract's `use_server_clock`: a file has no clock of its own, so every
+    /// write is stamped with the `now` it passes.
+    fn use_server_clock(&self, on: bool) {
+        let _ = on;
+    }
+
     /// Why the store is open read-only, or None when it can be written.
     #[getter]
     fn read_only(&self) -> PyResult<Option<String>> {

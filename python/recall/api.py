@@ -57,7 +57,6 @@ from recall.embedders import (
 )
 from recall.errors import JudgeError, StoreError, TrustRefusal, UsageError
 from recall.instants import format_instant, format_micros, micros, parse_stored, utc
-from recall.postgres import is_postgres
 from recall.results import (
     Hit,
     Provenance,
@@ -70,22 +69,17 @@ from recall.results import (
     abstention_reason,
 )
 from recall.selfcal import Probe, identifier_probes
+from recall.store import Location, Store, locate
 
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     from recall.authoring.lint import LintReport
     from recall.doctor import DoctorReport
     from recall.evaluation import EvalReport, Question
     from recall.forgetting import ForgetReport, Forgotten
     from recall.indexing import IndexReport, Progress, Skipped
     from recall.judge import EntailmentJudge
-    from recall.postgres.store import PgStore
-
-    #: A memory's store: the single file, or a PostgreSQL namespace.
-    Store: TypeAlias = "_core.Store | PgStore"
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
@@ -178,21 +172,14 @@ class Memory:
         self._read_only = flag_arg("open", "read_only", read_only)
         # SPEC §11: an existing file is opened (and refused here when it is not a recall
         # store); a missing one is created by the first index run, never by a read.
-        self._handle: Store | None = None
         self._empty: _core.Store | None = None
         self._closed = False
-        #: A PostgreSQL namespace (recall.postgres) rather than a file.
-        self._remote = is_postgres(path)
-        if namespace is not None and not self._remote:
-            raise UsageError("recall: namespace applies to a postgresql:// store, not a file")
-        if self._remote:
-            from recall.postgres.store import PgStore
-
-            self._handle = PgStore(path, namespace=namespace, read_only=self._read_only)
+        #: Where the memory lives: the one place a backend is chosen (recall.store).
+        self._location = locate(path, namespace)
+        self._handle: Store | None = self._location.open(read_only=self._read_only)
+        if self._handle is not None:
             self.path = self._handle.path
-        elif read_only or os.path.exists(path):
-            self._handle = _core.Store(path, create=False, read_only=read_only)
-        else:
+        elif self._location.file is not None:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
                 raise StoreError(
@@ -223,10 +210,8 @@ class Memory:
         """The store; while its file does not exist, an empty one in memory answers reads."""
         if self._closed:
             raise StoreError(f"recall store: {self.path} is closed")
-        if self._remote and self._handle is not None:
-            return self._handle
-        if self._handle is None and os.path.exists(self.path):
-            self._handle = _core.Store(self.path, create=False, read_only=self._read_only)
+        if self._handle is None:
+            self._handle = self._location.open(read_only=self._read_only)
         if self._handle is not None:
             return self._handle
         if self._empty is None:
@@ -235,31 +220,32 @@ class Memory:
 
     def _writable_store(self) -> tuple[Store, bool]:
         """The store for a write, creating its file when missing; and whether it was."""
-        if self._remote:
-            return self._store, False
-        if self._handle is None and not self._closed and not os.path.exists(self.path):
-            self._handle = _core.Store(self.path, create=True)
+        if self._handle is None and not self._closed and not self._location.exists():
+            self._handle = self._location.open(create=True)
+            assert self._handle is not None
             return self._handle, True
         return self._store, False
 
-    def _journal_path(self) -> Path | None:
-        """Where an index run journals its vectors: beside a store file, else nowhere."""
-        if self._remote or self.path in ("", ":memory:"):
-            return None
-        from recall.embedding_journal import journal_path
+    @property
+    def exists(self) -> bool:
+        """Whether a memory is there yet: reads never create one (SPEC §11)."""
+        return self._handle is not None or self._location.exists()
 
-        return journal_path(self.path)
+    @property
+    def location(self) -> Location:
+        """Where the memory lives (a file, or a PostgreSQL namespace)."""
+        return self._location
 
     def _discard_created(self) -> None:
         """Remove a store file this handle created and nothing was kept in (a failed first run
         leaves no empty .db behind)."""
-        if self._handle is None:
+        if self._handle is None or self._location.file is None:
             return
         self._handle.close()
         self._handle = None
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
-                os.remove(self.path + suffix)
+                os.remove(self._location.file + suffix)
 
     @property
     def read_only(self) -> str | None:
@@ -885,9 +871,8 @@ class Memory:
 
         embedder = self.embedder  # a model that will not load fails before a file is made
         store, created = self._writable_store()
-        if self._remote:
-            # SPEC §2.4: transaction time from the server's clock, unless an instant is given.
-            store.use_server_clock(now is None)  # type: ignore[union-attr]
+        # SPEC §2.4: transaction time from a shared server's clock, unless an instant is given.
+        store.use_server_clock(now is None)
         try:
             report = run_index(
                 store,
@@ -897,7 +882,7 @@ class Memory:
                 allow_prune=allow_prune,
                 progress=progress,
                 vocabularies=vocabularies,
-                journal=self._journal_path(),
+                journal=self._location.journal(),
             )
         except BaseException:
             if created:
@@ -950,7 +935,7 @@ class Memory:
         from recall.authoring.lint import lint
 
         if paths is None:
-            stored = self._remote or os.path.exists(self.path)
+            stored = self.exists
             roots = sorted(
                 {source for source, _, _ in self._store.document_list()} if stored else ()
             )
@@ -960,8 +945,7 @@ class Memory:
         elif isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         if vocabularies is None:
-            exists = self._remote or os.path.exists(self.path)
-            vocabularies = self.stats().vocabularies if exists else "all"
+            vocabularies = self.stats().vocabularies if self.exists else "all"
         return lint(list(paths), vocabularies=vocabularies)
 
     def forget(

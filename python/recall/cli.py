@@ -8,20 +8,19 @@ no logic of its own: everything it prints comes from `recall.api`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
-from urllib.parse import urlencode
 
 import typer
 from typer.core import TyperGroup
 
 from recall.exits import EXIT_ERRORS, EXIT_OK, EXIT_REFUSED, command_path, emit_json, fail
-from recall.postgres import is_postgres, shown_db
+from recall.postgres import shown_db
 from recall.showing import calibration_line, print_explanation, print_result
+from recall.store import locate, named
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -198,27 +197,22 @@ JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
 def _db_path(db: Optional[str], namespace: Optional[str] = None) -> str:
-    """The store to open: --db, else $RECALL_DB, else ./recall.db; a namespace is carried in
-    a postgresql:// URL as its `namespace=` parameter."""
-    target = db if db is not None else os.environ.get("RECALL_DB") or "recall.db"
-    if namespace is None:
-        return target
-    if not is_postgres(target):
-        fail(f"{command_path()}: --namespace applies to a postgresql:// store, not {target}")
-    sep = "&" if "?" in target else "?"
-    return f"{target}{sep}{urlencode({'namespace': namespace})}"
+    """The store a command names (`recall.store.named`), or the usage error saying why not."""
+    from recall.errors import UsageError
+
+    try:
+        return named(db, namespace)
+    except UsageError as err:
+        fail(f"{command_path()}: {err}")
 
 
 def _missing(db_path: str) -> bool:
     """A store file, or a PostgreSQL namespace, that does not exist (a read never makes one).
     A server that cannot be reached is left for opening the store to report."""
-    if not is_postgres(db_path):
-        return not Path(db_path).exists()
     from recall.errors import RecallError
-    from recall.postgres.store import namespace_exists
 
     try:
-        return not namespace_exists(db_path)
+        return not locate(db_path).exists()
     except RecallError:
         return False
 
@@ -508,11 +502,9 @@ def _print_stats(st: StoreStats) -> None:
         rows.append(
             ("missing roots", "\n".join(missing_root_advice(r, n) for r, n in st.missing_roots))
         )
-    if is_postgres(st.path):
-        from urllib.parse import parse_qs, urlsplit
-
-        namespace = parse_qs(urlsplit(st.path).query).get("namespace", ["recall"])[-1]
-        rows[0:1] = [("store", st.path.split("?", 1)[0]), ("namespace", namespace)]
+    location = locate(st.path)
+    rows[0:1] = location.described()
+    if location.file is None:
         rows = [("size", value) if name == "file size" else (name, value) for name, value in rows]
     for name, value in rows:
         table.add_row(name, value)
@@ -760,7 +752,7 @@ def _salvageable(err: Exception, db_path: str) -> bool:
     return (
         isinstance(err, StoreError)
         and not isinstance(err, StoreLockedError)
-        and not is_postgres(db_path)
+        and locate(db_path).file is not None
     )
 
 

@@ -16,6 +16,7 @@ from recall.calibration import history_key, load_history, load_record, meta_key
 
 if TYPE_CHECKING:
     from recall.api import Memory
+    from recall.store import Store
 
 __all__ = ["Check", "DoctorReport", "diagnose", "unopenable"]
 
@@ -140,7 +141,7 @@ def diagnose(memory: Memory) -> DoctorReport:
     return DoctorReport(path=memory.path, checks=checks)
 
 
-def _roots(store: Any) -> Check:
+def _roots(store: Store) -> Check:
     """SPEC §11: documents from a root that no longer exists are kept, and said so."""
     from recall.walk import missing_roots
 
@@ -164,7 +165,7 @@ def _calibration(memory: Memory) -> Check:
     try:
         bound = store.embedder()
     except Exception as err:  # noqa: BLE001 - a damaged meta table is what is reported
-        if getattr(store, "shared", False):
+        if store.shared:
             return Check("calibration", "damaged", f"the store's metadata cannot be read: {err}")
         return _salvage(memory.path, "the store's metadata cannot be read")
     if bound is None:

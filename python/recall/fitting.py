@@ -14,7 +14,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from recall import _core
 from recall.calibration import DEFAULT_SCALE, DEFAULT_THRESHOLD, Calibration, Evidence, Fit
@@ -24,12 +24,13 @@ from recall.selfcal import Probe
 
 if TYPE_CHECKING:
     from recall.api import StoreStats
+    from recall.store import Store
 
 __all__ = ["evidence", "record"]
 
 
 def evidence(
-    store: Any, embedder: Embedder, probes: Sequence[Probe], candidates: int
+    store: Store, embedder: Embedder, probes: Sequence[Probe], candidates: int
 ) -> list[Evidence]:
     """Both legs' evidence of the hits each question retrieves among `candidates` (SPEC §7)."""
     vectors = embed_queries(embedder, [p.query for p in probes])

@@ -19,7 +19,7 @@ from recall.errors import UsageError
 from recall.instants import format_instant, parse_stored, utc
 
 if TYPE_CHECKING:
-    from recall.api import Store
+    from recall.store import Store
 
 __all__ = ["ForgetReport", "Forgotten", "ForgottenDocument", "forget", "forgotten", "undo"]
 

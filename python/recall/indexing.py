@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,9 @@ from recall.walk import (
     storable,
     why,
 )
+
+if TYPE_CHECKING:
+    from recall.store import EdgeRow, RetiredRow, Store
 
 __all__ = ["IndexReport", "Progress", "Skipped", "run_index"]
 
@@ -155,7 +158,7 @@ def _embed_text(title: str, c: Chunk) -> str:
 
 
 def run_index(
-    store: Any,
+    store: Store,
     embedder: Embedder,
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
@@ -414,7 +417,7 @@ def _read(
 
 
 def _movable(
-    store: Any,
+    store: Store,
     known: dict[str, dict[str, _Known]],
     removals: dict[str, list[str]],
     missing: list[tuple[str, int]],
@@ -432,7 +435,7 @@ def _movable(
 
 
 def _move(
-    store: Any, doc: _Pending, movable: dict[str, list[tuple[str, str]]], report: IndexReport
+    store: Store, doc: _Pending, movable: dict[str, list[tuple[str, str]]], report: IndexReport
 ) -> tuple[str, str] | None:
     """Move a vanished document with `doc`'s content to `doc`'s place, the one at the same
     relative path first; its (root, path), or None when none can move (another title: `doc`
@@ -551,7 +554,7 @@ def _embed(
 
 
 def _write(
-    store: Any,
+    store: Store,
     pending: list[_Pending],
     batch: _Vectors,
     instant: str,
@@ -574,7 +577,7 @@ class _Copies:
     the same content and title as a stored document (a copied note) takes that document's
     vectors, since its chunks and the texts embedded from them are the same (SPEC §4)."""
 
-    def __init__(self, store: Any, known: dict[str, dict[str, _Known]], dim: int) -> None:
+    def __init__(self, store: Store, known: dict[str, dict[str, _Known]], dim: int) -> None:
         self._store = store
         self._known = known
         self._dim = dim
@@ -606,7 +609,7 @@ class _Copies:
         return None
 
 
-def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str) -> None:
+def _put(store: Store, d: _Pending, vectors: npt.NDArray[np.float32], instant: str) -> None:
     fm = d.fm
     metadata_error = None
     if fm is not None and fm.empty_window:
@@ -648,9 +651,7 @@ def _put(store: Any, d: _Pending, vectors: npt.NDArray[np.float32], instant: str
     )
 
 
-def _edge_rows(
-    decl: Declarations | None,
-) -> list[tuple[str, str, bool, str, int, str, bool, str | None]]:
+def _edge_rows(decl: Declarations | None) -> list[EdgeRow]:
     if decl is None:
         return []
     return [
@@ -668,7 +669,7 @@ def _edge_rows(
     ]
 
 
-def _retired_row(decl: Declarations | None) -> tuple[str, str | None, str, int, str, bool] | None:
+def _retired_row(decl: Declarations | None) -> RetiredRow | None:
     r = decl.retired if decl is not None else None
     if r is None:
         return None

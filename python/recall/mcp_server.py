@@ -40,7 +40,6 @@ from recall.errors import (
     UsageError,
 )
 from recall.instants import parse_when
-from recall.postgres import is_postgres
 from recall.walk import within
 from recall.writing import sweep, temporary
 
@@ -653,8 +652,7 @@ class Tools:
     def _lint(self, args: Mapping[str, Any]) -> dict[str, Any]:
         from recall.authoring.lint import lint
 
-        exists = is_postgres(self.memory.path) or os.path.exists(self.memory.path)
-        setting = self.memory.stats().vocabularies if exists else "all"
+        setting = self.memory.stats().vocabularies if self.memory.exists else "all"
         report = lint([str(r) for r in self.roots], vocabularies=setting).to_dict()
         findings = sorted(report["findings"], key=lambda f: f["severity"] != "error")
         report["findings"] = findings[:MAX_LINT_FINDINGS]
@@ -757,8 +755,7 @@ class Tools:
         A forward edge to a note `supersedes` already names is allowed."""
         from recall.vocabularies import declare, in_force
 
-        exists = is_postgres(self.memory.path) or os.path.exists(self.memory.path)
-        read = in_force(self.memory.stats().vocabularies if exists else "all")
+        read = in_force(self.memory.stats().vocabularies if self.memory.exists else "all")
         said = declare("remembered.md", content)
         asked = {_core.resolution_key(r).casefold() for r in references}
         for edge in said.active_edges(read):
@@ -979,7 +976,7 @@ def serve(
 
             threading.Thread(target=following, name="recall-watch", daemon=True).start()
         tools = Tools(memory, corpus, mode=chosen, judge=has_judge)
-        if (is_postgres(db) or os.path.exists(db)) and memory.stats().embedder is not None:
+        if memory.exists and memory.stats().embedder is not None:
             # Warm: the embedder loads now, not inside the first call. A model that will not
             # load is reported by the calls that need it.
             with contextlib.suppress(RecallError):

@@ -20,7 +20,7 @@ from typing import Any
 
 from recall.calibration import history_key, meta_key
 from recall.errors import UsageError
-from recall.postgres import is_postgres
+from recall.store import locate
 from recall.writing import sweep, temporary
 
 __all__ = ["MigrateReport", "migrate"]
@@ -62,7 +62,7 @@ def migrate(
     # A new store file is written under a hidden name beside it and renamed once committed
     # and closed: a migration that fails or is killed leaves no destination behind.
     final = None
-    if not is_postgres(destination) and not os.path.exists(destination):
+    if locate(destination).file is not None and not os.path.exists(destination):
         final = destination
         folder, name = os.path.split(os.path.abspath(destination))
         sweep(folder, name)

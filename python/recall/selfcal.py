@@ -19,9 +19,12 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recall import _core
+
+if TYPE_CHECKING:
+    from recall.store import Store
 
 __all__ = ["Probe", "identifier_probes", "probes"]
 
@@ -93,7 +96,7 @@ class _Note:
     identifiers: frozenset[str]
 
 
-def _notes(store: Any) -> Iterator[_Note]:
+def _notes(store: Store) -> Iterator[_Note]:
     """Every document of the store, in id order (its title, headings and identifiers)."""
     after = 0
     while True:
@@ -167,13 +170,13 @@ def _lookup(ident: str) -> bool:
     )
 
 
-def identifier_probes(store: Any) -> list[Probe]:
+def identifier_probes(store: Store) -> list[Probe]:
     """Identifier lookups made from the notes: fitted beside a user's labelled questions that
     hold none, so that a labelled set never switches identifier lookups off (SPEC §7)."""
     return _identifier_questions(list(_notes(store)), random.Random(SEED))
 
 
-def probes(store: Any) -> list[Probe]:
+def probes(store: Store) -> list[Probe]:
     """The questions of a self-made calibration of `store`, the same on every call for the same
     notes: near-topic notes are drawn first (a quarter of the notes, at most `MAX_NEAR`), the
     answerable questions come from the other notes."""

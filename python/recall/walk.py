@@ -14,9 +14,12 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from recall.errors import UsageError
+
+if TYPE_CHECKING:
+    from recall.store import Store
 
 __all__ = [
     "MARKDOWN_SUFFIXES",
@@ -110,12 +113,12 @@ def shown(name: str) -> str:
 _HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-def missing_roots(store: Any, indexed: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
+def missing_roots(store: Store, indexed: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
     """(root, documents) for the roots a store holds documents from that no longer exist on
     this machine, besides those in `indexed` (SPEC §11: their documents are kept and reported,
     never removed silently). A root that exists but cannot be read is not missing; a store
     several machines share (PostgreSQL) has none."""
-    if getattr(store, "shared", False):
+    if store.shared:
         return []
     gone = []
     for source, documents in store.sources():

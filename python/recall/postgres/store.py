@@ -51,12 +51,12 @@ def _settings(conninfo: str) -> dict[str, Any]:
     return settings
 
 
-def namespace_exists(url: str) -> bool:
-    """Whether the namespace `url` names holds a recall store; StoreError when the server
-    cannot be reached (the password never appears in it)."""
+def namespace_exists(url: str, namespace: str | None = None) -> bool:
+    """Whether the namespace (`namespace`, else the one `url` names) holds a recall store;
+    StoreError when the server cannot be reached (the password never appears in it)."""
     import psycopg
 
-    conninfo, namespace, shown = split_url(url)
+    conninfo, namespace, shown = split_url(url, namespace)
     try:
         with psycopg.connect(conninfo, **_settings(conninfo)) as c:
             row = c.execute("SELECT to_regclass(%s)", (f"{namespace}.meta",)).fetchone()

@@ -1,0 +1,364 @@
+"""The store contract: what a memory's storage answers, whichever backend holds it (SPEC §1, §9).
+
+Owns: `Store`, every call the layers above make of a store with what it means, and `Location`,
+the one place a backend is chosen from a `--db` value (a file path or a `postgresql://` URL).
+The single file (`recall._core.Store`, in Rust) and a PostgreSQL namespace
+(`recall.postgres.store.PgStore`) implement `Store`; mypy checks both against it (the end of
+this module). Nothing above this module asks which backend it has: it asks the contract or the
+location what it can do (is the store shared by machines, is there a file to salvage).
+
+Rows are plain tuples so the Rust core hands them over without conversion:
+- an edge row is (reference as written, key, reversed, vocabulary, line, statement, overridden,
+  standing), one declaration of the document (SPEC §2.3, §2.5);
+- a retirement row is (state, since, vocabulary, line, statement, overridden) (SPEC §8.4);
+- a chunk row is (ordinal, text, byte start, byte end, line start, line end, heading path).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+__all__ = ["EdgeRow", "Location", "RetiredRow", "Store", "locate", "named"]
+
+EdgeRow = tuple[str, str, bool, str, "int | None", str, bool, "str | None"]
+RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
+ChunkRow = tuple[int, str, int, int, int, int, str]
+
+
+class Store(Protocol):
+    """One memory's storage. Reads see the last commit; a write is one run between `begin` and
+    `commit` (or `rollback`), and nothing of it is seen before `commit`. Every failure is a
+    `StoreError` (damage a `StoreDamagedError`, another writer a `StoreLockedError`)."""
+
+    @property
+    def path(self) -> str:
+        """The store as the user should see it: a file path, or a URL without its password."""
+        ...
+
+    @property
+    def read_only(self) -> str | None:
+        """Why writes are refused (opened read-only, a read-only file or role, a full disk), or
+        None when they are allowed."""
+        ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether machines other than this one write to the store: a corpus root missing here
+        may be another machine's, so it is neither reported missing nor a source of moves."""
+        ...
+
+    def close(self) -> None:
+        """Release the store; an open write is rolled back. Idempotent."""
+        ...
+
+    # --- what the store records of itself ---------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        """The value recorded under `key` (calibration records, settings), or None."""
+        ...
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Record `value` under `key`: inside the open write, else as its own commit."""
+        ...
+
+    def embedder(self) -> tuple[str, int, str] | None:
+        """(name, dimension, fingerprint) of the embedder the vectors were made with; None
+        before the first commit. A record that contradicts the stored vectors is damage."""
+        ...
+
+    def freshness(self) -> tuple[int, str | None, str | None, int]:
+        """The cheap summary a search reads: (documents, newest indexed-at, last run's instant,
+        chunks changed since the calibration was fitted)."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """The full summary `recall stats` shows (counts, declarations, sizes, embedder)."""
+        ...
+
+    def doctor(self) -> list[tuple[str, str, str]]:
+        """(check, status, detail) per check of the storage itself; status is `ok`, `warning`
+        or `damaged`. Reads only."""
+        ...
+
+    # --- an index run ---------------------------------------------------------------------
+
+    def begin(self, name: str, dim: int, fingerprint: str) -> None:
+        """Open a write for vectors of this embedder; another embedder's store is refused
+        (`EmbedderMismatchError`), a write already open on the handle is a usage error."""
+        ...
+
+    def use_server_clock(self, on: bool) -> None:
+        """Stamp the run's transaction times from the store's own clock when it has one (a
+        server shared by machines), else from the `now` each write passes."""
+        ...
+
+    def put_document(
+        self,
+        *,
+        source: str,
+        path: str,
+        key: str,
+        title: str,
+        content_hash: str,
+        size_bytes: int,
+        valid_from_raw: str | None,
+        valid_until_raw: str | None,
+        valid_from: str | None,
+        valid_until: str | None,
+        metadata_error: str | None,
+        frontmatter: str,
+        chunks: list[ChunkRow],
+        vectors: bytes,
+        edges: list[EdgeRow],
+        now: str,
+        mtime_ns: int | None = None,
+        alias: str | None = None,
+        retired: RetiredRow | None = None,
+        first_indexed_at: str | None = None,
+    ) -> None:
+        """Add or replace the document `path` under the root `source` with its chunks, their
+        vectors (float32 little-endian, one per chunk) and its declarations. A document seen
+        before keeps its first-indexed time unless `first_indexed_at` is given (a migration)."""
+        ...
+
+    def set_declarations(
+        self,
+        source: str,
+        path: str,
+        edges: list[EdgeRow],
+        alias: str | None = None,
+        retired: RetiredRow | None = None,
+    ) -> bool:
+        """Replace an unchanged document's declarations (a reader that reads more); False when
+        the document is not stored."""
+        ...
+
+    def set_file_time(self, source: str, path: str, mtime_ns: int | None) -> None:
+        """Record the file's modification time, so the next run can skip reading it."""
+        ...
+
+    def move_document(
+        self,
+        source: str,
+        path: str,
+        new_source: str,
+        new_path: str,
+        key: str,
+        title: str,
+        mtime_ns: int | None,
+    ) -> bool:
+        """Move a stored document to a new name, keeping its chunks, vectors and first-indexed
+        time (a renamed note); False when the old name is not stored."""
+        ...
+
+    def remove_documents(self, source: str, paths: list[str]) -> int:
+        """Remove these documents of `source` with their chunks; the number removed."""
+        ...
+
+    def commit(self, now: str) -> int:
+        """Make the run visible at once and return the store's new generation."""
+        ...
+
+    def rollback(self) -> None:
+        """Drop the open write, if any: the store stays at its last commit."""
+        ...
+
+    # --- what is stored -------------------------------------------------------------------
+
+    def known_documents(self, source: str) -> list[tuple[str, str, int, int | None]]:
+        """(path, content hash, size, modification time) of every document of `source`."""
+        ...
+
+    def sources(self) -> list[tuple[str, int]]:
+        """(root, documents) of every corpus root the store holds documents from."""
+        ...
+
+    def document_list(self) -> list[tuple[str, str, str]]:
+        """(root, path, key) of every document."""
+        ...
+
+    def document_vectors(
+        self, source: str, path: str
+    ) -> tuple[str, list[tuple[str, str]], bytes] | None:
+        """(title, [(chunk text, heading path)], their vectors) of a stored document, so a
+        moved or unchanged note is not embedded again; None when it is not stored."""
+        ...
+
+    def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]:
+        """Up to `limit` whole documents (rows, chunks, vectors, declarations) with ids above
+        `after`, in id order: a migration's pages."""
+        ...
+
+    # --- forgetting (SPEC §11) --------------------------------------------------------------
+
+    def forget_plan(
+        self, targets: list[tuple[str, str]]
+    ) -> list[tuple[str, str, str, int, list[tuple[str, str]]]]:
+        """What forgetting these (root, path) documents would remove, and the declarations of
+        other documents that name them, without removing anything."""
+        ...
+
+    def forget(self, targets: list[tuple[str, str]], now: str) -> int:
+        """Remove the documents inside the open write and journal them, so a later run does
+        not index them again; the number removed."""
+        ...
+
+    def undo_forget(self, targets: list[tuple[str, str]], now: str) -> int:
+        """Take journalled documents off the journal, so the next run indexes them again."""
+        ...
+
+    def forgotten(self) -> list[tuple[str, str, str, str, str | None]]:
+        """The journal: (root, path, key, forgotten at, undone at) per entry."""
+        ...
+
+    def forgotten_paths(self, source: str) -> list[str]:
+        """The paths of `source` the journal holds (and an index run skips)."""
+        ...
+
+    # --- search ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: bytes,
+        *,
+        text: str,
+        k: int,
+        candidates: int,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        unverified: bool,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any]:
+        """Both legs (`candidates` each), fused and judged by the core at the instants and the
+        calibration given: the hits (at most `k` documents, `ok` first), each leg's candidates
+        and timings. The same query gives the same judgment on every backend."""
+        ...
+
+    def explain(
+        self,
+        file: str,
+        query: bytes,
+        *,
+        text: str,
+        now_us: int,
+        known_as_of_us: int | None,
+        threshold: float,
+        scale: float,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> dict[str, Any] | None:
+        """Why the document `file` gets its verdict for the query; None when `file` names no
+        stored document."""
+        ...
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a memory lives, as a `--db` value names it: a file, or a PostgreSQL namespace."""
+
+    #: The path or URL as given (a namespace carried in the URL's `namespace=` parameter).
+    target: str
+    namespace: str | None = None
+
+    @property
+    def shared(self) -> bool:
+        """A server several machines may write to, rather than a file on this one."""
+        from recall.postgres import is_postgres
+
+        return is_postgres(self.target)
+
+    @property
+    def file(self) -> str | None:
+        """The store file, or None for a server."""
+        return None if self.shared else self.target
+
+    @property
+    def shown(self) -> str:
+        """The location for messages, without a password."""
+        from recall.postgres import shown_db
+
+        return shown_db(self.target)
+
+    def described(self) -> list[tuple[str, str]]:
+        """(label, value) rows naming the location for people: the file, or the server and
+        the namespace."""
+        if self.file is not None:
+            return [("store", self.file)]
+        from urllib.parse import parse_qs, urlsplit
+
+        namespace = (
+            self.namespace or parse_qs(urlsplit(self.target).query).get("namespace", ["recall"])[-1]
+        )
+        return [("store", self.shown.split("?", 1)[0]), ("namespace", namespace)]
+
+    def exists(self) -> bool:
+        """Whether a memory is there yet (a file, or a namespace with its tables): reads never
+        create one."""
+        if self.file is not None:
+            return os.path.exists(self.file)
+        from recall.postgres.store import namespace_exists
+
+        return namespace_exists(self.target, self.namespace)
+
+    def open(self, *, read_only: bool = False, create: bool = False) -> Store | None:
+        """The store, or None when a file does not exist yet and `create` is not asked (a
+        server namespace is made by its first write, so its store always opens)."""
+        from recall import _core
+
+        if self.file is None:
+            from recall.postgres.store import PgStore
+
+            return PgStore(self.target, namespace=self.namespace, read_only=read_only)
+        if not create and not read_only and not os.path.exists(self.file):
+            return None
+        return _core.Store(self.file, create=create, read_only=read_only)
+
+    def journal(self) -> Path | None:
+        """Where an index run journals its vectors: beside a store file, else nowhere."""
+        if self.file is None or self.file in ("", ":memory:"):
+            return None
+        from recall.embedding_journal import journal_path
+
+        return journal_path(self.file)
+
+
+def named(db: str | None, namespace: str | None = None) -> str:
+    """The store a command names: `--db`, else `$RECALL_DB`, else `./recall.db`; a namespace
+    is carried in a `postgresql://` URL as its `namespace=` parameter (UsageError on a file)."""
+    from urllib.parse import urlencode
+
+    from recall.errors import UsageError
+
+    target = db if db is not None else os.environ.get("RECALL_DB") or "recall.db"
+    if namespace is None:
+        return target
+    if not Location(target).shared:
+        raise UsageError(f"--namespace applies to a postgresql:// store, not {target}")
+    sep = "&" if "?" in target else "?"
+    return f"{target}{sep}{urlencode({'namespace': namespace})}"
+
+
+def locate(target: str, namespace: str | None = None) -> Location:
+    """The location a `--db` value (or `recall.open`'s path) names: the one place a backend
+    is chosen. A namespace applies to a server only."""
+    from recall.errors import UsageError
+
+    location = Location(target, namespace)
+    if namespace is not None and not location.shared:
+        raise UsageError("recall: namespace applies to a postgresql:// store, not a file")
+    return location
+
+
+if TYPE_CHECKING:
+    # Both backends implement the contract: mypy checks each against it here.
+    from recall._core import Store as _FileStore
+    from recall.postgres.store import PgStore as _ServerStore
+
+    def _conforms(file: _FileStore, server: _ServerStore) -> tuple[Store, Store]:
+        return file, server

@@ -1,0 +1,229 @@
+"""The store contract (`recall.store.Store`), call by call, on every backend: the single file and
+a PostgreSQL namespace answer each call the same way. A new backend passes by implementing the
+contract; nothing here knows which backend it runs on."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from recall import _core
+from recall.errors import EmbedderMismatchError, RecallError
+from recall.store import EdgeRow, Store, locate
+
+ROOT = "/corpus"
+NOW = "2026-01-01T00:00:00Z"
+LATER = "2026-02-01T00:00:00Z"
+EMBEDDER = ("test-4", 4, "fp4")
+
+
+@pytest.fixture
+def store(backend: Callable[[str], str]) -> Iterator[Store]:
+    opened = locate(backend("contract.db")).open(create=True)
+    assert opened is not None
+    yield opened
+    opened.close()
+
+
+def vector(*xs: float) -> np.ndarray:
+    v = np.array(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def supersedes(reference: str) -> EdgeRow:
+    key = _core.resolution_key(reference)
+    return (reference, key, False, "frontmatter", None, f"supersedes: {reference}", False, None)
+
+
+def document(path: str, text: str, v: np.ndarray, edges: list[EdgeRow] | None = None) -> Any:
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return dict(
+        source=ROOT,
+        path=path,
+        key=_core.resolution_key(path),
+        title=stem.title(),
+        content_hash=hashlib.sha256(text.encode()).hexdigest(),
+        size_bytes=len(text),
+        valid_from_raw=None,
+        valid_until_raw=None,
+        valid_from=None,
+        valid_until=None,
+        metadata_error=None,
+        frontmatter="",
+        chunks=[(0, text, 0, len(text), 1, 1, "")],
+        vectors=v.astype("<f4").tobytes(),
+        edges=edges or [],
+        now=NOW,
+    )
+
+
+def written(store: Store, *documents: Any, now: str = NOW) -> int:
+    store.begin(*EMBEDDER)
+    store.use_server_clock(False)
+    for d in documents:
+        store.put_document(**d)
+    return store.commit(now)
+
+
+def search(store: Store, v: np.ndarray, text: str) -> dict[str, Any]:
+    return store.search(
+        v.astype("<f4").tobytes(),
+        text=text,
+        k=5,
+        candidates=10,
+        now_us=1_800_000_000_000_000,
+        known_as_of_us=None,
+        threshold=0.5,
+        scale=0.05,
+        unverified=False,
+        lexical_weight=0.15,
+        identifier_weight=0.3,
+    )
+
+
+V1, V2, V3 = vector(1, 0, 0, 0), vector(0.9, 0.1, 0, 0), vector(0, 0, 1, 0)
+RATES = document("limits/rates-v1.md", "The API allows 100 requests per minute.", V1)
+RATES_V2 = document(
+    "limits/rates-v2.md", "The API allows 500 requests per minute.", V2, [supersedes("rates-v1")]
+)
+DEPLOY = document("deploy.md", "Deploys happen on Tuesdays after review.", V3)
+
+
+def test_a_new_store_is_empty(store: Store) -> None:
+    assert store.embedder() is None
+    assert store.freshness()[0] == 0
+    assert store.sources() == [] and store.document_list() == []
+    assert store.known_documents(ROOT) == [] and store.forgotten() == []
+    assert store.read_only is None and isinstance(store.shared, bool)
+    assert store.meta("no-such-key") is None
+
+
+def test_a_commit_is_seen_whole_and_a_rollback_leaves_nothing(store: Store) -> None:
+    first = written(store, RATES, DEPLOY)
+    assert store.embedder() == EMBEDDER
+    assert sorted(p for _, p, _ in store.document_list()) == ["deploy.md", "limits/rates-v1.md"]
+    assert store.sources() == [(ROOT, 2)]
+    known = {p: (h, n) for p, h, n, _ in store.known_documents(ROOT)}
+    assert known["deploy.md"] == (DEPLOY["content_hash"], DEPLOY["size_bytes"])
+    assert store.freshness()[0] == 2
+    store.begin(*EMBEDDER)
+    store.put_document(**RATES_V2)
+    store.rollback()
+    assert len(store.document_list()) == 2
+    assert written(store, RATES_V2) > first
+
+
+def test_another_embedder_is_refused_and_leaves_no_write_open(store: Store) -> None:
+    written(store, RATES)
+    with pytest.raises(EmbedderMismatchError):
+        store.begin("other-8", 8, "fp8")
+    assert written(store, DEPLOY) > 0
+
+
+def test_vectors_and_pages_come_back_as_they_were_written(store: Store) -> None:
+    written(store, RATES, RATES_V2)
+    title, chunks, raw = store.document_vectors(ROOT, "limits/rates-v2.md") or ("", [], b"")
+    assert title == "Rates-V2" and chunks == [(RATES_V2["chunks"][0][1], "")]
+    assert np.frombuffer(raw, dtype="<f4").tolist() == pytest.approx(V2.tolist())
+    assert store.document_vectors(ROOT, "missing.md") is None
+    page = store.export(after=0, limit=1)
+    assert len(page) == 1
+    rest = store.export(after=page[0]["id"], limit=10)
+    assert sorted(d["path"] for d in page + rest) == ["limits/rates-v1.md", "limits/rates-v2.md"]
+
+
+def test_meta_round_trips_inside_and_outside_a_write(store: Store) -> None:
+    written(store, RATES)
+    store.set_meta("calibration:x", '{"a": 1}')
+    assert store.meta("calibration:x") == '{"a": 1}'
+    store.begin(*EMBEDDER)
+    store.set_meta("calibration:x", '{"a": 2}')
+    store.commit(LATER)
+    assert store.meta("calibration:x") == '{"a": 2}'
+
+
+def test_search_judges_the_same_way(store: Store) -> None:
+    written(store, RATES, RATES_V2, DEPLOY)
+    out = search(store, V1, "how many requests per minute does the API allow")
+    verdicts = {h["path"]: h["verdict"] for h in out["hits"]}
+    assert verdicts["limits/rates-v1.md"] == "superseded"
+    assert verdicts["limits/rates-v2.md"] == "ok"
+    first = out["hits"][0]
+    assert first["path"] == "limits/rates-v2.md" and first["proven"] is not None
+    assert first["superseded_by"] is None and first["lexical"] > 0
+    stale = next(h for h in out["hits"] if h["path"] == "limits/rates-v1.md")
+    assert stale["superseded_by"] == "limits/rates-v2.md" and stale["proven"] is True
+    assert [c for c, _ in out["dense"]] and out["generation"] >= 1
+
+
+def test_explain_names_the_edge_and_nothing_for_an_unknown_file(store: Store) -> None:
+    written(store, RATES, RATES_V2)
+    args: Any = dict(
+        text="requests per minute",
+        now_us=1_800_000_000_000_000,
+        known_as_of_us=None,
+        threshold=0.5,
+        scale=0.05,
+    )
+    q = V1.astype("<f4").tobytes()
+    told = store.explain("limits/rates-v1.md", q, **args)
+    assert told is not None and told["verdict"] == "superseded"
+    assert [c["declarer"] for c in told["claims_in"]] == ["limits/rates-v2.md"]
+    assert store.explain("missing.md", q, **args) is None
+
+
+def test_declarations_times_moves_and_removals(store: Store) -> None:
+    written(store, RATES, RATES_V2, DEPLOY)
+    store.begin(*EMBEDDER)
+    assert store.set_declarations(ROOT, "deploy.md", [supersedes("rates-v2")])
+    assert not store.set_declarations(ROOT, "missing.md", [])
+    store.set_file_time(ROOT, "deploy.md", 123)
+    assert store.move_document(
+        ROOT, "limits/rates-v1.md", ROOT, "archive/rates-v1.md", "rates-v1", "Rates-V1", None
+    )
+    assert not store.move_document(ROOT, "missing.md", ROOT, "x.md", "x", "X", None)
+    assert store.remove_documents(ROOT, ["limits/rates-v2.md", "missing.md"]) == 1
+    store.commit(LATER)
+    paths = sorted(p for _, p, _ in store.document_list())
+    assert paths == ["archive/rates-v1.md", "deploy.md"]
+    times = {p: t for p, _, _, t in store.known_documents(ROOT)}
+    assert times["deploy.md"] == 123
+
+
+def test_forgetting_is_journalled_and_undone(store: Store) -> None:
+    written(store, RATES, RATES_V2)
+    target = [(ROOT, "limits/rates-v1.md")]
+    plan = store.forget_plan(target)
+    assert [(s, p) for s, p, *_ in plan] == target
+    assert any("rates-v2" in named for *_, names in plan for _, named in names)
+    store.begin(*EMBEDDER)
+    assert store.forget(target, LATER) == 1
+    store.commit(LATER)
+    assert [p for _, p, _ in store.document_list()] == ["limits/rates-v2.md"]
+    assert store.forgotten_paths(ROOT) == ["limits/rates-v1.md"]
+    journal = store.forgotten()
+    assert [(s, p, undone) for s, p, _, _, undone in journal] == [(*target[0], None)]
+    store.begin(*EMBEDDER)
+    assert store.undo_forget(target, LATER) == 1
+    store.commit(LATER)
+    assert store.forgotten_paths(ROOT) == []
+
+
+def test_summaries_and_checks(store: Store) -> None:
+    written(store, RATES, RATES_V2)
+    stats = store.stats()
+    assert stats["documents"] == 2 and stats["chunks"] == 2
+    checks = {name: status for name, status, _ in store.doctor()}
+    assert checks and set(checks.values()) <= {"ok", "warning"}
+
+
+def test_close_is_idempotent_and_reads_after_it_fail_cleanly(store: Store) -> None:
+    written(store, RATES)
+    store.close()
+    store.close()
+    with pytest.raises(RecallError):
+        store.document_list()
