@@ -13,9 +13,10 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::dense::dot;
 use crate::evidence::{idf, QueryEvidence};
-use crate::fusion::{self, Fused};
+use crate::fusion;
 use crate::judgment::{self, Corpus, DocumentRecord, EdgeRecord};
 use crate::lexical;
+use crate::py_hits;
 use crate::trust::{self, Candidate, Policy};
 
 /// (id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw, metadata_error,
@@ -52,17 +53,6 @@ fn le_f32s(bytes: &[u8]) -> Vec<f32> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
-}
-
-/// A fused candidate's per-leg ranks and reciprocal-rank contributions.
-pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<'py, PyDict>> {
-    let r = PyDict::new(py);
-    r.set_item("dense_rank", f.dense_rank)?;
-    r.set_item("lexical_rank", f.lexical_rank)?;
-    r.set_item("dense_rrf", fusion::contribution(f.dense_rank))?;
-    r.set_item("lexical_rrf", fusion::contribution(f.lexical_rank))?;
-    r.set_item("fused", f.score)?;
-    Ok(r)
 }
 
 /// An explanation as the dict `Memory.explain` returns (before its times are formatted).
@@ -417,28 +407,18 @@ impl PyCorpus {
         }
         let hits = PyList::empty(py);
         for h in judged {
-            let d = PyDict::new(py);
             let path_of = |i: usize| corpus.graph.node(i).path.clone();
+            let d = py_hits::judgment(
+                py,
+                &h,
+                h.superseded_by.map(path_of),
+                h.promoted_from.map(path_of),
+                corpus.unread_of(h.doc),
+                retrieval.get(&h.chunk),
+            )?;
             d.set_item("chunk", h.chunk)?;
             d.set_item("doc_id", corpus.doc_ids[h.doc])?;
-            d.set_item("verdict", h.verdict.as_str())?;
-            d.set_item("confidence", h.confidence)?;
-            d.set_item("score", f64::from(h.score))?;
-            d.set_item("superseded_by", h.superseded_by.map(path_of))?;
-            d.set_item("promoted_from", h.promoted_from.map(path_of))?;
-            d.set_item("promoted", h.promoted)?;
-            d.set_item("fetched", h.fetched)?;
-            d.set_item("lexical", f64::from(h.lexical))?;
-            d.set_item("identifiers_held", h.identifiers_held)?;
-            d.set_item("identifier_match", h.identifier_match)?;
-            d.set_item("proven", h.proven)?;
             d.set_item("retired_in_force", corpus.windows[h.doc].retired)?;
-            d.set_item("unread", corpus.unread_of(h.doc))?;
-            let r = retrieval
-                .get(&h.chunk)
-                .map(|f| retrieval_dict(py, f))
-                .transpose()?;
-            d.set_item("retrieval", r)?;
             hits.append(d)?;
         }
         let out = PyDict::new(py);

@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from typing import Any, final
 
+from recall.store import SearchOutcome
+
 __all__ = [
     "Corpus",
     "EmbedderMismatchError",
@@ -144,7 +146,7 @@ class Store:
         unverified: bool,
         lexical_weight: float = 0.0,
         identifier_weight: float = 0.0,
-    ) -> dict[str, Any]: ...
+    ) -> SearchOutcome: ...
     def freshness(self) -> tuple[int, str | None, str | None, int]: ...
     def stats(self) -> dict[str, Any]: ...
 

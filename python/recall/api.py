@@ -69,7 +69,7 @@ from recall.results import (
     abstention_reason,
 )
 from recall.selfcal import Probe, identifier_probes
-from recall.store import Location, Store, locate
+from recall.store import HitRow, Location, Store, locate
 
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
@@ -998,7 +998,9 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def _hit(raw: dict[str, Any]) -> Hit:
+def _hit(raw: HitRow) -> Hit:
+    """The public `Hit` of a store's hit row."""
+    retired, legs = raw["retired"], raw["retrieval"]
     return Hit(
         verdict=raw["verdict"],
         confidence=raw["confidence"],
@@ -1018,8 +1020,8 @@ def _hit(raw: dict[str, Any]) -> Hit:
             valid_from=raw["valid_from"],
             valid_until=raw["valid_until"],
             superseded_by=raw["superseded_by"],
-            retired=Retired(*raw["retired"]) if raw.get("retired") else None,
-            unread=tuple(Unread(*u) for u in raw.get("unread") or ()),
+            retired=Retired(*retired) if retired else None,
+            unread=tuple(Unread(*u) for u in raw["unread"]),
         ),
         promoted=raw["promoted"],
         fetched=raw["fetched"],
@@ -1027,7 +1029,7 @@ def _hit(raw: dict[str, Any]) -> Hit:
         lexical=raw["lexical"],
         identifiers_held=raw["identifiers_held"],
         proven=raw["proven"],
-        retrieval=Retrieval(**raw["retrieval"]) if raw["retrieval"] else None,
+        retrieval=Retrieval(**legs) if legs else None,
     )
 
 

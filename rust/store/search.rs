@@ -36,21 +36,10 @@ pub struct HitRow {
     pub superseded_by: Option<String>,
     /// A terminal state in force (SPEC §8.4): (state, since, vocabulary, line, statement).
     pub retired: Option<Retired>,
-    pub verdict: &'static str,
-    pub confidence: f64,
-    pub score: f32,
-    pub promoted: bool,
-    pub fetched: bool,
+    /// What the trust layer decided: verdict, confidence, evidence, promotion.
+    pub judged: trust::Judged,
     /// The stale document whose place this successor took (SPEC §5.3).
     pub promoted_from: Option<String>,
-    /// SPEC §7 evidence: share of the query's IDF mass held, asked identifiers held (and
-    /// asked for at all).
-    pub lexical: f32,
-    pub identifiers_held: bool,
-    pub identifier_match: bool,
-    /// Relevance proven at the threshold, holding the asked identifiers (`Candidate::proven`):
-    /// what an abstention's cause is read from.
-    pub proven: bool,
     /// SPEC §2.5: (vocabulary, line, statement) the reader could not act on.
     pub unread: Vec<(String, Option<i64>, String)>,
 }
@@ -225,16 +214,8 @@ impl Store {
                     valid_until: r.get(11).ok().flatten(),
                     superseded_by: superseded_by.clone(),
                     retired,
-                    verdict: h.verdict.as_str(),
-                    confidence: h.confidence,
-                    score: h.score,
-                    promoted: h.promoted,
-                    fetched: h.fetched,
+                    judged: h.clone(),
                     promoted_from: promoted_from.clone(),
-                    lexical: h.lexical,
-                    identifiers_held: h.identifiers_held,
-                    identifier_match: h.identifier_match,
-                    proven: h.proven,
                     unread: unread.clone(),
                 })
             });

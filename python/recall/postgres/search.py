@@ -12,13 +12,16 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from recall import _core
 from recall.postgres.base import Namespace, le_vector
 from recall.postgres.write import vector_text
+
+if TYPE_CHECKING:
+    from recall.store import HitRow, SearchOutcome
 
 __all__ = ["EF_SEARCH", "Searching"]
 
@@ -54,8 +57,7 @@ class Searching(Namespace):
         unverified: bool,
         lexical_weight: float = 0.0,
         identifier_weight: float = 0.0,
-    ) -> dict[str, Any]:
-
+    ) -> SearchOutcome:
         t0 = time.perf_counter()
         with self._conn() as c:
             if not self._exists(c, "chunks"):
@@ -94,13 +96,14 @@ class Searching(Namespace):
                 lexical_weight=lexical_weight,
                 identifier_weight=identifier_weight,
             )
-        hits = []
+        hits: list[HitRow] = []
         for h in out["hits"]:
             row = rows.get(h["chunk"])
             if row is None:
                 continue
             retired = row["retired"] if h.pop("retired_in_force") else None
-            hits.append({**row["shown"], **h, "retired": retired})
+            # The core built the judgment (`py_hits::judgment`); the passage comes from the row.
+            hits.append(cast("HitRow", {**row["shown"], **h, "retired": retired}))
         t_done = time.perf_counter()
         ms = 1e3
         return {
@@ -339,7 +342,7 @@ def _bm25_ceiling(df: int, chunks: int) -> float:
     return math.log(1.0 + x) * (1.0 + 1.2)
 
 
-def _empty_outcome() -> dict[str, Any]:
+def _empty_outcome() -> SearchOutcome:
     return {
         "hits": [],
         "dense": [],

@@ -1,0 +1,76 @@
+//! A judged hit as Python receives it: one builder for every backend (the file store's search
+//! and `Corpus.judge` for PostgreSQL), so the keys a hit carries and what they mean cannot drift
+//! apart. `python/recall/_core.pyi` types them (`HitDict`, `JudgmentDict`).
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::fusion::{self, Fused};
+use crate::store::HitRow;
+use crate::trust::Judged;
+
+/// Per-leg ranks and reciprocal-rank contributions of a retrieved chunk.
+pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<'py, PyDict>> {
+    let r = PyDict::new(py);
+    r.set_item("dense_rank", f.dense_rank)?;
+    r.set_item("lexical_rank", f.lexical_rank)?;
+    r.set_item("dense_rrf", fusion::contribution(f.dense_rank))?;
+    r.set_item("lexical_rrf", fusion::contribution(f.lexical_rank))?;
+    r.set_item("fused", f.score)?;
+    Ok(r)
+}
+
+/// What the trust layer decided of a hit, with the documents it names resolved to paths:
+/// verdict, confidence, cosine, evidence (lexical share, identifiers, `proven`), promotion,
+/// the statements left unread and the retrieval legs (None for a fetched successor).
+pub(crate) fn judgment<'py>(
+    py: Python<'py>,
+    j: &Judged,
+    superseded_by: Option<String>,
+    promoted_from: Option<String>,
+    unread: Vec<(String, Option<i64>, String)>,
+    retrieval: Option<&Fused>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("verdict", j.verdict.as_str())?;
+    d.set_item("confidence", j.confidence)?;
+    d.set_item("score", f64::from(j.score))?;
+    d.set_item("superseded_by", superseded_by)?;
+    d.set_item("promoted_from", promoted_from)?;
+    d.set_item("promoted", j.promoted)?;
+    d.set_item("fetched", j.fetched)?;
+    d.set_item("lexical", f64::from(j.lexical))?;
+    d.set_item("identifiers_held", j.identifiers_held)?;
+    d.set_item("identifier_match", j.identifier_match)?;
+    d.set_item("proven", j.proven)?;
+    d.set_item("unread", unread)?;
+    let legs = retrieval.map(|f| retrieval_dict(py, f)).transpose()?;
+    d.set_item("retrieval", legs)?;
+    Ok(d)
+}
+
+/// A whole hit of the file store: where the passage is and what it says, and its judgment.
+pub(crate) fn hit<'py>(py: Python<'py>, h: HitRow) -> PyResult<Bound<'py, PyDict>> {
+    let d = judgment(
+        py,
+        &h.judged,
+        h.superseded_by,
+        h.promoted_from,
+        h.unread,
+        h.retrieval.as_ref(),
+    )?;
+    d.set_item("source", h.source)?;
+    d.set_item("path", h.path)?;
+    d.set_item("title", h.title)?;
+    d.set_item("ordinal", h.ordinal)?;
+    d.set_item("text", h.text)?;
+    d.set_item("heading_path", h.heading_path)?;
+    d.set_item("line_start", h.line_start)?;
+    d.set_item("line_end", h.line_end)?;
+    d.set_item("indexed_at", h.indexed_at)?;
+    d.set_item("first_indexed_at", h.first_indexed_at)?;
+    d.set_item("valid_from", h.valid_from)?;
+    d.set_item("valid_until", h.valid_until)?;
+    d.set_item("retired", h.retired)?;
+    Ok(d)
+}
