@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from recall import _core, fitting, selfcal
 from recall.arguments import (
@@ -56,20 +56,17 @@ from recall.embedders import (
     query_vector,
 )
 from recall.errors import JudgeError, StoreError, TrustRefusal, UsageError
-from recall.instants import format_instant, format_micros, micros, parse_stored, utc
-from recall.results import (
-    Hit,
-    Provenance,
-    Result,
-    Retired,
-    Retrieval,
-    Staleness,
-    Unread,
-    Validity,
-    abstention_reason,
+from recall.instants import format_instant, format_micros, micros, utc
+from recall.refusals import (
+    Refusal,
+    calibration_refusal,
+    check_lineage,
+    judge_unavailable,
+    not_ready,
 )
+from recall.results import Context, Result, assemble, hit_of
 from recall.selfcal import Probe, identifier_probes
-from recall.store import HitRow, Location, Store, locate
+from recall.store import Location, Store, locate
 
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
@@ -99,8 +96,6 @@ def __getattr__(name: str) -> Any:
 
 
 CANDIDATES = 20
-#: SPEC §5.4: a store not refreshed for longer than this is reported stale.
-MAX_AGE = dt.timedelta(days=2)
 
 
 @dataclass(frozen=True)
@@ -609,70 +604,22 @@ class Memory:
         chosen = mode_arg(mode)
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
-        refusal: tuple[str, str] | None = None
         # The cheap summary, not stats(): its edge and vector counts scan whole tables.
         documents, newest_indexed_at, last_run_at, churn = self._store.freshness()
         bound = self._store.embedder()
-        if documents == 0 or bound is None:
-            refusal = ("INDEX_NOT_READY", "nothing is indexed; run 'recall index PATH' first")
-            if chosen == "strict" or bound is None:
-                raise TrustRefusal(*refusal)
+        refusal = not_ready(documents, bound)
+        if refusal is not None and (chosen == "strict" or bound is None):
+            raise TrustRefusal(*refusal)
+        assert bound is not None
         embedder = self.embedder
-        if embedder.fingerprint == bound[2] and embedder.dim != bound[1]:
-            # The same embedder, another dimension: the store's record of itself is wrong.
-            raise StoreError(
-                f"recall store: {self.path} records {bound[1]} dimensions for {bound[0]}, "
-                f"which makes {embedder.dim}: its metadata is damaged; run 'recall doctor "
-                f"--db {self.path}' to see what is wrong and how to recover"
-            )
-        if embedder.fingerprint != bound[2] or embedder.dim != bound[1]:
-            refusal = (
-                "LINEAGE_MISMATCH",
-                f"the store's vectors were built with {bound[0]}, the query would be embedded "
-                f"with {embedder.name}; search with --embedder {bound[0]} or re-index into a "
-                "new --db",
-            )
-            raise TrustRefusal(*refusal)  # no mode can compare vectors of two lineages
+        check_lineage(self.path, bound, embedder)
         calibration, why = self.calibration(bound)
-        if calibration is None:
-            refusal = refusal or (
-                "CALIBRATION_MISSING",
-                f"{why}; run 'recall calibrate --auto' to fit one from the notes, or 'recall "
-                "calibrate QUERIES' on your own labelled questions (or use --mode development)",
-            )
-        elif calibration.certified is not True:
-            why_not = f" ({calibration.certified_reason})" if calibration.certified_reason else ""
-            refusal = refusal or (
-                "CALIBRATION_UNCERTIFIED",
-                f"calibration {calibration.id} is not certified{why_not}; add labelled queries "
-                "and run 'recall calibrate QUERIES' again (or use --mode development)",
-            )
-        elif calibration.is_stale(churn):
-            again = (
-                "'recall calibrate --auto' (or the next 'recall index') refits it"
-                if calibration.source == "self"
-                else "run 'recall calibrate QUERIES' again"
-            )
-            refusal = refusal or (
-                "CALIBRATION_STALE",
-                f"calibration {calibration.id} was fitted on {calibration.chunk_count} chunks "
-                f"and {churn - (calibration.churn or 0)} chunks changed since; {again} "
-                "(or use --mode development)",
-            )
-        judge: EntailmentJudge | None = None
-        if entail:
-            try:
-                judge = self.judge
-            except JudgeError as err:
-                refusal = refusal or (
-                    "DEPENDENCY_UNAVAILABLE",
-                    f"entailment was requested but {err} (or search without --entail)",
-                )
+        refusal = refusal or calibration_refusal(calibration, why, churn)
+        judge, unavailable = self._judge_if(entail)
+        refusal = refusal or unavailable
         if refusal is not None and chosen == "strict":
             raise TrustRefusal(*refusal)
-
-        threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
-        scale = calibration.scale if calibration else DEFAULT_SCALE
+        policy = _policy(calibration)
         t_embed = time.perf_counter()
         vector = query_vector(embedder, query)
         embed_ms = (time.perf_counter() - t_embed) * 1e3
@@ -683,65 +630,37 @@ class Memory:
             candidates=max(CANDIDATES, k),
             now_us=micros(instant),
             known_as_of_us=micros(known) if known is not None else None,
-            threshold=threshold,
-            scale=scale,
-            unverified=calibration is None,
-            lexical_weight=calibration.lexical_weight if calibration else 0.0,
-            identifier_weight=calibration.identifier_weight if calibration else 0.0,
+            **policy,
         )
-        hits = [_hit(h) for h in raw["hits"]]
-        judge_ms = 0.0
+        hits = [hit_of(h) for h in raw["hits"]]
+        t_judge = time.perf_counter()
         if judge is not None:
             from recall.judge import apply_judge
 
-            t_judge = time.perf_counter()
             hits, _ = apply_judge(judge, query, hits)
-            judge_ms = (time.perf_counter() - t_judge) * 1e3
-        abstained = not any(h.ok for h in hits)
-        known_text = format_instant(known) if known is not None else None
-        reason = ""
-        if abstained:
-            reason = abstention_reason(
-                hits,
-                threshold=threshold,
-                known_as_of=known_text,
-                identifiers=_core.identifiers(query),
-            )
-        dense_scores = [score for _, score in raw["dense"]]
-        newest = max(
-            filter(None, (parse_stored(newest_indexed_at), parse_stored(last_run_at))),
-            default=None,
-        )
-        age = (instant - newest).total_seconds() if newest else None
-        timings = {
-            "embed": round(embed_ms, 3),
-            "load": round(raw["load_ms"], 3),
-            "dense": round(raw["dense_ms"], 3),
-            "lexical": round(raw["lexical_ms"], 3),
-            "fuse": round(raw["fuse_ms"], 3),
-            "trust": round(raw["trust_ms"], 3),
-            "judge": round(judge_ms, 3),
-        }
-        timings["total"] = round((time.perf_counter() - started) * 1e3, 3)
-        return Result(
+        context = Context(
             query=query,
-            hits=hits,
-            abstained=abstained,
-            reason=reason,
-            # SPEC §4: from dense cosines only; a lexical match never suppresses it.
-            gap_warning=not dense_scores or max(dense_scores) < threshold,
-            calibrated=calibration is not None,
+            now=instant,
+            known_as_of=known,
+            threshold=policy["threshold"],
             calibration=self._summary(calibration, churn) if calibration else None,
-            generation=int(raw["generation"]),
-            staleness=Staleness(
-                newest_indexed_at=format_instant(newest) if newest else None,
-                age_seconds=age,
-                stale=age is None or age > MAX_AGE.total_seconds(),
-            ),
-            trust_state="trusted" if refusal is None else "degraded",
+            refreshed=(newest_indexed_at, last_run_at),
+            degraded=refusal is not None,
             mode=chosen,
-            timings_ms=timings,
+            started=started,
+            embed_ms=embed_ms,
+            judge_ms=(time.perf_counter() - t_judge) * 1e3 if judge is not None else 0.0,
         )
+        return assemble(raw, hits, context)
+
+    def _judge_if(self, entail: bool) -> tuple[EntailmentJudge | None, Refusal | None]:
+        """The judge when entailment is asked for, or the refusal saying why it cannot run."""
+        if not entail:
+            return None, None
+        try:
+            return self.judge, None
+        except JudgeError as err:
+            return None, judge_unavailable(err)
 
     def explain(
         self,
@@ -998,38 +917,31 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def _hit(raw: HitRow) -> Hit:
-    """The public `Hit` of a store's hit row."""
-    retired, legs = raw["retired"], raw["retrieval"]
-    return Hit(
-        verdict=raw["verdict"],
-        confidence=raw["confidence"],
-        score=raw["score"],
-        title=raw["title"],
-        text=raw["text"],
-        provenance=Provenance(
-            source=os.path.basename(raw["source"].rstrip("/\\")),
-            file=raw["path"],
-            chunk=raw["ordinal"],
-            lines=(raw["line_start"], raw["line_end"]),
-            heading_path=raw["heading_path"],
-            indexed_at=raw["indexed_at"],
-            first_indexed_at=raw["first_indexed_at"],
-        ),
-        validity=Validity(
-            valid_from=raw["valid_from"],
-            valid_until=raw["valid_until"],
-            superseded_by=raw["superseded_by"],
-            retired=Retired(*retired) if retired else None,
-            unread=tuple(Unread(*u) for u in raw["unread"]),
-        ),
-        promoted=raw["promoted"],
-        fetched=raw["fetched"],
-        promoted_from=raw["promoted_from"],
-        lexical=raw["lexical"],
-        identifiers_held=raw["identifiers_held"],
-        proven=raw["proven"],
-        retrieval=Retrieval(**legs) if legs else None,
+class _Policy(TypedDict):
+    threshold: float
+    scale: float
+    unverified: bool
+    lexical_weight: float
+    identifier_weight: float
+
+
+def _policy(calibration: Calibration | None) -> _Policy:
+    """What the core judges with: the calibration's boundary and feature weights, or without
+    one the uncalibrated defaults, every hit `unverified`."""
+    if calibration is None:
+        return _Policy(
+            threshold=DEFAULT_THRESHOLD,
+            scale=DEFAULT_SCALE,
+            unverified=True,
+            lexical_weight=0.0,
+            identifier_weight=0.0,
+        )
+    return _Policy(
+        threshold=calibration.threshold,
+        scale=calibration.scale,
+        unverified=False,
+        lexical_weight=calibration.lexical_weight,
+        identifier_weight=calibration.identifier_weight,
     )
 
 

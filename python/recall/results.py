@@ -1,16 +1,23 @@
-"""The judgment a search returns (SPEC §5.1, §5.4): typed hits and the result, and the wording
-of abstention reasons.
+"""The judgment a search returns (SPEC §5.1, §5.4): typed hits and the result, assembled from
+what the store answered, and the wording of abstention reasons.
 
-Owns: the shapes users and the CLI/MCP read, `to_dict` (the `--json` shape), and turning a
-verdict into a specific, human-readable reason. Does not own: deciding verdicts (Rust trust
-layer) or policy (api.py).
+Owns: the shapes users and the CLI/MCP read, `to_dict` (the `--json` shape), a store's hit rows
+as `Hit`s, the result around them (abstention and its reason, the gap warning, staleness,
+timings), and turning a verdict into a specific, human-readable reason. Does not own: deciding
+verdicts (Rust trust layer) or whether to answer at all (`recall.refusals`, `recall.api`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from recall.store import HitRow, SearchOutcome
 
 __all__ = [
     "Hit",
@@ -20,7 +27,12 @@ __all__ = [
     "Staleness",
     "Validity",
     "abstention_reason",
+    "assemble",
+    "hit_of",
 ]
+
+#: SPEC §5.4: a store not refreshed for longer than this is reported stale.
+MAX_AGE = dt.timedelta(days=2)
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,110 @@ class Result:
         for hit in data["hits"]:
             hit["provenance"]["lines"] = list(hit["provenance"]["lines"])
         return data
+
+
+def hit_of(raw: HitRow) -> Hit:
+    """The public `Hit` of a store's hit row."""
+    retired, legs = raw["retired"], raw["retrieval"]
+    return Hit(
+        verdict=raw["verdict"],
+        confidence=raw["confidence"],
+        score=raw["score"],
+        title=raw["title"],
+        text=raw["text"],
+        provenance=Provenance(
+            source=os.path.basename(raw["source"].rstrip("/\\")),
+            file=raw["path"],
+            chunk=raw["ordinal"],
+            lines=(raw["line_start"], raw["line_end"]),
+            heading_path=raw["heading_path"],
+            indexed_at=raw["indexed_at"],
+            first_indexed_at=raw["first_indexed_at"],
+        ),
+        validity=Validity(
+            valid_from=raw["valid_from"],
+            valid_until=raw["valid_until"],
+            superseded_by=raw["superseded_by"],
+            retired=Retired(*retired) if retired else None,
+            unread=tuple(Unread(*u) for u in raw["unread"]),
+        ),
+        promoted=raw["promoted"],
+        fetched=raw["fetched"],
+        promoted_from=raw["promoted_from"],
+        lexical=raw["lexical"],
+        identifiers_held=raw["identifiers_held"],
+        proven=raw["proven"],
+        retrieval=Retrieval(**legs) if legs else None,
+    )
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a result says besides its hits: the instants it was judged at, the calibration in
+    use, how fresh the store is, whether trust was established, and how long each step took."""
+
+    query: str
+    now: dt.datetime
+    known_as_of: dt.datetime | None
+    threshold: float
+    calibration: dict[str, Any] | None
+    #: The store's newest indexed-at and last-run instants, as stored (None: never).
+    refreshed: tuple[str | None, str | None]
+    degraded: bool
+    mode: str
+    #: `time.perf_counter()` when the search began, and the steps timed outside the store.
+    started: float
+    embed_ms: float
+    judge_ms: float
+
+
+def assemble(raw: SearchOutcome, hits: list[Hit], context: Context) -> Result:
+    """The result of a search: abstained when no hit is `ok`, with the cause named; the gap
+    warning from the dense cosines alone (SPEC §4: a lexical match never suppresses it)."""
+    from recall import _core
+    from recall.instants import format_instant, parse_stored
+
+    abstained = not any(h.ok for h in hits)
+    reason = ""
+    if abstained:
+        known = context.known_as_of
+        reason = abstention_reason(
+            hits,
+            threshold=context.threshold,
+            known_as_of=format_instant(known) if known is not None else None,
+            identifiers=_core.identifiers(context.query),
+        )
+    dense = [score for _, score in raw["dense"]]
+    refreshed = max(filter(None, map(parse_stored, context.refreshed)), default=None)
+    age = (context.now - refreshed).total_seconds() if refreshed else None
+    timings = {
+        "embed": round(context.embed_ms, 3),
+        "load": round(raw["load_ms"], 3),
+        "dense": round(raw["dense_ms"], 3),
+        "lexical": round(raw["lexical_ms"], 3),
+        "fuse": round(raw["fuse_ms"], 3),
+        "trust": round(raw["trust_ms"], 3),
+        "judge": round(context.judge_ms, 3),
+    }
+    timings["total"] = round((time.perf_counter() - context.started) * 1e3, 3)
+    return Result(
+        query=context.query,
+        hits=hits,
+        abstained=abstained,
+        reason=reason,
+        gap_warning=not dense or max(dense) < context.threshold,
+        calibrated=context.calibration is not None,
+        calibration=context.calibration,
+        generation=int(raw["generation"]),
+        staleness=Staleness(
+            newest_indexed_at=format_instant(refreshed) if refreshed else None,
+            age_seconds=age,
+            stale=age is None or age > MAX_AGE.total_seconds(),
+        ),
+        trust_state="degraded" if context.degraded else "trusted",
+        mode=context.mode,
+        timings_ms=timings,
+    )
 
 
 def abstention_reason(
