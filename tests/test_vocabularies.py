@@ -363,7 +363,8 @@ def test_declarations_are_bounded_per_note(tmp_path: Path) -> None:
     """A `Superseded-By:` line of 20,000 numbers (129 KB) made 20,000 edges that each stored
     the whole line: a 2.6 GB store. At most MAX_TARGETS edges are read, each with the
     statement cut to MAX_STATEMENT_CHARS, so the store grows with the file, not its square."""
-    from recall.vocabularies import MAX_STATEMENT_CHARS, MAX_TARGETS
+    from recall.status import MAX_STATEMENT_CHARS
+    from recall.vocabularies import MAX_TARGETS
 
     numbers = ", ".join(str(i) for i in range(2, 20_000))
     text = f"PEP: 1\nTitle: Purpose\nStatus: Superseded\nSuperseded-By: {numbers}\n\nBody.\n"

@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from recall.exits import EXIT_ERRORS, EXIT_OK, EXIT_REFUSED, command_path, emit_json, fail
+from recall.exits import EXIT_ERRORS, EXIT_OK, EXIT_REFUSED, emit_json, fail
+from recall.options import DbOption, JsonOption, NamespaceOption, missing, store_named, when
 from recall.postgres import shown_db
 from recall.showing import calibration_line, print_explanation, print_result
-from recall.store import locate, named
+from recall.store import locate
 
 if TYPE_CHECKING:
-    import datetime as dt
-
     from recall.api import IndexReport, StoreStats
 
 #: `-h` beside `--help`, on every command.
@@ -180,43 +179,6 @@ def _embedder_name(value: Any) -> Any:
     return value
 
 
-DbOption = typer.Option(
-    None,
-    "--db",
-    help="Store file, or a postgresql:// URL. Default: $RECALL_DB, else ./recall.db.",
-    show_default=False,
-)
-NamespaceOption = typer.Option(
-    None,
-    "--namespace",
-    envvar="RECALL_NAMESPACE",
-    help="Namespace of a postgresql:// store (default: recall).",
-    show_default=False,
-)
-JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
-
-
-def _db_path(db: Optional[str], namespace: Optional[str] = None) -> str:
-    """The store a command names (`recall.store.named`), or the usage error saying why not."""
-    from recall.errors import UsageError
-
-    try:
-        return named(db, namespace)
-    except UsageError as err:
-        fail(f"{command_path()}: {err}")
-
-
-def _missing(db_path: str) -> bool:
-    """A store file, or a PostgreSQL namespace, that does not exist (a read never makes one).
-    A server that cannot be reached is left for opening the store to report."""
-    from recall.errors import RecallError
-
-    try:
-        return not locate(db_path).exists()
-    except RecallError:
-        return False
-
-
 def _size(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -261,7 +223,7 @@ def index(
     from recall.errors import RecallError
     from recall.interrupts import Interrupted, exit_stopped, stoppable
 
-    db_path = _db_path(db, namespace)
+    db_path = store_named(db, namespace)
     committed = False
     try:
         with stoppable(), recall.open(db_path, embedder=embedder) as mem:
@@ -286,7 +248,7 @@ def index(
             f"{shown_db(db_path)} is as it was; the vectors computed so far are kept, so the same "
             "command goes on from there",
         )
-    if report.ok and not (report.added or report.updated or report.unchanged) and _missing(db_path):
+    if report.ok and not (report.added or report.updated or report.unchanged) and missing(db_path):
         # Nothing to keep, so no store was made (a first run creates the file only with notes).
         from recall.walk import shown
 
@@ -397,8 +359,8 @@ def stats(
     import recall
     from recall.errors import RecallError
 
-    db_path = _db_path(db, namespace)
-    if _missing(db_path):
+    db_path = store_named(db, namespace)
+    if missing(db_path):
         fail(f"recall stats: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     try:
         with recall.open(db_path) as mem:
@@ -423,8 +385,8 @@ def doctor(
     from recall.doctor import unopenable
     from recall.errors import RecallError, StoreDamagedError
 
-    db_path = _db_path(db, namespace)
-    if _missing(db_path):
+    db_path = store_named(db, namespace)
+    if missing(db_path):
         fail(
             f"recall doctor: {shown_db(db_path)} does not exist, so there is nothing to check; "
             "give the store with --db"
@@ -512,18 +474,6 @@ def _print_stats(st: StoreStats) -> None:
     Console(highlight=False).print(table)
 
 
-def _instant(value: Optional[str], option: str, command: str = "search") -> Optional[dt.datetime]:
-    """Parse `YYYY-MM-DD` (start of that day, UTC) or an ISO 8601 time (naive = UTC)."""
-    from recall.instants import parse_when
-
-    if value is None:
-        return None
-    try:
-        return parse_when(value)
-    except ValueError:
-        fail(f"recall {command}: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
-
-
 @app.command()
 def search(
     query: str = typer.Argument(..., help="The question."),
@@ -560,13 +510,13 @@ def search(
     import recall
     from recall.errors import RecallError, TrustRefusal
 
-    db_path = _db_path(db, namespace)
-    if _missing(db_path):
+    db_path = store_named(db, namespace)
+    if missing(db_path):
         fail(f"recall search: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     if mode is not None and mode not in ("strict", "development"):
         fail(f"recall search: --mode {mode!r} is not one of strict, development")
-    now = _instant(as_of, "--as-of")
-    known = _instant(known_as_of, "--known-as-of")
+    now = when(as_of, "--as-of")
+    known = when(known_as_of, "--known-as-of")
     try:
         with recall.open(db_path, embedder=embedder, judge=judge) as mem:
             result = mem.search(query, k=k, now=now, known_as_of=known, mode=mode, entail=entail)
@@ -599,11 +549,11 @@ def explain(
     import recall
     from recall.errors import RecallError
 
-    db_path = _db_path(db, namespace)
-    if _missing(db_path):
+    db_path = store_named(db, namespace)
+    if missing(db_path):
         fail(f"recall explain: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
-    now = _instant(as_of, "--as-of", "explain")
-    known = _instant(known_as_of, "--known-as-of", "explain")
+    now = when(as_of, "--as-of")
+    known = when(known_as_of, "--known-as-of")
     try:
         with recall.open(db_path) as mem:
             data = mem.explain(query, file, now=now, known_as_of=known)
@@ -657,8 +607,8 @@ def calibrate(
     from recall.calibration import plot as plot_fit
     from recall.errors import RecallError
 
-    db_path = _db_path(db, namespace)
-    if _missing(db_path):
+    db_path = store_named(db, namespace)
+    if missing(db_path):
         fail(f"recall calibrate: {shown_db(db_path)} does not exist; run 'recall index PATH' first")
     actions = (queries is not None, import_file is not None, export_file is not None, auto)
     if sum(actions) + list_history + (use is not None) != 1:
@@ -1008,18 +958,14 @@ def evaluate(
                 fail("recall eval: --set names a whole evaluation set; give QUESTIONS or --set")
             if embedder and len(embedder) > 1:
                 fail("recall eval: a store has one embedder; pass at most one --embedder")
-            db_path = _db_path(db, namespace)
-            if _missing(db_path):
+            db_path = store_named(db, namespace)
+            if missing(db_path):
                 fail(
                     f"recall eval: {shown_db(db_path)} does not exist; "
                     "run 'recall index PATH' first"
                 )
             with recall.open(db_path, embedder=embedder[0] if embedder else None) as mem:
-                reports = [
-                    mem.evaluate(
-                        questions, now=_instant(as_of, "--as-of", "eval"), k=k, entail=entail
-                    )
-                ]
+                reports = [mem.evaluate(questions, now=when(as_of, "--as-of"), k=k, entail=entail)]
     except RecallError as err:
         fail(str(err))
     if report is not None:
@@ -1065,7 +1011,7 @@ def serve(
     from recall.mcp_server import serve as run_server
 
     try:
-        target = _db_path(db, namespace)
+        target = store_named(db, namespace)
         run_server(target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch)
     except RecallError as err:
         fail(str(err))
@@ -1104,7 +1050,7 @@ def watch_cmd(
             )
 
     try:
-        watch(_db_path(db, namespace), [str(p) for p in paths], on_batch=show)
+        watch(store_named(db, namespace), [str(p) for p in paths], on_batch=show)
     except RecallError as err:
         fail(str(err))
 

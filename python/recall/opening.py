@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from recall import _core, status
 from recall.authoring.prose import find_closures
-from recall.vocabularies import Statement
+from recall.status import Statement
 
 __all__ = ["about_itself", "may_state_itself", "opening_sentences"]
 

@@ -32,6 +32,8 @@ from recall import _core
 
 __all__ = [
     "CURRENT",
+    "MAX_STATEMENT_CHARS",
+    "Statement",
     "TERMINAL",
     "Reading",
     "Reference",
@@ -46,6 +48,25 @@ __all__ = [
     "references",
     "references_at",
 ]
+
+#: The longest statement kept with an edge: the words are shown, not parsed again.
+MAX_STATEMENT_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Statement:
+    """Where a declaration was written: its vocabulary, 1-based line and the words (at most
+    `MAX_STATEMENT_CHARS`: every edge of a statement keeps them, so a long line must not be
+    stored once per target)."""
+
+    vocabulary: str
+    line: int
+    text: str
+
+    def __post_init__(self) -> None:
+        if len(self.text) > MAX_STATEMENT_CHARS:
+            object.__setattr__(self, "text", self.text[: MAX_STATEMENT_CHARS - 1] + "…")
+
 
 #: Terminal status words as written (misspellings included) -> the state recorded. A note whose
 #: status holds one of these is no longer in force (SPEC §9: a retired note).

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from recall import _core, status
 from recall.authoring.prose import fence_step
 from recall.frontmatter import FieldError, Frontmatter, parse
+from recall.status import Statement
 
 __all__ = [
     "ALL",
@@ -62,8 +63,6 @@ ALL = "all"
 #: The most supersession targets one note declares that are read; a note naming more (a
 #: `Superseded-By:` line of thousands of numbers) keeps the first ones (`recall lint` W004).
 MAX_TARGETS = 64
-#: The longest statement kept with an edge: the words are shown, not parsed again.
-MAX_STATEMENT_CHARS = 300
 
 #: The standing of a statement that is not a full edge (SPEC §2.5).
 PARTIAL = "partial"
@@ -78,21 +77,6 @@ _PEP_NUMBER = re.compile(r"(?:pep[-_ ]?)?0*([0-9]{1,5})", re.IGNORECASE)
 _PEP_SPACED = re.compile(r"\bpep[ \t]+([0-9])", re.IGNORECASE)
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*")
 _DIGIT = re.compile(r"[0-9]")
-
-
-@dataclass(frozen=True)
-class Statement:
-    """Where a declaration was written: its vocabulary, 1-based line and the words (at most
-    `MAX_STATEMENT_CHARS`: every edge of a statement keeps them, so a long line must not be
-    stored once per target)."""
-
-    vocabulary: str
-    line: int
-    text: str
-
-    def __post_init__(self) -> None:
-        if len(self.text) > MAX_STATEMENT_CHARS:
-            object.__setattr__(self, "text", self.text[: MAX_STATEMENT_CHARS - 1] + "…")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add `forget` to the `recall` app."""
-    from recall.cli import DbOption, JsonOption, NamespaceOption
+    from recall.options import DbOption, JsonOption, NamespaceOption
 
     @app.command("forget")
     def forget(
@@ -41,9 +41,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Remove documents from the store, never the files: a dry run unless --apply."""
         import recall
-        from recall.cli import _db_path, _instant
         from recall.errors import RecallError
         from recall.exits import EXIT_USAGE, emit_json, fail
+        from recall.options import store_named, when
         from recall.postgres import shown_db
 
         given = [str(p) for p in paths or []]
@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
             fail("recall forget: name files or folders, or pass --older-than, --undo or --list")
         if show and (undo or given or older_than or apply):
             fail("recall forget: --list takes no paths or other options", EXIT_USAGE)
-        db_path = _db_path(db, namespace)
+        db_path = store_named(db, namespace)
         try:
             with recall.open(db_path) as mem:
                 if show:
@@ -76,9 +76,7 @@ def register(app: typer.Typer) -> None:
                     else:
                         typer.echo("nothing is forgotten")
                     return
-                report = mem.forget(
-                    given, older_than=_instant(older_than, "--older-than", "forget"), apply=apply
-                )
+                report = mem.forget(given, older_than=when(older_than, "--older-than"), apply=apply)
         except RecallError as err:
             fail(str(err))
         if as_json:

@@ -14,7 +14,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add `migrate` to the `recall` app."""
-    from recall.cli import JsonOption
+    from recall.options import JsonOption
 
     @app.command("migrate")
     def migrate(
@@ -40,15 +40,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Copy a memory between backends (file → PostgreSQL and back): documents, edges,
         vectors, first-indexed times and calibration records; nothing is embedded again."""
-        from recall.cli import _db_path, _missing
         from recall.errors import RecallError, UsageError
         from recall.exits import EXIT_ERRORS, emit_json, fail
         from recall.migrate import migrate as run
+        from recall.options import missing, store_named
         from recall.postgres import shown_db
 
-        src = _db_path(source, source_namespace)
-        dst = _db_path(destination, namespace)
-        if _missing(src):
+        src = store_named(source, source_namespace)
+        dst = store_named(destination, namespace)
+        if missing(src):
             fail(
                 f"recall migrate: there is no store at {shown_db(src)}; "
                 "check the source path or URL"
