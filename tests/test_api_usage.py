@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import recall
 from recall.cli import app
+from recall.evaluation import evaluate_store
 
 from .conftest import EXAMPLES
 from .test_calibration import RATE, _labelled
@@ -74,7 +75,7 @@ BAD_CALLS: list[tuple[str, Call, str]] = [
     ("calibrate-replace", lambda m: m.calibrate(_labelled(), replace=1), "replace must be"),
     ("import-record", lambda m: m.import_calibration(5), "record must be"),
     ("use-number", lambda m: m.use_calibration("1"), "number must be an int"),
-    ("evaluate-k", lambda m: m.evaluate([], k=True), "k must be an int"),
+    ("evaluate-k", lambda m: evaluate_store(m, [], k=True), "k must be an int"),
 ]
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from recall import _core
 from recall.errors import EmbedderMismatchError, RecallError
-from recall.store import EdgeRow, Store, locate
+from recall.rows import EdgeRow
+from recall.store import Store, locate
 
 ROOT = "/corpus"
 NOW = "2026-01-01T00:00:00Z"

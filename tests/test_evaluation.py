@@ -574,7 +574,7 @@ def test_cli_eval_on_a_users_store_and_on_the_shipped_set(tmp_path: Path) -> Non
         mem.calibrate(
             [{"query": q["query"], "answerable": q["answerable"]} for q in QUESTIONS], now=None
         )
-        direct = mem.evaluate(questions, now=dt.datetime(2026, 6, 1))
+        direct = evaluation.evaluate_store(mem, questions, now=dt.datetime(2026, 6, 1))
     runner = CliRunner()
     report = tmp_path / "eval.md"
     res = runner.invoke(

@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 import recall
-from recall.doctor import diagnose
 from recall.embedders import HashingEmbedder
 
 
@@ -37,7 +36,7 @@ def test_a_vanished_folder_is_reported_with_the_way_out_and_its_documents_kept(
     with recall.open(db, embedder="hashing-512") as mem:
         mem.index([notes, kept])
         assert mem.stats().missing_roots == []
-        assert next(c for c in diagnose(mem).checks if c.name == "roots").status == "ok"
+        assert next(c for c in mem.doctor().checks if c.name == "roots").status == "ok"
         # The folder goes away and what comes back elsewhere was edited: nothing to move.
         moved = tmp_path / "notes-moved"
         shutil.move(str(notes), str(moved))
@@ -49,7 +48,7 @@ def test_a_vanished_folder_is_reported_with_the_way_out_and_its_documents_kept(
         stats = mem.stats()
         assert stats.documents == 3 + 2 + 3  # kept, never removed silently
         assert stats.missing_roots == [(str(notes.resolve()), 3)]
-        check = next(c for c in diagnose(mem).checks if c.name == "roots")
+        check = next(c for c in mem.doctor().checks if c.name == "roots")
         assert check.status == "warning"
         assert str(notes.resolve()) in check.detail and "recall forget" in check.detail
 

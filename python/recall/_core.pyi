@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from typing import Any, final
 
-from recall.store import SearchOutcome
+from recall.rows import SearchOutcome
 
 __all__ = [
     "Corpus",

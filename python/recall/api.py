@@ -73,7 +73,6 @@ from recall.store import Location, Store, locate
 if TYPE_CHECKING:
     from recall.authoring.lint import LintReport
     from recall.doctor import DoctorReport
-    from recall.evaluation import EvalReport, Question
     from recall.forgetting import ForgetReport, Forgotten
     from recall.indexing import IndexReport, Progress, Skipped
     from recall.judge import EntailmentJudge
@@ -253,7 +252,7 @@ class Memory:
         lexical index against the chunk rows, the calibration records. Reads only."""
         from recall.doctor import diagnose
 
-        return diagnose(self)
+        return diagnose(self._store, self.path)
 
     def __repr__(self) -> str:
         return f"Memory({self.path!r})"
@@ -725,28 +724,6 @@ class Memory:
             calibration_note=why,
         )
         return raw
-
-    def evaluate(
-        self,
-        questions: str | os.PathLike[str] | Sequence[Question],
-        *,
-        now: dt.datetime | None = None,
-        k: int = 5,
-        entail: bool = False,
-    ) -> EvalReport:
-        """Run a labelled question set (JSONL, evalset/README.md) against this store at `now`
-        and measure retrieval, abstention and trust (SPEC §9); see `recall.evaluation`."""
-        from recall import evaluation
-
-        now = instant_arg("eval", "now", now)
-        k = k_arg("eval", k)
-        entail = flag_arg("eval", "entail", entail)
-        loaded = (
-            evaluation.load_questions(questions)
-            if isinstance(questions, (str, os.PathLike))
-            else list(questions)
-        )
-        return evaluation.evaluate_store(self, loaded, now=utc(now), k=k, entail=entail)
 
     def index(
         self,

@@ -965,7 +965,11 @@ def evaluate(
                     "run 'recall index PATH' first"
                 )
             with recall.open(db_path, embedder=embedder[0] if embedder else None) as mem:
-                reports = [mem.evaluate(questions, now=when(as_of, "--as-of"), k=k, entail=entail)]
+                reports = [
+                    evaluation.evaluate_store(
+                        mem, questions, now=when(as_of, "--as-of"), k=k, entail=entail
+                    )
+                ]
     except RecallError as err:
         fail(str(err))
     if report is not None:

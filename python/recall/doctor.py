@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from recall.calibration import history_key, load_history, load_record, meta_key
 
 if TYPE_CHECKING:
-    from recall.api import Memory
     from recall.store import Store
 
 __all__ = ["Check", "DoctorReport", "diagnose", "unopenable"]
@@ -133,12 +132,12 @@ def _header(path: str) -> str:
     return f"the file is {size} bytes and its header looks whole"
 
 
-def diagnose(memory: Memory) -> DoctorReport:
-    store = memory._store
+def diagnose(store: Store, path: str) -> DoctorReport:
+    """Every check of the store at `path` (as the user named it), in order."""
     checks = [Check(name, status, detail) for name, status, detail in store.doctor()]
-    checks.append(_calibration(memory))
+    checks.append(_calibration(store, path))
     checks.append(_roots(store))
-    return DoctorReport(path=memory.path, checks=checks)
+    return DoctorReport(path=path, checks=checks)
 
 
 def _roots(store: Store) -> Check:
@@ -160,14 +159,13 @@ def missing_root_advice(root: str, documents: int) -> str:
     )
 
 
-def _calibration(memory: Memory) -> Check:
-    store = memory._store
+def _calibration(store: Store, path: str) -> Check:
     try:
         bound = store.embedder()
     except Exception as err:  # noqa: BLE001 - a damaged meta table is what is reported
         if store.shared:
             return Check("calibration", "damaged", f"the store's metadata cannot be read: {err}")
-        return _salvage(memory.path, "the store's metadata cannot be read")
+        return _salvage(path, "the store's metadata cannot be read")
     if bound is None:
         return Check("calibration", "ok", "nothing indexed, nothing to calibrate")
     fingerprint = bound[2]

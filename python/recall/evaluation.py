@@ -658,14 +658,15 @@ def _judge_note(mem: Memory, entail: bool) -> tuple[bool, list[str]]:
 
 def evaluate_store(
     mem: Memory,
-    questions: Sequence[Question],
+    questions: str | os.PathLike[str] | Sequence[Question],
     *,
-    now: dt.datetime,
+    now: dt.datetime | None = None,
     touched: Mapping[str, dt.datetime | dt.date | str] | None = None,
     k: int = 5,
     entail: bool = False,
 ) -> EvalReport:
-    """Run `questions` against an indexed and calibrated store at `now` (SPEC §9).
+    """Run `questions` (a JSONL file, evalset/README.md, or loaded questions) against an indexed
+    and calibrated store at `now` (default: the present) (SPEC §9).
 
     Each question gets a strict search at `k` (development mode, noted in the report, when
     strict refuses) and a development-mode search at k = 100 for the per-leg ranks.
@@ -673,6 +674,13 @@ def evaluate_store(
     one counts from its `indexed_at`. `entail=True` also measures near misses with the judge
     (noted and skipped when no judge loads).
     """
+    from recall.arguments import flag_arg, instant_arg, k_arg
+
+    now = instant_arg("eval", "now", now)
+    k = k_arg("eval", k)
+    entail = flag_arg("eval", "entail", entail)
+    if isinstance(questions, (str, os.PathLike)):
+        questions = load_questions(questions)
     if not questions:
         raise UsageError("recall eval: no questions to evaluate")
     started = time.perf_counter()

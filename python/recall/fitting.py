@@ -14,7 +14,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from recall import _core
 from recall.calibration import DEFAULT_SCALE, DEFAULT_THRESHOLD, Calibration, Evidence, Fit
@@ -23,7 +23,6 @@ from recall.instants import format_instant, utc
 from recall.selfcal import Probe
 
 if TYPE_CHECKING:
-    from recall.api import StoreStats
     from recall.store import Store
 
 __all__ = ["evidence", "record"]
@@ -73,8 +72,19 @@ def evidence(
     return out
 
 
+class Counts(Protocol):
+    """What a calibration record keeps of the store it was fitted on (`Memory.stats()`)."""
+
+    @property
+    def generation(self) -> int: ...
+    @property
+    def chunks(self) -> int: ...
+    @property
+    def chunk_churn(self) -> int: ...
+
+
 def record(
-    stats: StoreStats,
+    stats: Counts,
     embedder: Embedder,
     result: Fit,
     weights: tuple[float, float],

@@ -47,7 +47,8 @@ from recall.walk import (
 )
 
 if TYPE_CHECKING:
-    from recall.store import EdgeRow, RetiredRow, Store
+    from recall.rows import EdgeRow, RetiredRow
+    from recall.store import Store
 
 __all__ = ["IndexReport", "Progress", "Skipped", "run_index"]
 

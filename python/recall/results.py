@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from recall.store import HitRow, SearchOutcome
+    from recall.rows import HitRow, SearchOutcome
 
 __all__ = [
     "Hit",

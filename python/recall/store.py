@@ -6,12 +6,7 @@ The single file (`recall._core.Store`, in Rust) and a PostgreSQL namespace
 (`recall.postgres.store.PgStore`) implement `Store`; mypy checks both against it (the end of
 this module). Nothing above this module asks which backend it has: it asks the contract or the
 location what it can do (is the store shared by machines, is there a file to salvage).
-
-Rows are plain tuples so the Rust core hands them over without conversion:
-- an edge row is (reference as written, key, reversed, vocabulary, line, statement, overridden,
-  standing), one declaration of the document (SPEC §2.3, §2.5);
-- a retirement row is (state, since, vocabulary, line, statement, overridden) (SPEC §8.4);
-- a chunk row is (ordinal, text, byte start, byte end, line start, line end, heading path).
+The rows that cross are typed in `recall.rows`.
 """
 
 from __future__ import annotations
@@ -19,84 +14,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = [
-    "EdgeRow",
-    "HitRow",
-    "Location",
-    "RetiredRow",
-    "Retrieval",
-    "SearchOutcome",
-    "Store",
-    "locate",
-    "named",
-]
+from recall.rows import ChunkRow, EdgeRow, RetiredRow, SearchOutcome
 
-EdgeRow = tuple[str, str, bool, str, "int | None", str, bool, "str | None"]
-RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
-ChunkRow = tuple[int, str, int, int, int, int, str]
-
-
-class Retrieval(TypedDict):
-    """A retrieved chunk's rank in each leg (None: not in it) and reciprocal-rank shares."""
-
-    dense_rank: int | None
-    lexical_rank: int | None
-    dense_rrf: float
-    lexical_rrf: float
-    fused: float
-
-
-class HitRow(TypedDict):
-    """One judged hit as a store returns it: the passage (where it is, what it says, its
-    window) and the core's judgment of it, built by one function in the core whatever the
-    backend (`rust/py_hits.rs`)."""
-
-    source: str
-    path: str
-    title: str
-    ordinal: int
-    text: str
-    heading_path: str
-    line_start: int
-    line_end: int
-    indexed_at: str
-    first_indexed_at: str
-    valid_from: str | None
-    valid_until: str | None
-    #: (state, since, vocabulary, line, statement) of a retirement in force, else None.
-    retired: tuple[str, str | None, str, int | None, str] | None
-    verdict: str
-    confidence: float
-    score: float
-    superseded_by: str | None
-    promoted_from: str | None
-    promoted: bool
-    fetched: bool
-    lexical: float
-    identifiers_held: bool
-    identifier_match: bool
-    proven: bool
-    #: (vocabulary, line, statement) of statements the reader could not act on.
-    unread: list[tuple[str, int | None, str]]
-    retrieval: Retrieval | None
-
-
-class SearchOutcome(TypedDict):
-    """A store's answer to `search`: the hits (ok first), each leg's (chunk, score) candidates
-    best first, the generation and document count it was judged on, and timings in ms."""
-
-    hits: list[HitRow]
-    dense: list[tuple[int, float]]
-    lexical: list[tuple[int, float]]
-    generation: int
-    documents: int
-    load_ms: float
-    dense_ms: float
-    lexical_ms: float
-    fuse_ms: float
-    trust_ms: float
+__all__ = ["Location", "Store", "locate", "named"]
 
 
 class Store(Protocol):

@@ -21,7 +21,7 @@ from recall.postgres.base import Namespace, le_vector
 from recall.postgres.write import vector_text
 
 if TYPE_CHECKING:
-    from recall.store import HitRow, SearchOutcome
+    from recall.rows import HitRow, SearchOutcome
 
 __all__ = ["EF_SEARCH", "Searching"]
 
