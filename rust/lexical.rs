@@ -225,6 +225,14 @@ fn positions_of(vector: &str, term: &str) -> u32 {
     0
 }
 
+/// The most one term held by `df` of `docs` chunks adds to a chunk's BM25, as Tantivy scores
+/// it: its IDF times (k1 + 1). A backend that prunes its lexical pool bounds scores with it.
+pub fn term_weight(df: u64, docs: u64) -> f32 {
+    let n = df.min(docs);
+    let x = ((docs - n) as f32 + 0.5) / (n as f32 + 0.5);
+    (1.0 + x).ln() * (1.0 + BM25_K1)
+}
+
 fn bm25_counted<F: Fn(&str) -> u32>(
     query: &str,
     df: impl Fn(&str) -> u64,
@@ -238,14 +246,7 @@ fn bm25_counted<F: Fn(&str) -> u32>(
         return Vec::new();
     }
     let average = tokens as f32 / docs as f32;
-    let weights: Vec<f32> = terms
-        .iter()
-        .map(|t| {
-            let n = df(t).min(docs);
-            let x = ((docs - n) as f32 + 0.5) / (n as f32 + 0.5);
-            (1.0 + x).ln() * (1.0 + BM25_K1)
-        })
-        .collect();
+    let weights: Vec<f32> = terms.iter().map(|t| term_weight(df(t), docs)).collect();
     let mut scored: Vec<(i64, f32)> = pool
         .filter_map(|(chunk, length, tf_of)| {
             let norm = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(length));

@@ -35,6 +35,7 @@ use py_store::PyStore;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("SCHEMA_VERSION", store::SCHEMA_VERSION)?;
+    m.add("EXPLAIN_DEPTH", explanation::EXPLAIN_DEPTH)?;
     m.add("RecallError", py.get_type::<RecallError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
     m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
@@ -56,6 +57,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_corpus::lexical_row, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_body, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::relevance, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::bm25_ceiling, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::bm25_rank, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::tsquery_literal, m)?)?;
     m.add_function(wrap_pyfunction!(rrf, m)?)?;

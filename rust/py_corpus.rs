@@ -456,6 +456,12 @@ pub fn relevance(
     })
 }
 
+/// The most one term held by `df` of `chunks` chunks adds to a chunk's BM25 (`lexical::term_weight`).
+#[pyfunction]
+pub fn bm25_ceiling(df: u64, chunks: u64) -> f64 {
+    f64::from(lexical::term_weight(df, chunks))
+}
+
 /// The text the lexical leg indexes for a chunk (title, heading path, text): one rule for
 /// every backend.
 #[pyfunction]

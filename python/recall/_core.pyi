@@ -9,6 +9,7 @@ __all__ = [
     "Corpus",
     "EmbedderMismatchError",
     "RecallError",
+    "EXPLAIN_DEPTH",
     "SCHEMA_VERSION",
     "Store",
     "StoreError",
@@ -16,6 +17,7 @@ __all__ = [
     "StoreLockedError",
     "hashing_embed",
     "identifiers",
+    "bm25_ceiling",
     "bm25_rank",
     "judge",
     "lexical_body",
@@ -31,6 +33,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: int
+EXPLAIN_DEPTH: int
 
 # (reference as written, key, reversed, vocabulary, line, statement, overridden, standing)
 _EdgeRow = tuple[str, str, bool, str, int | None, str, bool, str | None]
@@ -249,6 +252,7 @@ class Corpus:
     ) -> dict[str, Any]: ...
 
 def lexical_terms(text: str) -> list[str]: ...
+def bm25_ceiling(df: int, chunks: int) -> float: ...
 def lexical_body(title: str, heading_path: str, text: str) -> str: ...
 def lexical_row(text: str) -> tuple[str, int, list[str]]: ...
 def relevance(

@@ -9,7 +9,6 @@ the connection (base.py).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -33,8 +32,6 @@ EF_SEARCH = int(os.environ.get("RECALL_HNSW_EF_SEARCH") or 100)
 RARE_POOL = 2000
 #: Distinct words of a query that are searched (as the file store's index searches them).
 MAX_QUERY_TERMS = 64
-#: How deep explain looks into each leg for a document's rank (as the file store does).
-EXPLAIN_DEPTH = 100
 #: Matching chunks full-text search hands the core to order by BM25: at least this, and four
 #: times the candidates asked for (all of them when fewer match).
 LEXICAL_POOL = 100
@@ -195,7 +192,7 @@ class Searching(Namespace):
         if rare:
             pool.update(self._matching(c, _or_query(rare), terms, None))
             best = ranked(pool)
-            rest = sum(_bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
+            rest = sum(_core.bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
             if len(best) >= n and best[n - 1][1] > rest * (1 + 1e-6):
                 return best
         pool.update(self._matching(c, tsquery, terms, max(LEXICAL_POOL, 4 * n)))
@@ -281,7 +278,7 @@ class Searching(Namespace):
                 found = [i for i, chunk in enumerate(ids, 1) if owners.get(chunk) == doc_id]
                 return found[0] if found else None
 
-            depth = EXPLAIN_DEPTH
+            depth = _core.EXPLAIN_DEPTH
             dense = self._dense(c, query, depth)
             lexical = self._lexical(c, text, depth, term_dfs, chunk_count, tokens)
             declarations = c.execute(
@@ -334,12 +331,6 @@ class Searching(Namespace):
 def _or_query(terms: list[str]) -> str:
     """A tsquery literal: the OR of `terms` (analysed terms: letters and digits only)."""
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
-
-
-def _bm25_ceiling(df: int, chunks: int) -> float:
-    """The most one term can add to a chunk's BM25 (its IDF times k1 + 1, as Tantivy's)."""
-    x = (chunks - min(df, chunks) + 0.5) / (df + 0.5)
-    return math.log(1.0 + x) * (1.0 + 1.2)
 
 
 def _empty_outcome() -> SearchOutcome:
