@@ -63,6 +63,11 @@ pub enum CoreError {
     #[error("recall store: the {part} is damaged: {detail}")]
     Damaged { part: &'static str, detail: String },
 
+    /// The lexical index failed while it was built or written (not while read: a saved index
+    /// that cannot be read is `Damaged`).
+    #[error("recall store: the lexical index failed: {0}")]
+    Lexical(String),
+
     /// A caller broke an API precondition (wrong vector length, no open write, ...).
     #[error("recall store: {0}")]
     Usage(String),

@@ -33,8 +33,9 @@ const MAX_SEGMENT_ENTRIES: u64 = 1 << 28;
 /// Memory budget of the single indexing thread (Tantivy's minimum is 15 MB per thread).
 const WRITER_BUDGET: usize = 50_000_000;
 
+/// Tantivy failed while the index was built or written.
 fn tantivy_err(e: impl std::fmt::Display) -> CoreError {
-    CoreError::Usage(format!("lexical index: {e}"))
+    CoreError::Lexical(e.to_string())
 }
 
 fn damaged(detail: impl std::fmt::Display) -> CoreError {
@@ -351,7 +352,7 @@ impl LexicalIndex {
             Index::create(dir.clone(), schema().0, tantivy::IndexSettings::default())
                 .map_err(tantivy_err)?
         } else {
-            Index::open(dir.clone()).map_err(tantivy_err)?
+            Index::open(dir.clone()).map_err(damaged)?
         };
         Self::reading(index, dir)
     }
@@ -399,7 +400,7 @@ impl LexicalIndex {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
-            .map_err(tantivy_err)?;
+            .map_err(damaged)?;
         Ok(LexicalIndex {
             index,
             reader,
@@ -420,7 +421,7 @@ impl LexicalIndex {
         let searcher = self.reader.searcher();
         let mut ids = Vec::with_capacity(searcher.num_docs() as usize);
         for segment in searcher.segment_readers() {
-            let column = segment.fast_fields().u64("chunk").map_err(tantivy_err)?;
+            let column = segment.fast_fields().u64("chunk").map_err(damaged)?;
             for doc in segment.doc_ids_alive() {
                 if let Some(id) = column.first(doc) {
                     ids.push(id as i64);
@@ -497,7 +498,7 @@ impl LexicalIndex {
             .map(|t| {
                 let df = searcher
                     .doc_freq(&Term::from_field_text(self.body, &t))
-                    .map_err(tantivy_err)?;
+                    .map_err(damaged)?;
                 Ok((t, crate::evidence::idf(df, n)))
             })
             .collect()
@@ -527,14 +528,14 @@ impl LexicalIndex {
                 &BooleanQuery::new(clauses),
                 &TopDocs::with_limit(k).order_by_score(),
             )
-            .map_err(tantivy_err)?;
+            .map_err(damaged)?;
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let column = searcher
                 .segment_reader(addr.segment_ord)
                 .fast_fields()
                 .u64("chunk")
-                .map_err(tantivy_err)?;
+                .map_err(damaged)?;
             if let Some(id) = column.first(addr.doc_id) {
                 out.push((id as i64, score));
             }

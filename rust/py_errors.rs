@@ -49,6 +49,7 @@ pub(crate) fn to_py(err: CoreError) -> PyErr {
         | CoreError::NotAStore { .. }
         | CoreError::ReadOnly { .. }
         | CoreError::Missing { .. }
+        | CoreError::Lexical(_)
         | CoreError::Usage(_) => StoreError::new_err(msg),
         CoreError::Damaged { .. } => StoreDamagedError::new_err(msg),
     }

@@ -74,18 +74,20 @@ impl Store {
     pub(super) fn load_vectors(&self, dim: usize, known: impl Fn(i64) -> bool) -> Result<Loaded> {
         match self.load_vectors_shadow(dim, &known) {
             Ok(loaded) => Ok(loaded),
-            Err(Declined::Misplaced(why)) => Err(CoreError::Usage(format!(
-                "{}: the vectors of {VEC_TABLE} are damaged ({why}); re-index into a new --db",
-                self.path
-            ))),
+            Err(Declined::Misplaced(why)) => Err(CoreError::Damaged {
+                part: "vector storage",
+                detail: format!("the vectors of {VEC_TABLE}: {why}; re-index into a new --db"),
+            }),
             Err(Declined::Layout(why)) => {
                 self.load_vectors_table(dim, &known).map_err(|e| match e {
                     e if is_busy(&e) => self.busy(e),
-                    e => CoreError::Usage(format!(
-                        "{}: cannot read the vectors of {VEC_TABLE} ({e}; its storage: \
-                             {why}); re-index into a new --db",
-                        self.path
-                    )),
+                    e => CoreError::Damaged {
+                        part: "vector storage",
+                        detail: format!(
+                            "the vectors of {VEC_TABLE} cannot be read ({e}; its storage: \
+                             {why}); re-index into a new --db"
+                        ),
+                    },
                 })
             }
         }
@@ -421,9 +423,12 @@ mod tests {
         }
     }
 
-    /// The read fails, saying which table and what to do, rather than return any vector.
+    /// The read fails as damage, saying which table and what to do, rather than return any
+    /// vector.
     fn assert_refused(store: &Store, says: &str) {
-        let err = read(store).unwrap_err().to_string();
+        let err = read(store).unwrap_err();
+        assert!(matches!(err, CoreError::Damaged { .. }), "{err}");
+        let err = err.to_string();
         assert!(err.contains(says), "{err}");
         assert!(
             err.contains("vec_chunks") && err.contains("re-index"),
@@ -505,7 +510,7 @@ mod tests {
             "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 4 * 16 + 8)",
         );
         assert_declined_layout(&store, "72 bytes for 1024 slots");
-        assert_refused(&store, "cannot read the vectors");
+        assert_refused(&store, "cannot be read");
     }
 
     #[test]
@@ -581,7 +586,7 @@ mod tests {
         let store = store("vectors-novectors");
         run(&store, "DELETE FROM vec_chunks_vector_chunks00");
         assert_declined_layout(&store, "block 1 has no vectors");
-        assert_refused(&store, "cannot read the vectors");
+        assert_refused(&store, "cannot be read");
     }
 
     #[test]
