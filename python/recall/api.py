@@ -9,9 +9,7 @@ Does not own: SQL and the trust rules (the Rust core), the index run (`indexing`
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
-import json
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from recall import _core, fitting, selfcal
+from recall import calibration_records as records
 from recall.arguments import (
     embedder_arg,
     flag_arg,
@@ -40,18 +39,12 @@ from recall.calibration import (
     Calibration,
     CalibrationEntry,
     Fit,
-    dump_history,
-    fit_evidence,
-    history_key,
-    load_history,
     load_labelled,
     load_record,
     meta_key,
-    with_entry,
 )
 from recall.embedders import (
     Embedder,
-    HashingEmbedder,
     get_embedder,
     query_vector,
 )
@@ -65,7 +58,7 @@ from recall.refusals import (
     not_ready,
 )
 from recall.results import Context, Result, assemble, hit_of
-from recall.selfcal import Probe, identifier_probes
+from recall.selfcal import Probe
 from recall.store import Location, Store, locate
 
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
@@ -286,7 +279,7 @@ class Memory:
 
         record, why = self.calibration(embedder) if embedder else (None, "nothing indexed yet")
         return StoreStats(
-            calibration=self._summary(record, raw["chunk_churn"]) if record else None,
+            calibration=records.summary(record, raw["chunk_churn"]) if record else None,
             calibration_note=why,
             path=self.path,
             embedder=name,
@@ -310,6 +303,25 @@ class Memory:
         if self._calibration_memo is None or self._calibration_memo[0] != key:
             self._calibration_memo = (key, load_record(raw, fingerprint))
         return self._calibration_memo[1]
+
+    def _adopt(
+        self,
+        bound: tuple[str, int, str],
+        calibration: Calibration,
+        *,
+        history: str,
+        now: dt.datetime | None,
+        replace: bool,
+    ) -> None:
+        records.adopt(
+            self._store,
+            bound,
+            calibration,
+            self.calibration(bound)[0],
+            source=history,
+            now=now,
+            replace=replace,
+        )
 
     def calibrate(
         self,
@@ -345,37 +357,11 @@ class Memory:
         if not items:
             raise UsageError("recall calibrate: no labelled queries given (labelled is empty)")
         bound, embedder = self._fit_target()
-        probes = [
-            Probe(query, answerable, "labelled", relevant=frozenset(relevant))
-            for query, answerable, relevant in items
-        ]
-        # SPEC §7: identifier lookups made from the notes are fitted beside the user's labels,
-        # so that a labelled set with few (or no) lookups of its own never switches them off.
-        probes += identifier_probes(self._store)
-        evidence = fitting.evidence(self._store, embedder, probes, CANDIDATES)
-        result, weights = fit_evidence(evidence)
-        made = sum(p.kind != "labelled" for p in probes)
-        calibration = fitting.record(
-            self.stats(), embedder, result, weights, [(q, a) for q, a, _ in items], now, made
+        calibration, result = fitting.fit_labelled(
+            self._store, embedder, items, self.stats(), now, CANDIDATES
         )
         self._adopt(bound, calibration, history="fit", now=now, replace=replace)
         return calibration, result
-
-    @staticmethod
-    def _summary(calibration: Calibration, churn: int) -> dict[str, Any]:
-        """What a result and `stats` show of the calibration in use."""
-        return {
-            "id": calibration.id,
-            "source": calibration.source,
-            "embedder": calibration.embedder,
-            "threshold": calibration.threshold,
-            "scale": calibration.scale,
-            "certified": calibration.certified,
-            "stale": calibration.is_stale(churn),
-            "features": list(calibration.features),
-            "lexical_weight": calibration.lexical_weight,
-            "identifier_weight": calibration.identifier_weight,
-        }
 
     def calibrate_self(
         self, *, now: dt.datetime | None = None, replace: bool = False
@@ -413,71 +399,19 @@ class Memory:
         replace: bool,
     ) -> tuple[Calibration, Fit]:
         bound, embedder = target
-        # The made answerable questions are the notes' own words: they would buy a lexical
-        # weight that a user's question does not earn, so a self-made fit keeps the lexical
-        # weight fixed (`selfcal.LEXICAL_WEIGHT`), fits the identifier weight, and places its
-        # threshold by the off-topic questions alone (`selfcal.PLACING`); every question
-        # counts for its certification.
-        result, weights = fit_evidence(
-            fitting.evidence(self._store, embedder, probes, CANDIDATES),
-            [p.kind in selfcal.PLACING for p in probes],
-            lexical_weights=(selfcal.LEXICAL_WEIGHT,),
-            ceiling=selfcal.CEILING,
-        )
-        if isinstance(embedder, HashingEmbedder) and result.certified:
-            # Its made questions share the notes' words; a token-hashing embedder matches
-            # nothing else, so they cannot show how it meets a question in other words.
-            result = dataclasses.replace(
-                result,
-                certified=False,
-                certified_reason=(
-                    f"{result.certified_reason}, but a self-made calibration does not certify "
-                    f"{embedder.name}: its questions use the notes' own words, and token hashing "
-                    "matches nothing else; label your own questions (recall calibrate QUERIES)"
-                ),
-            )
-        calibration = fitting.record(
-            self.stats(),
-            embedder,
-            result,
-            weights,
-            [(p.query, p.answerable) for p in probes],
-            now,
-            source="self",
+        calibration, result = fitting.fit_self(
+            self._store, embedder, probes, self.stats(), now, CANDIDATES
         )
         self._adopt(bound, calibration, history="self", now=now, replace=replace)
         return calibration, result
-
-    def _adopt(
-        self,
-        bound: tuple[str, int, str],
-        calibration: Calibration,
-        *,
-        history: str,
-        now: dt.datetime | None,
-        replace: bool,
-    ) -> None:
-        """Save a fit to the history (as `history`) and put it in use, unless the record in use
-        takes precedence: a certified one over a fit that is not, and one fitted on a user's
-        labels (or imported) over a self-made fit. `replace` puts it in use anyway."""
-        current, _ = self.calibration(bound)
-        keep = current is not None and (
-            (current.certified is True and not calibration.certified)
-            or (calibration.source == "self" and current.source != "self")
-        )
-        self._save_calibration(
-            bound,
-            calibration,
-            source=history,
-            saved_at=calibration.fitted_at or format_instant(utc(now)),
-            in_use=replace or not keep,
-        )
 
     def calibration_history(self) -> list[CalibrationEntry]:
         """The calibration records kept for the store's embedder, newest first, the one in use
         marked (`CalibrationEntry.in_use`); empty before anything is indexed."""
         bound = self._store.embedder()
-        return [] if bound is None else self._history(bound)[::-1]
+        if bound is None:
+            return []
+        return records.history(self._store, bound, self.calibration(bound)[0])[::-1]
 
     def use_calibration(self, number: int) -> Calibration:
         """Put the history's entry `number` (`calibration_history()`, `recall calibrate
@@ -487,46 +421,7 @@ class Memory:
         bound = self._store.embedder()
         if bound is None:
             raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
-        entries = self._history(bound)
-        chosen = next((e for e in entries if e.number == number), None)
-        if chosen is None:
-            numbers = ", ".join(f"#{e.number}" for e in entries) or "none"
-            raise UsageError(
-                f"recall calibrate: no calibration #{number} in the history of {bound[0]} "
-                f"(kept: {numbers}); 'recall calibrate --list' shows them"
-            )
-        entries = [dataclasses.replace(e, in_use=e is chosen) for e in entries]
-        self._write_calibration(bound[2], entries, chosen.record)
-        return chosen.record
-
-    def _history(self, bound: tuple[str, int, str]) -> list[CalibrationEntry]:
-        in_use, _ = self.calibration(bound)
-        return load_history(self._store.meta(history_key(bound[2])), bound[2], in_use)
-
-    def _save_calibration(
-        self,
-        bound: tuple[str, int, str],
-        record: Calibration,
-        *,
-        source: str,
-        saved_at: str,
-        in_use: bool,
-    ) -> None:
-        """Add `record` to the history (SPEC §7: keyed by embedder fingerprint) and, when
-        `in_use`, make it the record search applies."""
-        entries, _ = with_entry(
-            self._history(bound), record, source=source, saved_at=saved_at, in_use=in_use
-        )
-        self._write_calibration(bound[2], entries, record if in_use else None)
-
-    def _write_calibration(
-        self, fingerprint: str, entries: list[CalibrationEntry], in_use: Calibration | None
-    ) -> None:
-        # The history first: the entry in use is derived from the record under `meta_key`, so
-        # an interruption between the two writes leaves the earlier record in use and listed.
-        self._store.set_meta(history_key(fingerprint), dump_history(entries))
-        if in_use is not None:
-            self._store.set_meta(meta_key(fingerprint), json.dumps(in_use.to_dict()))
+        return records.use(self._store, bound, number, self.calibration(bound)[0])
 
     def export_calibration(self) -> dict[str, Any]:
         """The stored calibration record for this store's embedder, as JSON-ready data."""
@@ -555,22 +450,12 @@ class Memory:
         bound = self._store.embedder()
         if bound is None:
             raise UsageError("recall calibrate: index documents before importing a calibration")
-        if isinstance(record, os.PathLike) or (
-            isinstance(record, str) and not record.lstrip().startswith("{")
-        ):
-            try:
-                record = Path(record).read_text(encoding="utf-8")
-            except OSError as err:
-                raise UsageError(
-                    f"recall calibrate: cannot read {record}: {err.strerror or err}; give the "
-                    "JSON file 'recall calibrate --export' wrote"
-                ) from err
-        calibration, why = load_record(record, bound[2])
-        if calibration is None:
-            raise UsageError(f"recall calibrate: record not imported: {why}")
-        self._save_calibration(
+        calibration = records.record_given(record, bound[2])
+        records.save(
+            self._store,
             bound,
             calibration,
+            self.calibration(bound)[0],
             source="import",
             saved_at=format_instant(utc(None)),
             in_use=True,
@@ -642,7 +527,7 @@ class Memory:
             now=instant,
             known_as_of=known,
             threshold=policy["threshold"],
-            calibration=self._summary(calibration, churn) if calibration else None,
+            calibration=records.summary(calibration, churn) if calibration else None,
             refreshed=(newest_indexed_at, last_run_at),
             degraded=refusal is not None,
             mode=chosen,

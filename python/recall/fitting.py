@@ -5,27 +5,35 @@ Owns: searching each question (labelled or made by `selfcal`) as a calibration d
 every candidate, a left-out note's hits removed) and turning a fit into a `Calibration` stamped
 with the store's generation, chunk count and churn. Does not own: the rules of the fit
 (`calibration`), which questions are asked (`selfcal`, the user's file), or where the record is
-kept and which one is in use (`api.Memory`).
+kept and which one is in use (`calibration_records`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from recall import _core
-from recall.calibration import DEFAULT_SCALE, DEFAULT_THRESHOLD, Calibration, Evidence, Fit
-from recall.embedders import Embedder, embed_queries
+from recall import _core, selfcal
+from recall.calibration import (
+    DEFAULT_SCALE,
+    DEFAULT_THRESHOLD,
+    Calibration,
+    Evidence,
+    Fit,
+    fit_evidence,
+)
+from recall.embedders import Embedder, HashingEmbedder, embed_queries
 from recall.instants import format_instant, utc
-from recall.selfcal import Probe
+from recall.selfcal import Probe, identifier_probes
 
 if TYPE_CHECKING:
     from recall.store import Store
 
-__all__ = ["evidence", "record"]
+__all__ = ["evidence", "fit_labelled", "fit_self", "record"]
 
 
 def evidence(
@@ -122,3 +130,61 @@ def record(
         source=source,
         made=result.n_answerable + result.n_unanswerable if made is None else made,
     )
+
+
+def fit_labelled(
+    store: Store,
+    embedder: Embedder,
+    items: Sequence[tuple[str, bool, Sequence[str]]],
+    counts: Counts,
+    now: dt.datetime | None,
+    candidates: int,
+) -> tuple[Calibration, Fit]:
+    """A calibration fitted on labelled (query, answerable, relevant files) items, with the
+    identifier lookups made from the notes beside them (SPEC §7: so that a labelled set with
+    few or no lookups of its own never switches the identifier evidence off)."""
+    probes = [
+        Probe(query, answerable, "labelled", relevant=frozenset(relevant))
+        for query, answerable, relevant in items
+    ]
+    probes += identifier_probes(store)
+    result, weights = fit_evidence(evidence(store, embedder, probes, candidates))
+    made = sum(p.kind != "labelled" for p in probes)
+    pairs = [(q, a) for q, a, _ in items]
+    return record(counts, embedder, result, weights, pairs, now, made), result
+
+
+def fit_self(
+    store: Store,
+    embedder: Embedder,
+    probes: Sequence[Probe],
+    counts: Counts,
+    now: dt.datetime | None,
+    candidates: int,
+) -> tuple[Calibration, Fit]:
+    """A calibration fitted on questions recall made from the notes (`selfcal`), recorded with
+    `source: self`. The made answerable questions are the notes' own words: they would buy a
+    lexical weight a user's question does not earn, so the lexical weight stays fixed
+    (`selfcal.LEXICAL_WEIGHT`), the identifier weight is fitted, and the threshold is placed
+    by the off-topic questions alone (`selfcal.PLACING`); every question counts for its
+    certification, which a token-hashing embedder never gets this way."""
+    result, weights = fit_evidence(
+        evidence(store, embedder, probes, candidates),
+        [p.kind in selfcal.PLACING for p in probes],
+        lexical_weights=(selfcal.LEXICAL_WEIGHT,),
+        ceiling=selfcal.CEILING,
+    )
+    if isinstance(embedder, HashingEmbedder) and result.certified:
+        # Its made questions share the notes' words; a token-hashing embedder matches nothing
+        # else, so they cannot show how it meets a question in other words.
+        result = dataclasses.replace(
+            result,
+            certified=False,
+            certified_reason=(
+                f"{result.certified_reason}, but a self-made calibration does not certify "
+                f"{embedder.name}: its questions use the notes' own words, and token hashing "
+                "matches nothing else; label your own questions (recall calibrate QUERIES)"
+            ),
+        )
+    pairs = [(p.query, p.answerable) for p in probes]
+    return record(counts, embedder, result, weights, pairs, now, source="self"), result
