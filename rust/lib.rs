@@ -58,6 +58,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(py_corpus::lexical_body, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::relevance, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::bm25_ceiling, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::dense_order, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::bm25_rank, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::tsquery_literal, m)?)?;
     m.add_function(wrap_pyfunction!(rrf, m)?)?;

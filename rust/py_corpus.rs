@@ -55,6 +55,34 @@ fn le_f32s(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+/// The cosine of a stored vector (float32 little-endian bytes) with the query; 0 for a vector
+/// of another dimension.
+fn cosine(vector: &[u8], q: &[f32]) -> f32 {
+    let v = le_f32s(vector);
+    if v.len() == q.len() {
+        dot(&v, q)
+    } else {
+        0.0
+    }
+}
+
+/// SPEC §4: the dense leg's order, as the file store's exact scan orders it: by cosine, best
+/// first, ties by chunk id, each chunk once.
+fn by_cosine(mut scored: Vec<(i64, f32)>) -> Vec<(i64, f32)> {
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.dedup_by_key(|d| d.0);
+    scored
+}
+
+/// `rows` [(chunk id, stored vector)] in the dense leg's order for `query`: what explain ranks a
+/// document's chunk by on a backend that retrieves in Python.
+#[pyfunction]
+pub fn dense_order(query: &[u8], rows: Vec<(i64, Vec<u8>)>) -> Vec<i64> {
+    let q = le_f32s(query);
+    let scored = rows.iter().map(|(c, v)| (*c, cosine(v, &q))).collect();
+    by_cosine(scored).into_iter().map(|(c, _)| c).collect()
+}
+
 /// An explanation as the dict `Memory.explain` returns (before its times are formatted).
 pub(crate) fn explanation_dict<'py>(
     py: Python<'py>,
@@ -335,14 +363,7 @@ impl PyCorpus {
             lexical_weight,
             identifier_weight,
         };
-        let score_of = |vector: &[u8]| {
-            let v = le_f32s(vector);
-            if v.len() == q.len() {
-                dot(&v, &q)
-            } else {
-                0.0
-            }
-        };
+        let score_of = |vector: &[u8]| cosine(vector, &q);
         let doc_of = |chunk: i64| {
             chunks
                 .get(&chunk)
@@ -350,13 +371,13 @@ impl PyCorpus {
         };
         // SPEC §4: the dense leg's cosines, computed here from the vectors as stored, and its
         // order, as the exact scan of the file store orders them.
-        let mut dense: Vec<(i64, f32)> = dense
-            .into_iter()
-            .filter(|&c| doc_of(c).is_some())
-            .map(|c| (c, score_of(&chunks[&c].1)))
-            .collect();
-        dense.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        dense.dedup_by_key(|d| d.0);
+        let mut dense = by_cosine(
+            dense
+                .into_iter()
+                .filter(|&c| doc_of(c).is_some())
+                .map(|c| (c, score_of(&chunks[&c].1)))
+                .collect(),
+        );
         dense.truncate(candidates);
         let dfs: HashMap<String, u64> = term_dfs.into_iter().collect();
         let df = |t: &str| dfs.get(t).copied().unwrap_or(0);

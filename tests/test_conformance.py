@@ -173,6 +173,9 @@ def test_explain_names_the_edge_and_nothing_for_an_unknown_file(store: Store) ->
     q = V1.astype("<f4").tobytes()
     told = store.explain("limits/rates-v1.md", q, **args)
     assert told is not None and told["verdict"] == "superseded"
+    # Ranked in the dense leg as the exact scan ranks it: the query is this note's vector.
+    assert told["retrieval"]["dense_rank"] == 1
+    assert store.explain("limits/rates-v2.md", q, **args)["retrieval"]["dense_rank"] == 2  # type: ignore[index]
     assert [c["declarer"] for c in told["claims_in"]] == ["limits/rates-v2.md"]
     assert store.explain("missing.md", q, **args) is None
 

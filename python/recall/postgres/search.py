@@ -320,12 +320,7 @@ class Searching(Namespace):
             f"SELECT id, vector_send(embedding) FROM {self._t('chunks')} WHERE id = ANY(%s)",
             (ids,),
         ).fetchall()
-        q = np.frombuffer(query, dtype="<f4")
-        scored = [
-            (-float(np.dot(np.frombuffer(le_vector(bytes(v)), dtype="<f4"), q)), int(i))
-            for i, v in rows
-        ]
-        return [i for _, i in sorted(scored)]
+        return _core.dense_order(query, [(int(i), le_vector(bytes(v))) for i, v in rows])
 
 
 def _or_query(terms: list[str]) -> str:
