@@ -13,7 +13,7 @@ import pytest
 
 from recall import _core
 from recall.errors import EmbedderMismatchError, RecallError
-from recall.rows import EdgeRow
+from recall.rows import EdgeRow, SearchOutcome
 from recall.store import Store, locate
 
 ROOT = "/corpus"
@@ -32,7 +32,8 @@ def store(backend: Callable[[str], str]) -> Iterator[Store]:
 
 def vector(*xs: float) -> np.ndarray:
     v = np.array(xs, dtype=np.float32)
-    return v / np.linalg.norm(v)
+    unit: np.ndarray = v / np.linalg.norm(v)
+    return unit
 
 
 def supersedes(reference: str) -> EdgeRow:
@@ -70,7 +71,7 @@ def written(store: Store, *documents: Any, now: str = NOW) -> int:
     return store.commit(now)
 
 
-def search(store: Store, v: np.ndarray, text: str) -> dict[str, Any]:
+def search(store: Store, v: np.ndarray, text: str) -> SearchOutcome:
     return store.search(
         v.astype("<f4").tobytes(),
         text=text,
