@@ -4,6 +4,9 @@ truncation, a damaged header), are searched, explained, summarised, diagnosed an
 in a child process. Whatever the damage, the process never panics, aborts, hangs or raises
 anything but a `RecallError`; what fails with a store error says the file is damaged or not a
 store, and names `recall doctor` or what to do.
+
+File store only: the damage is to the bytes of a file recall owns; a PostgreSQL server's
+storage is the server's to keep whole.
 """
 
 from __future__ import annotations

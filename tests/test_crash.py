@@ -1,5 +1,8 @@
 """Crash safety (SPEC §1, §11): a process killed with SIGKILL in the middle of an index run
-leaves the last committed state readable, and the next run completes normally."""
+leaves the last committed state readable, and the next run completes normally.
+
+File store only: SQLite's journal. A PostgreSQL run is one server transaction, which the
+server rolls back when its client dies."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The store file under concurrency and across versions (SPEC §1): readers never block on a
-writer, a second writer fails with a clear error, a newer schema is refused."""
+writer, a second writer fails with a clear error, a newer schema is refused.
+
+File store only: SQLite's locks and schema versions. PostgreSQL's writer lock and namespace
+upgrade are in `test_postgres.py`; the calls both answer are in `test_conformance.py`."""
 
 from __future__ import annotations
 

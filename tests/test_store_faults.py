@@ -1,6 +1,9 @@
 """The store file under faults (SPEC §1, §11): other applications' files are never written,
 failed first runs leave nothing behind, read-only stores answer reads, and damage is found and
-explained by `recall doctor`."""
+explained by `recall doctor`.
+
+File store only: the faults of a file (other applications' files, permissions, a full disk,
+damaged bytes). A server's faults (a lost server, a read-only role) are in `test_postgres.py`."""
 
 from __future__ import annotations
 
