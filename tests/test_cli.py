@@ -369,3 +369,15 @@ def test_no_message_sends_a_user_to_the_specification() -> None:
             and id(node) not in docstrings
         ]
     assert not cited, cited
+
+
+def test_a_namespace_in_the_environment_does_not_stop_a_command_on_a_file(tmp_path: Path) -> None:
+    """`$RECALL_NAMESPACE`, set for a team's server, applies to a postgresql:// store only; on a
+    store file it is not an error (a `--namespace` given on the command line still is)."""
+    db = str(tmp_path / "m.db")
+    env = {"RECALL_NAMESPACE": "team"}
+    assert run("index", str(EXAMPLES), "--db", db, "--embedder", "hashing-512", env=env)[0] == 0
+    code, out, err = run("stats", "--db", db, "--json", env=env)
+    assert code == 0 and json.loads(out)["documents"] > 0, err
+    code, _, err = run("stats", "--db", db, "--namespace", "team", env=env)
+    assert code == 2 and "--namespace applies to a postgresql:// store" in err

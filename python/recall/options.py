@@ -23,19 +23,18 @@ DbOption = typer.Option(
 NamespaceOption = typer.Option(
     None,
     "--namespace",
-    envvar="RECALL_NAMESPACE",
-    help="Namespace of a postgresql:// store (default: recall).",
+    help="Namespace of a postgresql:// store (default: $RECALL_NAMESPACE, else recall).",
     show_default=False,
 )
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
-def store_named(db: str | None, namespace: str | None = None) -> str:
+def store_named(db: str | None, namespace: str | None = None, *, environment: bool = True) -> str:
     """The store a command names (`recall.store.named`), or the usage error saying why not."""
     from recall.errors import UsageError
 
     try:
-        return named(db, namespace)
+        return named(db, namespace, environment=environment)
     except UsageError as err:
         fail(f"{command_path()}: {err}")
 

@@ -321,14 +321,19 @@ class Location:
         return journal_path(self.file)
 
 
-def named(db: str | None, namespace: str | None = None) -> str:
+def named(db: str | None, namespace: str | None = None, *, environment: bool = True) -> str:
     """The store a command names: `--db`, else `$RECALL_DB`, else `./recall.db`; a namespace
-    is carried in a `postgresql://` URL as its `namespace=` parameter (UsageError on a file)."""
+    (`--namespace`, else `$RECALL_NAMESPACE` for a server) is carried in a `postgresql://` URL
+    as its `namespace=` parameter. `--namespace` on a file is a UsageError; the variable, set
+    for a server, does not stop a command on a file (`environment=False`: the variables are
+    not read, as `migrate`, which names both of its stores, does not)."""
     from urllib.parse import urlencode
 
     from recall.errors import UsageError
 
     target = db if db is not None else os.environ.get("RECALL_DB") or "recall.db"
+    if namespace is None and environment and Location(target).shared:
+        namespace = os.environ.get("RECALL_NAMESPACE") or None
     if namespace is None:
         return target
     if not Location(target).shared:

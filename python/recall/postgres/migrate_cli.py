@@ -46,8 +46,8 @@ def register(app: typer.Typer) -> None:
         from recall.options import missing, store_named
         from recall.postgres import shown_db
 
-        src = store_named(source, source_namespace)
-        dst = store_named(destination, namespace)
+        src = store_named(source, source_namespace, environment=False)
+        dst = store_named(destination, namespace, environment=False)
         if missing(src):
             fail(
                 f"recall migrate: there is no store at {shown_db(src)}; "
