@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recall import _core
+from recall.instants import format_instant, parse_stored
+
 if TYPE_CHECKING:
     from recall.rows import HitRow, SearchOutcome
 
@@ -215,9 +218,6 @@ class Context:
 def assemble(raw: SearchOutcome, hits: list[Hit], context: Context) -> Result:
     """The result of a search: abstained when no hit is `ok`, with the cause named; the gap
     warning from the dense cosines alone (SPEC §4: a lexical match never suppresses it)."""
-    from recall import _core
-    from recall.instants import format_instant, parse_stored
-
     abstained = not any(h.ok for h in hits)
     reason = ""
     if abstained:
