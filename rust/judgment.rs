@@ -72,6 +72,23 @@ pub fn vocabulary_in_force(setting: &str, vocabulary: &str) -> bool {
     }
 }
 
+/// What a store's declarations amount to under its vocabulary setting, as `stats` reports
+/// them (SPEC §2.3, §2.5, §8.4), counted once for every backend.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Edges in force by how they resolve: (resolved, dangling, ambiguous, self-reference).
+    pub claims: (i64, i64, i64, i64),
+    /// Per vocabulary, in name order: (vocabulary, full edges in force, edges overridden by
+    /// frontmatter).
+    pub by_vocabulary: Vec<(String, i64, i64)>,
+    /// Partial statements ("partly superseded by X") in force: never full edges.
+    pub partial: i64,
+    /// Statements in force the reader could not classify.
+    pub unread: i64,
+    /// Documents with a terminal state in force.
+    pub retired: i64,
+}
+
 /// Documents, their windows and the graph of the edges in force: one generation's view.
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
@@ -86,6 +103,9 @@ pub struct Corpus {
     /// Per document: its statements the reader could not classify, in force under the setting
     /// (vocabulary, line, statement), for the hit's `validity.unread` (SPEC §2.5).
     pub unread: Vec<Vec<EdgeMeta>>,
+    /// Per vocabulary: (full edges in force, overridden), and the partial statements in force.
+    by_vocabulary: std::collections::BTreeMap<String, (i64, i64)>,
+    partial: i64,
 }
 
 impl Corpus {
@@ -132,8 +152,18 @@ impl Corpus {
         c.unread = vec![Vec::new(); c.doc_ids.len()];
         let mut declared = Vec::new();
         for e in edges {
-            if e.overridden || !vocabulary_in_force(setting, &e.vocabulary) {
+            let counted = c.by_vocabulary.entry(e.vocabulary.clone()).or_default();
+            if e.overridden {
+                counted.1 += 1;
                 continue;
+            }
+            if !vocabulary_in_force(setting, &e.vocabulary) {
+                continue;
+            }
+            match e.standing.as_deref() {
+                None => counted.0 += 1,
+                Some("partial") => c.partial += 1,
+                Some(_) => {}
             }
             let Some(&d) = c.index_of.get(&e.doc_id) else {
                 continue;
@@ -186,6 +216,21 @@ impl Corpus {
             }
         }
         counts
+    }
+
+    /// The declarations counted as `stats` reports them.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            claims: self.claim_counts(),
+            by_vocabulary: self
+                .by_vocabulary
+                .iter()
+                .map(|(v, &(in_force, overridden))| (v.clone(), in_force, overridden))
+                .collect(),
+            partial: self.partial,
+            unread: self.unread.iter().map(|u| u.len() as i64).sum(),
+            retired: self.windows.iter().filter(|w| w.retired).count() as i64,
+        }
     }
 
     /// SPEC §2.5: what document `d` says about itself that the reader could not act on, as

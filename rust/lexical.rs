@@ -139,13 +139,25 @@ pub type FileChanges = (Vec<(String, Vec<u8>)>, Vec<String>);
 /// Every analysed token of `text` in order (Tantivy's `en_stem`: words split on anything not
 /// alphanumeric, long ones dropped, lower-cased, English-stemmed): what the index holds.
 pub fn analyse(text: &str) -> Vec<String> {
+    analyse_words(text)
+        .into_iter()
+        .map(|(term, _)| term)
+        .collect()
+}
+
+/// `analyse` with each token's word as written in `text`.
+fn analyse_words(text: &str) -> Vec<(String, String)> {
     let Some(mut analyzer) = tantivy::tokenizer::TokenizerManager::default().get("en_stem") else {
         return Vec::new();
     };
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
     while stream.advance() {
-        out.push(stream.token().text.clone());
+        let token = stream.token();
+        let word = text
+            .get(token.offset_from..token.offset_to)
+            .unwrap_or(&token.text);
+        out.push((token.text.clone(), word.to_string()));
     }
     out
 }
@@ -234,6 +246,66 @@ pub fn term_weight(df: u64, docs: u64) -> f32 {
     (1.0 + x).ln() * (1.0 + BM25_K1)
 }
 
+/// BM25's share of a term's weight that `tf` occurrences in a text of `length` tokens earn,
+/// against an average length of `average`: `tf / (tf + k1 (1 - b + b length / average))`, the
+/// length quantised to Tantivy's one-byte field norm as the index stores it.
+fn saturation(tf: u32, length: u32, average: f32) -> f32 {
+    use tantivy::fieldnorm::FieldNormReader;
+    let norm = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(length));
+    let k = BM25_K1 * (1.0 - BM25_B + BM25_B * norm as f32 / average.max(f32::MIN_POSITIVE));
+    let tf = tf as f32;
+    tf / (tf + k)
+}
+
+/// One text's terms as BM25 weighs them among `texts`: (term, weight, the first word of the
+/// text it was analysed from), in order of first appearance. A term's weight is what it adds
+/// to the text's score for a query of that term alone: its IDF among the texts times its
+/// saturated frequency, exactly as the index scores a chunk. Comparing two texts' weights
+/// (a cosine) is the lexical closeness of two notes under the store's own model.
+pub fn bm25_vectors(texts: &[&str]) -> Vec<Vec<(String, f32, String)>> {
+    let analysed: Vec<Vec<(String, String)>> = texts.iter().map(|t| analyse_words(t)).collect();
+    let docs = analysed.len() as u64;
+    let tokens: usize = analysed.iter().map(Vec::len).sum();
+    let average = tokens as f32 / docs.max(1) as f32;
+    let counted: Vec<Vec<(String, u32, String)>> = analysed
+        .into_iter()
+        .map(|tokens| {
+            let mut slot: std::collections::HashMap<String, usize> = Default::default();
+            let mut out: Vec<(String, u32, String)> = Vec::new();
+            for (term, word) in tokens {
+                match slot.get(&term) {
+                    Some(&i) => out[i].1 += 1,
+                    None => {
+                        slot.insert(term.clone(), out.len());
+                        out.push((term, 1, word));
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    let mut df: std::collections::HashMap<&str, u64> = Default::default();
+    for text in &counted {
+        for (term, _, _) in text {
+            *df.entry(term.as_str()).or_default() += 1;
+        }
+    }
+    counted
+        .iter()
+        .map(|text| {
+            let length =
+                u32::try_from(text.iter().map(|t| t.1 as usize).sum::<usize>()).unwrap_or(u32::MAX);
+            text.iter()
+                .map(|(term, tf, word)| {
+                    let weight =
+                        term_weight(df[term.as_str()], docs) * saturation(*tf, length, average);
+                    (term.clone(), weight, word.clone())
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn bm25_counted<F: Fn(&str) -> u32>(
     query: &str,
     df: impl Fn(&str) -> u64,
@@ -241,7 +313,6 @@ fn bm25_counted<F: Fn(&str) -> u32>(
     tokens: u64,
     pool: impl Iterator<Item = (i64, u32, F)>,
 ) -> Vec<(i64, f32)> {
-    use tantivy::fieldnorm::FieldNormReader;
     let terms = query_terms(query);
     if terms.is_empty() || docs == 0 {
         return Vec::new();
@@ -250,15 +321,13 @@ fn bm25_counted<F: Fn(&str) -> u32>(
     let weights: Vec<f32> = terms.iter().map(|t| term_weight(df(t), docs)).collect();
     let mut scored: Vec<(i64, f32)> = pool
         .filter_map(|(chunk, length, tf_of)| {
-            let norm = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(length));
-            let k = BM25_K1 * (1.0 - BM25_B + BM25_B * norm as f32 / average);
             let mut score = 0.0f32;
             let mut matched = false;
             for (t, w) in terms.iter().zip(&weights) {
-                let tf = tf_of(t) as f32;
-                if tf > 0.0 {
+                let tf = tf_of(t);
+                if tf > 0 {
                     matched = true;
-                    score += w * (tf / (tf + k));
+                    score += w * saturation(tf, length, average);
                 }
             }
             matched.then_some((chunk, score))
@@ -600,6 +669,39 @@ mod tests {
                 assert!((sa - sb).abs() < 1e-5, "{query}: {sa} vs {sb}");
             }
         }
+    }
+
+    #[test]
+    fn a_texts_bm25_vector_holds_what_the_index_scores_it_for_each_term() {
+        let texts = [
+            "Retries: the client retries twice on timeouts",
+            "Backups run nightly with WAL archiving",
+            "The client gives up after one retry",
+        ];
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        for (i, t) in texts.iter().enumerate() {
+            idx.add(i as i64, t).unwrap();
+        }
+        idx.commit().unwrap();
+        let vectors = bm25_vectors(&texts);
+        assert_eq!(vectors.len(), texts.len());
+        for (i, vector) in vectors.iter().enumerate() {
+            for (term, weight, _) in vector {
+                let scored = idx.search(term, 10).unwrap();
+                let theirs = scored.iter().find(|(c, _)| *c == i as i64).unwrap().1;
+                assert!(
+                    (weight - theirs).abs() < 1e-5,
+                    "{term} in {i}: {weight} vs {theirs}"
+                );
+            }
+        }
+        // Terms are stems, each named by the first word it was read from.
+        let first: Vec<(&str, &str)> = vectors[0]
+            .iter()
+            .map(|(t, _, w)| (t.as_str(), w.as_str()))
+            .take(2)
+            .collect();
+        assert_eq!(first, [("retri", "Retries"), ("the", "the")]);
     }
 
     #[test]

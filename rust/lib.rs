@@ -54,6 +54,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_terms, m)?)?;
+    m.add_function(wrap_pyfunction!(py_corpus::bm25_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_row, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_body, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::relevance, m)?)?;

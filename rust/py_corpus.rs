@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::dense::dot;
 use crate::evidence::{idf, QueryEvidence};
 use crate::fusion;
-use crate::judgment::{self, Corpus, DocumentRecord, EdgeRecord};
+use crate::judgment::{self, Corpus, DocumentRecord, EdgeRecord, Tally};
 use crate::lexical;
 use crate::py_hits;
 use crate::trust::{self, Candidate, Policy};
@@ -217,15 +217,13 @@ impl PyCorpus {
         self.inner.doc_ids.len()
     }
 
-    /// Edges in force by how they resolve, exactly as the trust layer resolves them:
-    /// (resolved, dangling, ambiguous, self-reference).
-    fn claim_counts(&self) -> (i64, i64, i64, i64) {
-        self.inner.claim_counts()
-    }
-
-    /// Statements in force the reader could not classify (SPEC §2.5), all documents.
-    fn unread_count(&self) -> usize {
-        self.inner.unread.iter().map(Vec::len).sum()
+    /// The declarations as `stats` reports them (`edges_resolved`, `edges_dangling`,
+    /// `edges_ambiguous`, `edges_self`, `edges_by_vocabulary`, `partial`, `unread`,
+    /// `retired`), counted as the trust layer reads them.
+    fn tally<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        tally_into(&d, &self.inner.tally())?;
+        Ok(d)
     }
 
     /// The (source, path) of every other document whose edges in force name document
@@ -481,6 +479,28 @@ pub fn relevance(
 #[pyfunction]
 pub fn bm25_ceiling(df: u64, chunks: u64) -> f64 {
     f64::from(lexical::term_weight(df, chunks))
+}
+
+/// A store's declaration counts as `stats` reports them: one writer for every backend.
+pub(crate) fn tally_into(d: &Bound<'_, PyDict>, t: &Tally) -> PyResult<()> {
+    let (resolved, dangling, ambiguous, selfref) = t.claims;
+    d.set_item("edges_resolved", resolved)?;
+    d.set_item("edges_dangling", dangling)?;
+    d.set_item("edges_ambiguous", ambiguous)?;
+    d.set_item("edges_self", selfref)?;
+    d.set_item("edges_by_vocabulary", t.by_vocabulary.clone())?;
+    d.set_item("partial", t.partial)?;
+    d.set_item("unread", t.unread)?;
+    d.set_item("retired", t.retired)
+}
+
+/// One text's terms per text of `texts`, as BM25 weighs them among those texts: (term,
+/// weight, the first word it was read from). The store's lexical model for comparing notes
+/// with one another (`recall check`).
+#[pyfunction]
+pub fn bm25_vectors(texts: Vec<String>) -> Vec<Vec<(String, f32, String)>> {
+    let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
+    lexical::bm25_vectors(&borrowed)
 }
 
 /// The text the lexical leg indexes for a chunk (title, heading path, text): one rule for

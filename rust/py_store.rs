@@ -572,18 +572,11 @@ impl PyStore {
         d.set_item("newest_indexed_at", st.newest_indexed_at)?;
         d.set_item("last_run_at", st.last_run_at)?;
         d.set_item("file_size_bytes", st.file_size_bytes)?;
-        d.set_item("edges_resolved", st.edges_resolved)?;
-        d.set_item("edges_dangling", st.edges_dangling)?;
-        d.set_item("edges_ambiguous", st.edges_ambiguous)?;
-        d.set_item("edges_self", st.edges_self)?;
         d.set_item("metadata_errors", st.metadata_errors)?;
         d.set_item("chunk_churn", st.chunk_churn)?;
         d.set_item("vocabularies", st.vocabularies)?;
-        d.set_item("edges_by_vocabulary", st.edges_by_vocabulary)?;
-        d.set_item("retired", st.retired)?;
         d.set_item("forgotten", st.forgotten)?;
-        d.set_item("partial", st.partial)?;
-        d.set_item("unread", st.unread)?;
+        crate::py_corpus::tally_into(&d, &st.declarations)?;
         Ok(d)
     }
 }

@@ -226,6 +226,90 @@ def test_summaries_and_checks(store: Store) -> None:
     assert checks and set(checks.values()) <= {"ok", "warning"}
 
 
+def edge(
+    reference: str, vocabulary: str, *, overridden: bool = False, standing: str | None = None
+) -> EdgeRow:
+    statement = f"Superseded by {reference}"
+    key = _core.resolution_key(reference)
+    return (reference, key, True, vocabulary, 3, statement, overridden, standing)
+
+
+def test_stats_count_declarations_as_the_trust_layer_reads_them(store: Store) -> None:
+    retired = ("withdrawn", None, "madr", 2, "Status: withdrawn", False)
+    header = document(
+        "adr/0002-queues.md",
+        "We use a queue.",
+        V3,
+        [
+            edge("deploy", "madr"),  # resolves
+            edge("0009-missing", "madr"),  # names no note
+            edge("rates-v2", "madr", overridden=True),  # frontmatter said otherwise
+            edge("rates-v1", "madr", standing="partial"),  # partly superseded: never in force
+            edge("", "madr", standing="unread"),  # a statement the reader could not classify
+        ],
+    )
+    written(store, RATES, RATES_V2, DEPLOY, {**header, "retired": retired})
+    stats = store.stats()
+    assert (stats["edges_resolved"], stats["edges_dangling"]) == (2, 1)
+    assert (stats["edges_ambiguous"], stats["edges_self"]) == (0, 0)
+    assert stats["edges_by_vocabulary"] == [("frontmatter", 1, 0), ("madr", 2, 1)]
+    assert (stats["partial"], stats["retired"], stats["unread"]) == (1, 1, 1)
+    # Under `frontmatter`, a reader's declarations are counted as not in force.
+    store.begin(*EMBEDDER)
+    store.set_meta("vocabularies", "frontmatter")
+    store.commit(LATER)
+    stats = store.stats()
+    assert stats["vocabularies"] == "frontmatter"
+    assert stats["edges_by_vocabulary"] == [("frontmatter", 1, 0), ("madr", 0, 1)]
+    assert (stats["edges_resolved"], stats["partial"], stats["retired"]) == (1, 0, 0)
+
+
+def test_chunk_churn_counts_what_was_rewritten_and_removed_only(store: Store) -> None:
+    written(store, RATES, DEPLOY)
+    before = store.freshness()[3]
+    two = document("limits/rates-v1.md", "The API allows 100 requests. More.", V1)
+    two["chunks"] = [two["chunks"][0], (1, "More.", 0, 5, 2, 2, "")]
+    two["vectors"] = RATES["vectors"] * 2
+    written(store, two, now=LATER)  # one chunk replaced by two: two churned
+    assert store.freshness()[3] == before + 2
+    store.begin(*EMBEDDER)
+    store.move_document(ROOT, "deploy.md", ROOT, "ops/deploy.md", "deploy", "Deploy", None)
+    store.commit(LATER)  # a move keeps its rows: nothing churned
+    assert store.freshness()[3] == before + 2
+    store.begin(*EMBEDDER)
+    store.remove_documents(ROOT, ["limits/rates-v1.md"])
+    store.commit(LATER)
+    assert store.freshness()[3] == before + 4
+    assert store.stats()["chunk_churn"] == before + 4
+
+
+def test_an_export_puts_back_into_an_empty_store_as_it_was(
+    store: Store, backend: Callable[[str], str]
+) -> None:
+    retired = ("rejected", "2025-05-01", "madr", 2, "Status: rejected", False)
+    written(store, RATES, RATES_V2, {**DEPLOY, "retired": retired, "mtime_ns": 42})
+    exported = store.export(after=0, limit=10)
+    copy = locate(backend("copy.db")).open(create=True)
+    assert copy is not None
+    try:
+        copy.begin(*EMBEDDER)
+        copy.use_server_clock(False)
+        for d in exported:
+            copy.put_document(
+                **{k: v for k, v in d.items() if k not in ("id", "indexed_at")}, now=d["indexed_at"]
+            )
+        copy.commit(LATER)
+        again = copy.export(after=0, limit=10)
+    finally:
+        copy.close()
+
+    def comparable(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in d.items() if k != "id"} for d in docs]
+
+    assert comparable(again) == comparable(exported)
+    assert exported[-1]["retired"][:3] == ("rejected", "2025-05-01", "madr")
+
+
 def test_close_is_idempotent_and_reads_after_it_fail_cleanly(store: Store) -> None:
     written(store, RATES)
     store.close()

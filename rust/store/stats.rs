@@ -6,7 +6,7 @@
 use crate::errors::Result;
 
 use super::{EmbedderInfo, Store, VEC_TABLE};
-use crate::judgment::vocabulary_in_force;
+use crate::judgment::Tally;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
@@ -19,24 +19,14 @@ pub struct Stats {
     pub newest_indexed_at: Option<String>,
     pub last_run_at: Option<String>,
     pub file_size_bytes: i64,
-    pub edges_resolved: i64,
-    pub edges_dangling: i64,
-    pub edges_ambiguous: i64,
-    pub edges_self: i64,
     pub metadata_errors: i64,
     pub chunk_churn: i64,
-    /// SPEC §8.4: the `--vocabularies` setting in force, and per vocabulary the edges
-    /// (in force, overridden by frontmatter).
+    /// SPEC §8.4: the `--vocabularies` setting in force.
     pub vocabularies: String,
-    pub edges_by_vocabulary: Vec<(String, i64, i64)>,
-    /// Documents with a terminal state in force (withdrawn, rejected, deprecated, superseded).
-    pub retired: i64,
+    /// The declarations under that setting, counted as the trust layer reads them.
+    pub declarations: Tally,
     /// Documents forgotten and not brought back.
     pub forgotten: i64,
-    /// SPEC §2.5: partial statements ("partly superseded by X") and statements the reader
-    /// could not classify, under the setting in force.
-    pub partial: i64,
-    pub unread: i64,
 }
 
 impl Store {
@@ -75,41 +65,7 @@ impl Store {
         };
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
         // SPEC §2.3, §2.5: each edge in force resolved exactly as the trust layer resolves it.
-        let corpus = self.load_corpus()?;
-        let (resolved, dangling, ambiguous, selfref) = corpus.claim_counts();
-        let unread = corpus.unread.iter().map(|u| u.len() as i64).sum();
-        let partial = self.conn.query_row(
-            "SELECT count(*) FROM edges WHERE standing = 'partial' AND overridden = 0
-                 AND (?1 = 'all' OR (?1 = 'frontmatter' AND vocabulary = 'frontmatter'))",
-            [&setting],
-            |r| r.get(0),
-        )?;
-        let mut by_vocabulary = Vec::new();
-        {
-            let mut stmt = self.conn.prepare(
-                "SELECT vocabulary, sum(overridden = 0 AND standing IS NULL), sum(overridden = 1)
-                 FROM edges
-                 GROUP BY vocabulary ORDER BY vocabulary",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let vocabulary: String = r.get(0)?;
-                let (in_force, overridden): (i64, i64) = (r.get(1)?, r.get(2)?);
-                let in_force = if vocabulary_in_force(&setting, &vocabulary) {
-                    in_force
-                } else {
-                    0
-                };
-                by_vocabulary.push((vocabulary, in_force, overridden));
-            }
-        }
-        let retired = self.conn.query_row(
-            "SELECT count(*) FROM documents WHERE retired_state IS NOT NULL
-                 AND retired_overridden = 0
-                 AND (?1 = 'all' OR (?1 = 'frontmatter' AND retired_vocabulary = 'frontmatter'))",
-            [&setting],
-            |r| r.get(0),
-        )?;
+        let declarations = self.load_corpus()?.tally();
         let page_size = count("PRAGMA page_size")?;
         let page_count = count("PRAGMA page_count")?;
         let wal_size = std::fs::metadata(format!("{}-wal", self.path))
@@ -132,10 +88,6 @@ impl Store {
             )?,
             last_run_at: self.meta("last_run_at")?,
             file_size_bytes: page_size * page_count + wal_size as i64,
-            edges_resolved: resolved,
-            edges_dangling: dangling,
-            edges_ambiguous: ambiguous,
-            edges_self: selfref,
             chunk_churn: self
                 .meta("chunk_churn")?
                 .and_then(|c| c.parse().ok())
@@ -144,11 +96,8 @@ impl Store {
                 "SELECT count(*) FROM documents WHERE metadata_error IS NOT NULL",
             )?,
             vocabularies: setting,
-            edges_by_vocabulary: by_vocabulary,
-            retired,
+            declarations,
             forgotten: count("SELECT count(*) FROM forgotten WHERE undone_at IS NULL")?,
-            partial,
-            unread,
         })
     }
 }

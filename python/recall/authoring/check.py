@@ -2,8 +2,8 @@
 
 Owns: finding every candidate predecessor of a note among a corpus's notes, each with the reasons
 it was found (the edges the note already declares, closure phrases in its prose that name a note,
-versioned file names, equal or near titles, lexical closeness by a small TF-IDF cosine over the
-corpus, and, given a store, semantic closeness), ranking them, and the gate: a note with
+versioned file names, equal or near titles, lexical closeness under the store's own BM25 term
+weights, and, given a store, semantic closeness), ranking them, and the gate: a note with
 candidates that declares no edge, no `valid_until` and no retirement fails it.
 
 Does not own: reading the corpus or resolving references (`recall.authoring.corpus`), finding
@@ -19,7 +19,6 @@ import os
 import re
 import unicodedata
 from array import array
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -797,120 +796,57 @@ class _Names:
 
 # -- 5. lexical closeness -----------------------------------------------------------------------
 
-_TOKEN = re.compile(r"[^\W_]{2,}")
-# Function words and link debris carry no topic.
-_STOP_WORDS = """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    http https www com org md html may must shall one two new old use used using"""
-_STOP = frozenset(_STOP_WORDS.split())
-_SUBLINEAR = [0.0] + [1.0 + math.log(tf) for tf in range(1, 64)]
-
-
-class _Folds:
-    """Which raw words do not count as themselves (function words, plurals), learnt word by
-    word: a text's words are compared as sets, so each distinct word is looked at once."""
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-        self.remap: dict[str, str] = {}
-
-    def tokens(self, text: str) -> Counter[str]:
-        counts = Counter(_TOKEN.findall(text.casefold()))
-        words = counts.keys()
-        for word in words - self.seen:
-            self.seen.add(word)
-            term = _fold(word)
-            if term != word:
-                self.remap[word] = term
-        for word in words & self.remap.keys():
-            n = counts.pop(word)
-            term = self.remap[word]
-            if term:
-                counts[term] += n
-        return counts
-
-
-def _tokens(text: str) -> Counter[str]:
-    """Term counts of a text, as the lexical leg compares them."""
-    return _Folds().tokens(text)
-
-
-def _fold(word: str) -> str:
-    """The term a word counts as, or "" for a function word."""
-    if word in _STOP:
-        return ""
-    # The plural `s` only: enough to meet `retries`/`retry` halfway without a stemmer.
-    if len(word) > 3 and word[-1] == "s" and word[-2] != "s":
-        return word[:-1]
-    return word
-
 
 class _Lexical:
-    """TF-IDF cosine over the notes' bodies: sublinear term frequency, smoothed IDF
-    (`ln((N+1)/(df+1)) + 1`). Every note's norm is computed once; postings are kept only for
-    the checked files' terms, so a query touches only the notes that share a term with it.
-    Checked files outside the corpus count as documents for IDF only."""
+    """Cosine between the notes' bodies as the store's lexical leg weighs their terms
+    (`_core.bm25_vectors`: the index's analyser and English stemming, each term's BM25 weight
+    among these notes), so a note is close to another here exactly where a search for its words
+    would find the other. Postings are kept only for the checked files' terms, so a query
+    touches only the notes that share a term with it. Checked files outside the corpus count as
+    documents for the weights only."""
 
     def __init__(self, corpus: Corpus, subjects: Sequence[_Subject]) -> None:
         self.corpus = corpus
-        folds = _Folds()
-        texts: list[Counter[str]] = [
-            folds.tokens(_body(n.text, n.declarations)) if n.text and n.declarations else Counter()
-            for n in corpus.notes
+        bodies = [
+            _body(n.text, n.declarations) if n.text and n.declarations else "" for n in corpus.notes
         ]
-        self.notes = len(texts)
-        self.queries: list[Counter[str]] = []
-        for s in subjects:
-            if s.index is not None:
-                self.queries.append(texts[s.index])
-            elif s.note.text is not None and s.note.declarations is not None:
-                self.queries.append(folds.tokens(_body(s.note.text, s.note.declarations)))
-                texts.append(self.queries[-1])
-            else:
-                self.queries.append(Counter())
-        df: Counter[str] = Counter()
-        for counts in texts:
-            df.update(counts.keys())
-        scale = math.log(len(texts) + 1)
-        self.idf = {term: scale - math.log(n + 1) + 1.0 for term, n in df.items()}
-        wanted = set().union(*self.queries) if self.queries else set()
+        self.notes = len(bodies)
+        outside: dict[int, int] = {}
+        for i, s in enumerate(subjects):
+            if s.index is None and s.note.text is not None and s.note.declarations is not None:
+                outside[i] = len(bodies)
+                bodies.append(_body(s.note.text, s.note.declarations))
+        vectors = _core.bm25_vectors(bodies)
+        self.weights: list[dict[str, float]] = [{t: w for t, w, _ in v} for v in vectors]
+        #: Per text, each term's first word as written: what a reason names.
+        self.words: list[dict[str, str]] = [{t: word for t, _, word in v} for v in vectors]
+        self.queries: list[int | None] = [
+            s.index if s.index is not None else outside.get(i) for i, s in enumerate(subjects)
+        ]
+        wanted = {t for q in self.queries if q is not None for t in self.weights[q]}
         self.postings: dict[str, tuple[array[int], array[float]]] = {
             term: (array("i"), array("d")) for term in wanted
         }
         self.norms = array("d", bytes(8 * self.notes))
-        idf, postings, sublinear = self.idf, self.postings, _SUBLINEAR
         for doc in range(self.notes):
-            squares = 0.0
-            for term, tf in texts[doc].items():
-                w = (sublinear[tf] if tf < len(sublinear) else 1.0 + math.log(tf)) * idf[term]
-                squares += w * w
-                if term in postings:
-                    ids, weights = postings[term]
+            for term, w in self.weights[doc].items():
+                if term in self.postings:
+                    ids, weights = self.postings[term]
                     ids.append(doc)
                     weights.append(w)
-            self.norms[doc] = math.sqrt(squares)
-
-    def _weight(self, term: str, tf: int) -> float:
-        return (1.0 + math.log(tf)) * self.idf.get(term, 1.0)
+            self.norms[doc] = math.sqrt(sum(w * w for w in self.weights[doc].values()))
 
     def nearest(self, query: int, exclude: int | None) -> list[tuple[int, Reason]]:
-        counts = self.queries[query]
-        weights = {t: self._weight(t, tf) for t, tf in counts.items()}
+        text = self.queries[query]
+        if text is None:
+            return []
+        weights = self.weights[text]
         norm = math.sqrt(sum(w * w for w in weights.values()))
         if not norm:
             return []
         scores: dict[int, float] = {}
         for term, qw in weights.items():
-            posting = self.postings.get(term)
-            if posting is None:
-                continue
-            for doc, w in zip(*posting):
+            for doc, w in zip(*self.postings[term]):
                 scores[doc] = scores.get(doc, 0.0) + qw * w
         ranked = sorted(
             (
@@ -924,13 +860,12 @@ class _Lexical:
         for cosine, doc in ranked[:LEXICAL_TOP]:
             if cosine < LEXICAL_FLOOR:
                 break
-            note = self.corpus.notes[doc]
-            theirs = _tokens(_body(note.text or "", note.declarations)) if note.declarations else {}
+            theirs = self.weights[doc]
             shared = sorted(
-                (t for t in weights if t in theirs),
-                key=lambda t: (-weights[t] * self._weight(t, theirs[t]), t),
+                (t for t in weights if t in theirs), key=lambda t: (-weights[t] * theirs[t], t)
             )[:6]
-            detail = f"cosine {cosine:.2f}; shared terms: {', '.join(shared)}"
+            named = ", ".join(self.words[text][t].casefold() for t in shared)
+            detail = f"cosine {cosine:.2f}; shared terms: {named}"
             out.append((doc, Reason("lexical", detail, cosine, weight=_WEIGHTS["lexical"])))
         return out
 

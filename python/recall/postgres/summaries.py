@@ -115,35 +115,8 @@ class Summaries(Namespace):
             def count(sql: str) -> int:
                 return int(c.execute(sql).fetchone()[0])
 
-            corpus = self._corpus_for(c)[1]
-            resolved, dangling, ambiguous, selfref = corpus.claim_counts()
-            partial = c.execute(
-                f"SELECT count(*) FROM {t('edges')} WHERE {self._standing(c)} = 'partial'"
-                " AND NOT overridden AND (%s = 'all' OR (%s = 'frontmatter'"
-                " AND vocabulary = 'frontmatter'))",
-                (setting, setting),
-            ).fetchone()[0]
-            by_vocabulary = [
-                (
-                    v,
-                    int(n)
-                    if setting == "all" or (setting == "frontmatter" and v == "frontmatter")
-                    else 0,
-                    int(o),
-                )
-                for v, n, o in c.execute(
-                    "SELECT vocabulary,"
-                    f" count(*) FILTER (WHERE NOT overridden AND {self._standing(c)} IS NULL),"
-                    f" count(*) FILTER (WHERE overridden) FROM {t('edges')}"
-                    " GROUP BY vocabulary ORDER BY vocabulary"
-                ).fetchall()
-            ]
-            retired = c.execute(
-                f"SELECT count(*) FROM {t('documents')} WHERE retired_state IS NOT NULL"
-                " AND NOT retired_overridden AND (%s = 'all' OR (%s = 'frontmatter'"
-                " AND retired_vocabulary = 'frontmatter'))",
-                (setting, setting),
-            ).fetchone()[0]
+            # SPEC §2.3, §2.5: the declarations counted as the trust layer reads them.
+            declarations = self._corpus_for(c)[1].tally()
             chunks = count(f"SELECT count(*) FROM {t('chunks')}") if has_chunks else 0
             size = count(
                 "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
@@ -163,22 +136,15 @@ class Summaries(Namespace):
                 ).fetchone()[0],
                 "last_run_at": self.meta("last_run_at"),
                 "file_size_bytes": size,
-                "edges_resolved": int(resolved),
-                "edges_dangling": int(dangling),
-                "edges_ambiguous": int(ambiguous),
-                "edges_self": int(selfref),
                 "metadata_errors": count(
                     f"SELECT count(*) FROM {t('documents')} WHERE metadata_error IS NOT NULL"
                 ),
                 "chunk_churn": self._int_meta(c, "chunk_churn"),
                 "vocabularies": setting,
-                "edges_by_vocabulary": by_vocabulary,
-                "retired": int(retired),
                 "forgotten": count(
                     f"SELECT count(*) FROM {t('forgotten')} WHERE undone_at IS NULL"
                 ),
-                "partial": int(partial),
-                "unread": corpus.unread_count(),
+                **declarations,
             }
 
     def sources(self) -> list[tuple[str, int]]:
