@@ -1,12 +1,16 @@
-"""Index runs against a real store file: incremental detection, refusals, pruning, lineage."""
+"""Index runs against a real store: incremental detection, refusals, pruning, lineage. A test
+of what the run writes runs on every backend (`backend`) and reads the store back through the
+store contract; the walk's own rules, a file's legacy schema and the file's folder are file-store
+only."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -15,6 +19,7 @@ import pytest
 import recall
 import recall.indexing
 from recall import HashingEmbedder
+from recall.store import locate
 
 from .conftest import EXAMPLES, write_corpus
 
@@ -40,13 +45,14 @@ class CountingEmbedder:
         return self.inner.embed(texts)
 
 
-def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
-    """Read plain tables with the host sqlite3 (the vec0 table is not touched)."""
-    con = sqlite3.connect(db)
+def stored(db: str) -> dict[str, dict[str, Any]]:
+    """Every document as the store gives it back (the contract's export), by path."""
+    store = locate(db).open(read_only=True)
+    assert store is not None
     try:
-        return con.execute(sql).fetchall()
+        return {d["path"]: d for d in store.export(after=0, limit=10_000)}
     finally:
-        con.close()
+        store.close()
 
 
 NOTES = {
@@ -57,9 +63,10 @@ NOTES = {
 }
 
 
-def test_fresh_index_writes_everything(tmp_path: Path, corpus: Path) -> None:
+def test_fresh_index_writes_everything(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         report = mem.index(corpus, now=T0)
         stats = mem.stats()
     assert sorted(report.added) == ["a.md", "b.md", "d.txt", "sub/c.md"]
@@ -68,15 +75,16 @@ def test_fresh_index_writes_everything(tmp_path: Path, corpus: Path) -> None:
     assert stats.documents == 4 and stats.edges_resolved == 1
     assert stats.embedder == os.environ["RECALL_EMBEDDER"] == "hashing-512"
     assert stats.newest_indexed_at == "2026-01-01T12:00:00.000000Z"
-    docs = rows(tmp_path / "m.db", "SELECT path, key, valid_from, first_indexed_at FROM documents")
-    assert ("a.md", "a", "2026-01-01", "2026-01-01T12:00:00.000000Z") in docs
-    assert ("sub/c.md", "c", None, "2026-01-01T12:00:00.000000Z") in docs
+    docs = {p: (d["key"], d["valid_from"], d["first_indexed_at"]) for p, d in stored(db).items()}
+    assert docs["a.md"] == ("a", "2026-01-01", "2026-01-01T12:00:00.000000Z")
+    assert docs["sub/c.md"] == ("c", None, "2026-01-01T12:00:00.000000Z")
 
 
-def test_unchanged_reindex_embeds_nothing(tmp_path: Path, corpus: Path) -> None:
+def test_unchanged_reindex_embeds_nothing(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
     counter = CountingEmbedder()
-    with recall.open(tmp_path / "m.db", embedder=counter) as mem:
+    with recall.open(db, embedder=counter) as mem:
         mem.index(corpus, now=T0)
         first = counter.texts
         report = mem.index(corpus, now=T1)
@@ -87,44 +95,45 @@ def test_unchanged_reindex_embeds_nothing(tmp_path: Path, corpus: Path) -> None:
     assert report.generation == 2
 
 
-def test_edit_replaces_and_keeps_first_indexed_at(tmp_path: Path, corpus: Path) -> None:
+def test_edit_replaces_and_keeps_first_indexed_at(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
     counter = CountingEmbedder()
-    with recall.open(tmp_path / "m.db", embedder=counter) as mem:
+    with recall.open(db, embedder=counter) as mem:
         mem.index(corpus, now=T0)
         (corpus / "a.md").write_text("# Alpha\n\nAlpha moved to port 7070.\n\nSecond para.\n")
         report = mem.index(corpus, now=T1)
     assert report.updated == ["a.md"] and report.unchanged == 3
     assert report.embedded == counter.texts - 4 == 1
-    ((first, indexed, vf),) = rows(
-        tmp_path / "m.db",
-        "SELECT first_indexed_at, indexed_at, valid_from FROM documents WHERE path = 'a.md'",
+    a = stored(db)["a.md"]
+    assert a["first_indexed_at"] == "2026-01-01T12:00:00.000000Z"
+    assert a["indexed_at"] == "2026-02-01T12:00:00.000000Z"
+    assert a["valid_from"] is None, (
+        "the edit removed the frontmatter; the stored window must follow"
     )
-    assert first == "2026-01-01T12:00:00.000000Z"
-    assert indexed == "2026-02-01T12:00:00.000000Z"
-    assert vf is None, "the edit removed the frontmatter; the stored window must follow"
-    texts = rows(
-        tmp_path / "m.db",
-        "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.path = 'a.md'",
-    )
-    assert any("7070" in t for (t,) in texts) and not any("8080" in t for (t,) in texts)
+    texts = [chunk[1] for chunk in a["chunks"]]
+    assert any("7070" in t for t in texts) and not any("8080" in t for t in texts)
 
 
-def test_deleted_file_disappears(tmp_path: Path, corpus: Path) -> None:
+def test_deleted_file_disappears(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         mem.index(corpus, now=T0)
         (corpus / "sub" / "c.md").unlink()
         report = mem.index(corpus, now=T1)
         stats = mem.stats()
     assert report.removed == ["sub/c.md"]
     assert stats.documents == 3 and stats.chunks == stats.vectors == 3
-    assert rows(tmp_path / "m.db", "SELECT count(*) FROM documents WHERE path='sub/c.md'") == [(0,)]
+    assert "sub/c.md" not in stored(db)
 
 
-def test_malformed_date_refuses_only_that_file(tmp_path: Path, corpus: Path) -> None:
+def test_malformed_date_refuses_only_that_file(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, {**NOTES, "bad.md": "---\nvalid_until: 2026-02-30\n---\nbody\n"})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         report = mem.index(corpus, now=T0)
     assert not report.ok
     assert [r.path for r in report.refused] == ["bad.md"]
@@ -134,8 +143,9 @@ def test_malformed_date_refuses_only_that_file(tmp_path: Path, corpus: Path) -> 
 
 
 def test_frontmatter_yaml_cannot_read_refuses_the_file_and_makes_no_edge(
-    tmp_path: Path, corpus: Path
+    backend: Callable[[str], str], corpus: Path
 ) -> None:
+    db = backend("m.db")
     write_corpus(
         corpus,
         {
@@ -145,7 +155,7 @@ def test_frontmatter_yaml_cannot_read_refuses_the_file_and_makes_no_edge(
             "folded.md": "---\nsupersedes: [a.md,\n  b.md]\n---\nbody\n",
         },
     )
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         report = mem.index(corpus, now=T0)
         stats = mem.stats()
     reasons = {r.path: r.reason for r in report.refused}
@@ -156,13 +166,14 @@ def test_frontmatter_yaml_cannot_read_refuses_the_file_and_makes_no_edge(
     )
     assert "line 2, supersedes: ': :'" in reasons["colon.md"]
     assert "folded.md" in report.added
-    targets = rows(tmp_path / "m.db", "SELECT DISTINCT raw_ref FROM edges ORDER BY 1")
-    assert targets == [("a.md",), ("b.md",)] and stats.documents == 5
+    targets = sorted({e[0] for d in stored(db).values() for e in d["edges"]})
+    assert targets == ["a.md", "b.md"] and stats.documents == 5
 
 
-def test_refused_edit_keeps_previous_version(tmp_path: Path, corpus: Path) -> None:
+def test_refused_edit_keeps_previous_version(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         mem.index(corpus, now=T0)
         (corpus / "a.md").write_text("---\nvalid_from: 2026-1-1\n---\nnew text\n")
         report = mem.index(corpus, now=T1)
@@ -171,15 +182,15 @@ def test_refused_edit_keeps_previous_version(tmp_path: Path, corpus: Path) -> No
         assert mem.stats().documents == 4
 
 
-def test_empty_window_is_indexed_and_recorded(tmp_path: Path, corpus: Path) -> None:
+def test_empty_window_is_indexed_and_recorded(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(
         corpus, {"w.md": "---\nvalid_from: 2026-05-01\nvalid_until: 2026-04-01\n---\nbody\n"}
     )
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         report = mem.index(corpus, now=T0)
         assert report.ok and mem.stats().metadata_errors == 1
-    (err,) = rows(tmp_path / "m.db", "SELECT metadata_error FROM documents")[0]
-    assert "empty validity window" in str(err)
+    assert "empty validity window" in str(stored(db)["w.md"]["metadata_error"])
 
 
 def test_skips_are_reported_with_reasons(tmp_path: Path, corpus: Path) -> None:
@@ -224,9 +235,10 @@ def test_oversized_file_is_skipped(
     assert [s.path for s in report.skipped] == ["big.md"] and "cap" in report.skipped[0].reason
 
 
-def test_prune_guard(tmp_path: Path, corpus: Path) -> None:
+def test_prune_guard(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, {f"n{i}.md": f"# note {i}\n" for i in range(6)})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         mem.index(corpus, now=T0)
         for i in range(4):
             (corpus / f"n{i}.md").unlink()
@@ -237,14 +249,15 @@ def test_prune_guard(tmp_path: Path, corpus: Path) -> None:
         assert len(report.removed) == 4 and mem.stats().documents == 2
 
 
-def test_other_embedder_is_refused(tmp_path: Path, corpus: Path) -> None:
+def test_other_embedder_is_refused(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
-    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+    with recall.open(db, embedder="hashing-64") as mem:
         mem.index(corpus, now=T0)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         assert mem.embedder.name == "hashing-64", "an existing store keeps its embedder"
     with (
-        recall.open(tmp_path / "m.db", embedder="hashing-128") as mem,
+        recall.open(db, embedder="hashing-128") as mem,
         pytest.raises(recall.EmbedderMismatchError, match="hashing-64"),
     ):
         mem.index(corpus, now=T1)
@@ -257,30 +270,34 @@ def test_unknown_embedder_and_missing_path(tmp_path: Path) -> None:
         mem.index(tmp_path / "nope")
 
 
-def test_single_file_argument(tmp_path: Path, corpus: Path) -> None:
+def test_single_file_argument(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, NOTES)
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         report = mem.index(corpus / "b.md", now=T0)
         assert report.added == ["b.md"] and mem.stats().documents == 1
 
 
-def test_naive_now_is_utc(tmp_path: Path, corpus: Path) -> None:
+def test_naive_now_is_utc(backend: Callable[[str], str], corpus: Path) -> None:
+    db = backend("m.db")
     write_corpus(corpus, {"a.md": "# a\n"})
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         mem.index(corpus, now=dt.datetime(2026, 3, 4, 5, 6, 7))
         assert mem.stats().last_run_at == "2026-03-04T05:06:07.000000Z"
 
 
-def test_examples_corpus_edges(tmp_path: Path) -> None:
-    with recall.open(tmp_path / "m.db") as mem:
+def test_examples_corpus_edges(backend: Callable[[str], str]) -> None:
+    db = backend("m.db")
+    with recall.open(db) as mem:
         report = mem.index(EXAMPLES, now=T0)
         stats = mem.stats()
     assert report.ok and stats.documents == 10
     assert (stats.edges_resolved, stats.edges_dangling, stats.edges_ambiguous) == (1, 1, 1)
 
 
-def test_closed_store_raises_store_error(tmp_path: Path) -> None:
-    mem = recall.open(tmp_path / "m.db")
+def test_closed_store_raises_store_error(backend: Callable[[str], str]) -> None:
+    db = backend("m.db")
+    mem = recall.open(db)
     mem.close()
     with pytest.raises(recall.StoreError, match="closed"):
         mem.stats()
@@ -292,16 +309,15 @@ def test_missing_folder_for_db(tmp_path: Path) -> None:
 
 
 def test_pipelined_batches_store_each_chunk_with_its_own_vector(
-    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+    backend: Callable[[str], str], corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Batches embedded on the worker while later files are read land on the right chunks."""
-    apsw = pytest.importorskip("apsw")
-    sqlite_vec = pytest.importorskip("sqlite_vec")
+    db = backend("m.db")
     monkeypatch.setattr(recall.indexing, "EMBED_BATCH", 3)
     notes = {f"n{i:02}.md": f"# Note {i}\nbody{i} word{i * 7} term{i % 5}" for i in range(23)}
     write_corpus(corpus, notes)
     ticks: list[tuple[int, ...]] = []
-    with recall.open(tmp_path / "m.db") as mem:
+    with recall.open(db) as mem:
         report = mem.index(corpus, now=T0, progress=lambda *t: ticks.append(t))
         embedder = mem.embedder
     assert len(report.added) == 23 == report.chunks == report.embedded
@@ -314,25 +330,25 @@ def test_pipelined_batches_store_each_chunk_with_its_own_vector(
     assert ticks[-1] == (23, 23, 23, 23)
     # A callable of three arguments gets the first three.
     three: list[tuple[int, int, int]] = []
-    with recall.open(tmp_path / "m2.db") as mem:
+    with recall.open(backend("m2.db")) as mem:
         mem.index(
             corpus, now=T0, progress=lambda done, total, chunks: three.append((done, total, chunks))
         )
     assert three[-1] == (23, 23, 23)
-    con = apsw.Connection(str(tmp_path / "m.db"), flags=apsw.SQLITE_OPEN_READONLY)
-    con.enable_load_extension(True)
-    con.load_extension(sqlite_vec.loadable_path())
-    rows = con.execute(
-        "SELECT d.title, c.text, v.embedding FROM chunks c JOIN documents d ON d.id = c.doc_id "
-        "JOIN vec_chunks v ON v.chunk_id = c.id"
-    ).fetchall()
-    assert len(rows) == 23
-    for title, text, blob in rows:
-        want = embedder.embed([f"{title}\n{text}"])[0]
-        np.testing.assert_allclose(np.frombuffer(blob, dtype="<f4"), want, atol=1e-6)
+    docs = stored(db).values()
+    assert sum(len(d["chunks"]) for d in docs) == 23
+    for d in docs:
+        vectors = np.frombuffer(d["vectors"], dtype="<f4").reshape(len(d["chunks"]), -1)
+        for chunk, got in zip(d["chunks"], vectors):
+            want = embedder.embed([f"{d['title']}\n{chunk[1]}"])[0]
+            np.testing.assert_allclose(got, want, atol=1e-6)
 
 
-def test_an_embedder_failure_rolls_the_run_back(tmp_path: Path, corpus: Path) -> None:
+def test_an_embedder_failure_rolls_the_run_back(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
+    db = backend("m.db")
+
     class Failing(HashingEmbedder):
         calls = 0
 
@@ -343,7 +359,7 @@ def test_an_embedder_failure_rolls_the_run_back(tmp_path: Path, corpus: Path) ->
             return super().embed(texts)
 
     write_corpus(corpus, {"a.md": "alpha"})
-    with recall.open(tmp_path / "m.db", embedder=Failing(64)) as mem:
+    with recall.open(db, embedder=Failing(64)) as mem:
         mem.index(corpus, now=T0)
         write_corpus(corpus, {"b.md": "beta"})
         with pytest.raises(recall.EmbedderError, match="crashed"):
@@ -359,15 +375,16 @@ def _age(path: Path, seconds: float) -> None:
 
 
 def test_unchanged_size_and_time_are_not_read_again(
-    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+    backend: Callable[[str], str], corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SPEC §3: an update costs what changed. A file whose size and modification time are those
     recorded when it was read is unchanged without being opened; any edit that moves the time
     is read."""
+    db = backend("m.db")
     write_corpus(corpus, {"a.md": "# A\n\nalpha note\n", "b.md": "# B\n\nbeta note\n"})
     for name in ("a.md", "b.md"):
         _age(corpus / name, 3600)
-    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+    with recall.open(db, embedder="hashing-64") as mem:
         assert sorted(mem.index(corpus).added) == ["a.md", "b.md"]
         opened: list[str] = []
         real_open = os.open
@@ -385,11 +402,14 @@ def test_unchanged_size_and_time_are_not_read_again(
         assert report.updated == ["a.md"] and [Path(p).name for p in opened] == ["a.md"]
 
 
-def test_a_time_too_recent_to_trust_is_read_every_run(tmp_path: Path, corpus: Path) -> None:
+def test_a_time_too_recent_to_trust_is_read_every_run(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
     """A write in the same clock tick as the read must not be missed: a modification time within
     the last two seconds is never recorded as proof of "unchanged"."""
+    db = backend("m.db")
     write_corpus(corpus, {"a.md": "# A\n\nalpha note\n"})
-    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+    with recall.open(db, embedder="hashing-64") as mem:
         mem.index(corpus)
         before = (corpus / "a.md").stat()
         (corpus / "a.md").write_text("# A\n\nALPHA note\n", encoding="utf-8")
