@@ -338,7 +338,7 @@ def test_at_80_columns_no_line_runs_past_the_edge_and_no_name_is_cut(tmp_path: P
 def test_wrapping_breaks_at_spaces_then_after_a_slash_then_inside(
     text: str, width: int, lines: list[str]
 ) -> None:
-    from recall.showing import wrapped
+    from recall.cli.showing import wrapped
 
     assert wrapped(text, width) == lines
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from recall.exits import EXIT_ERRORS, EXIT_OK, emit_json, fail
+from recall.cli.exits import EXIT_ERRORS, EXIT_OK, emit_json, fail
 
 _Paths = Annotated[list[str], typer.Argument(help="Folders or files of notes.", show_default=False)]
 _Json = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

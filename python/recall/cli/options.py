@@ -9,7 +9,7 @@ import datetime as dt
 
 import typer
 
-from recall.exits import command_path, fail
+from recall.cli.exits import command_path, fail
 from recall.store import locate, named
 
 __all__ = ["DbOption", "JsonOption", "NamespaceOption", "store_named", "missing", "when"]

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from recall.exits import EXIT_ERRORS, EXIT_OK, EXIT_REFUSED, emit_json, fail
-from recall.options import DbOption, JsonOption, NamespaceOption, missing, store_named, when
+from recall.cli.exits import EXIT_ERRORS, EXIT_OK, EXIT_REFUSED, emit_json, fail
+from recall.cli.options import DbOption, JsonOption, NamespaceOption, missing, store_named, when
+from recall.cli.showing import calibration_line, print_explanation, print_result
 from recall.postgres import shown_db
-from recall.showing import calibration_line, print_explanation, print_result
 from recall.store import locate
 
 if TYPE_CHECKING:
@@ -1155,13 +1155,12 @@ def models_quantize(
 
 def _register_authoring() -> None:
     # SPEC §8.4: the authoring commands live beside their logic and import it only when run.
-    from recall.authoring import check_cli, forget_cli, lint_cli
-    from recall.postgres import migrate_cli
+    from recall.cli import check, forget, lint, migrate
 
-    lint_cli.register(app)
-    check_cli.register(app)
-    forget_cli.register(app)
-    migrate_cli.register(app)
+    lint.register(app)
+    check.register(app)
+    forget.register(app)
+    migrate.register(app)
 
 
 _register_authoring()
@@ -1170,7 +1169,3 @@ _register_authoring()
 def main() -> None:
     """Console-script entry point."""
     app()
-
-
-if __name__ == "__main__":
-    main()

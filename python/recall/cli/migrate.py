@@ -14,7 +14,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add `migrate` to the `recall` app."""
-    from recall.options import JsonOption
+    from recall.cli.options import JsonOption
 
     @app.command("migrate")
     def migrate(
@@ -40,10 +40,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Copy a memory between backends (file → PostgreSQL and back): documents, edges,
         vectors, first-indexed times and calibration records; nothing is embedded again."""
+        from recall.cli.exits import EXIT_ERRORS, emit_json, fail
+        from recall.cli.options import missing, store_named
         from recall.errors import RecallError, UsageError
-        from recall.exits import EXIT_ERRORS, emit_json, fail
         from recall.migrate import migrate as run
-        from recall.options import missing, store_named
         from recall.postgres import shown_db
 
         src = store_named(source, source_namespace, environment=False)

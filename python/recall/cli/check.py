@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from recall.exits import emit_json, fail
+from recall.cli.exits import emit_json, fail
 
 if TYPE_CHECKING:
     from recall.authoring.check import CheckReport, FileCheck

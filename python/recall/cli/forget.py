@@ -15,7 +15,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     """Add `forget` to the `recall` app."""
-    from recall.options import DbOption, JsonOption, NamespaceOption
+    from recall.cli.options import DbOption, JsonOption, NamespaceOption
 
     @app.command("forget")
     def forget(
@@ -41,9 +41,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Remove documents from the store, never the files: a dry run unless --apply."""
         import recall
+        from recall.cli.exits import EXIT_USAGE, emit_json, fail
+        from recall.cli.options import store_named, when
         from recall.errors import RecallError
-        from recall.exits import EXIT_USAGE, emit_json, fail
-        from recall.options import store_named, when
         from recall.postgres import shown_db
 
         given = [str(p) for p in paths or []]
