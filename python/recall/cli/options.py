@@ -1,18 +1,28 @@
 """What every `recall` command reads the same way: the `--db`, `--namespace` and `--json`
-options, the store they name, whether it exists yet, and a date or time given on the command
-line. Shared by `cli.py` and each `*_cli.py`, which import it rather than each other.
+options, the store they name, whether it exists yet, an `--embedder` name, and a date or time
+given on the command line. Shared by every command module of `recall.cli`, which import it
+rather than each other.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import typer
 
 from recall.cli.exits import command_path, fail
 from recall.store import locate, named
 
-__all__ = ["DbOption", "JsonOption", "NamespaceOption", "store_named", "missing", "when"]
+__all__ = [
+    "DbOption",
+    "JsonOption",
+    "NamespaceOption",
+    "embedder_name",
+    "store_named",
+    "missing",
+    "when",
+]
 
 DbOption = typer.Option(
     None,
@@ -61,3 +71,15 @@ def when(value: str | None, option: str) -> dt.datetime | None:
         return parse_when(value)
     except ValueError:
         fail(f"{command_path()}: {option} {value!r} is not a date (YYYY-MM-DD) or ISO 8601 time")
+
+
+def embedder_name(value: Any) -> Any:
+    """An `--embedder` value checked before anything is opened: a name that names no embedder
+    is an argument error in the command's own words."""
+    from recall.embedders import name_problem
+
+    for name in value if isinstance(value, list) else [value]:
+        problem = name_problem(name) if name is not None else None
+        if problem is not None:
+            raise typer.BadParameter(problem)
+    return value

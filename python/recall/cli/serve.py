@@ -1,0 +1,96 @@
+"""`recall serve` and `recall watch`: the memory kept running, for agents over MCP and for folders
+that change.
+
+Owns: the commands' arguments, one line per re-indexed batch (one JSON object per line with
+`--json`), and their exit codes. Does not own: the MCP server and its tools
+(`recall.mcp_server`) or following the folders (`recall.watch`), both imported only when the
+command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from recall.cli.exits import fail
+from recall.cli.options import DbOption, JsonOption, NamespaceOption, store_named
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve` and `watch` to the `recall` app."""
+    app.command()(serve)
+    app.command("watch")(watch_cmd)
+
+
+def serve(
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
+    corpus: Optional[list[Path]] = typer.Option(
+        None,
+        "--corpus",
+        help="A folder of notes the server may index and write into (repeat for several; "
+        "'remember' writes into the first).",
+    ),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", help="strict (default) or development. Also $RECALL_TRUST_MODE."
+    ),
+    judge: Optional[Path] = typer.Option(
+        None, "--judge", help="Judge model directory for entail. Default: $RECALL_JUDGE."
+    ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="Keep the index following the --corpus folders: changed notes are re-indexed "
+        "within a second while searches go on.",
+    ),
+) -> None:
+    """Serve the memory to agents over MCP (stdio): search, explain, stats, index, remember."""
+    from recall.errors import RecallError
+    from recall.mcp_server import serve as run_server
+
+    try:
+        target = store_named(db, namespace)
+        run_server(target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch)
+    except RecallError as err:
+        fail(str(err))
+
+
+def watch_cmd(
+    paths: list[Path] = typer.Argument(..., help="Folders of notes to follow."),
+    db: Optional[str] = DbOption,
+    namespace: Optional[str] = NamespaceOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Index the folders, then re-index whatever changes in them until interrupted (Ctrl-C).
+
+    One line per batch (one JSON object per line with --json). Searches from other processes
+    keep being answered while a batch is written.
+    """
+    from recall.errors import RecallError
+    from recall.watch import Batch, watch
+
+    def show(batch: Batch) -> None:
+        report = batch.report
+        if as_json:
+            line: dict[str, object] = {"changed": batch.changed, "error": batch.error}
+            if report is not None:
+                line["report"] = report.to_dict()
+            print(json.dumps(line), flush=True)
+        elif batch.error is not None:
+            print(f"{batch.changed} changed: {batch.error}", file=sys.stderr, flush=True)
+        elif report is not None:
+            print(
+                f"{batch.changed} changed: added {len(report.added)} · updated "
+                f"{len(report.updated)} · removed {len(report.removed)} · refused "
+                f"{len(report.refused)} · generation {report.generation}",
+                flush=True,
+            )
+
+    try:
+        watch(store_named(db, namespace), [str(p) for p in paths], on_batch=show)
+    except RecallError as err:
+        fail(str(err))
