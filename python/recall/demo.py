@@ -2,7 +2,7 @@
 the package (python/recall/quickstart/), written for this project.
 
 Owns: locating the demo files and running index → calibrate → three questions against a store.
-Does not own: printing (cli.py) or any rule (api.py and the Rust core).
+Does not own: printing (`recall.cli.evaluate`) or any rule (api.py and the Rust core).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ candidates that declares no edge, no `valid_until` and no retirement fails it.
 
 Does not own: reading the corpus or resolving references (`recall.authoring.corpus`), finding
 closure phrases (`recall.authoring.prose`), the store's search (`recall.api`), or printing
-(`recall.authoring.check_cli`). Reads files and, with `db`, opens the store read-only; a store
+(`recall.cli.check`). Reads files and, with `db`, opens the store read-only; a store
 that is missing is never created, and one that refuses is reported, never raised.
 """
 

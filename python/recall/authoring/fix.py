@@ -8,7 +8,7 @@ edit of a file's frontmatter: the UTF-8 BOM, the line endings and every other li
 a `supersedes:` line is added (or an existing value extended), and the file is replaced
 atomically with its mode kept. Writes Validity Frontmatter only, never header vocabularies.
 Does not own: finding the phrases (`recall.authoring.prose`), reading notes and resolving
-references (`recall.authoring.corpus`), or printing (`lint_cli`).
+references (`recall.authoring.corpus`), or printing (`recall.cli.lint`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 Owns: the rules and their codes (errors E001–E008, warnings W001–W004, infos I001–I002), the
 wording of each finding and its suggested fix, and the report. Does not own: reading notes and
 resolving references (`recall.authoring.corpus`), the vocabularies (`recall.vocabularies`),
-closure phrases (`recall.authoring.prose`), or printing (`lint_cli`).
+closure phrases (`recall.authoring.prose`), or printing (`recall.cli.lint`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
-"""`recall lint` and `recall fix` on the command line (SPEC §8.2, §8.4): arguments, output for
-people and for scripts (`--json`), exit codes. The logic lives in `recall.authoring.lint` and
-`recall.authoring.fix`, imported only when a command runs (the CLI's cold start)."""
+"""`recall lint` and `recall fix` on the command line (SPEC §8.2, §8.4).
+
+Owns: the commands' arguments, output for people and for scripts (`--json`), and exit codes.
+Does not own: the rules and the edits (`recall.authoring.lint`, `recall.authoring.fix`),
+imported only when a command runs (the CLI's cold start).
+"""
 
 from __future__ import annotations
 
