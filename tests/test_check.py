@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import recall
-from recall.authoring.check import LEXICAL_FLOOR, CheckReport, FileCheck, check
+from recall.authoring.check import CheckReport, FileCheck, check
+from recall.authoring.predecessors import LEXICAL_FLOOR
 from recall.cli import app
 from recall.errors import UsageError
 

@@ -1,39 +1,44 @@
 """`recall check`: the write-time gate for a new or edited note (SPEC §8.4).
 
-Owns: finding every candidate predecessor of a note among a corpus's notes, each with the reasons
-it was found (the edges the note already declares, closure phrases in its prose that name a note,
-versioned file names, equal or near titles, lexical closeness under the store's own BM25 term
-weights, and, given a store, semantic closeness), ranking them, and the gate: a note with
-candidates that declares no edge, no `valid_until` and no retirement fails it.
+Owns: the checked files, the edges each already declares (and those other notes declare about
+it), gathering every candidate predecessor the legs find with its reasons, ranking them with
+the edit to suggest, and the gate: a note with candidates that declares no edge, no
+`valid_until` and no retirement fails it.
 
-Does not own: reading the corpus or resolving references (`recall.authoring.corpus`), finding
-closure phrases (`recall.authoring.prose`), the store's search (`recall.api`), or printing
-(`recall.cli.check`). Reads files and, with `db`, opens the store read-only; a store
-that is missing is never created, and one that refuses is reported, never raised.
+Does not own: the legs that find candidates (`recall.authoring.predecessors`), reading the
+corpus or resolving references (`recall.authoring.corpus`), or printing (`recall.cli.check`).
+Reads files and, with `db`, opens the store read-only; a store that is missing is never
+created, and one that refuses is reported, never raised.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
-import unicodedata
-from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import unquote
 
 from recall import _core
 from recall.authoring.corpus import Corpus, Note, read_note, scan
-from recall.errors import RecallError, UsageError
+from recall.authoring.predecessors import (
+    SEMANTIC_CHARS,
+    Lexical,
+    Names,
+    Reason,
+    Relation,
+    Semantic,
+    closures,
+    note_body,
+    note_title,
+    same_title,
+    shown_note,
+    versioned,
+)
+from recall.errors import UsageError
 from recall.vocabularies import Declarations, Edge, declare, in_force
 from recall.walk import shown
 
 __all__ = [
-    "LEXICAL_FLOOR",
-    "LEXICAL_TOP",
-    "TITLE_FLOOR",
     "Candidate",
     "CheckReport",
     "Declared",
@@ -42,60 +47,7 @@ __all__ = [
     "check",
 ]
 
-#: Lexical leg: a corpus note is reported when the TF-IDF cosine between its body and the checked
-#: note's body is at least this (0 unrelated … 1 the same words in the same proportions). Notes on
-#: the same topic by different authors sit around 0.1-0.25; a rewrite of the same note is 0.4 or
-#: more.
-LEXICAL_FLOOR = 0.3
-#: Lexical leg: at most this many notes are reported per checked file.
-LEXICAL_TOP = 5
-#: Same-title leg: token Jaccard at or above this counts as the same title.
-TITLE_FLOOR = 0.8
-#: Semantic leg: characters of the body sent with the title as the query.
-SEMANTIC_CHARS = 1000
-#: Semantic leg: the floor when the store has no calibration (SPEC §5.6's uncalibrated default).
-SEMANTIC_DEFAULT_FLOOR = 0.5
-
-Kind = Literal["closure-phrase", "versioned-name", "same-title", "lexical", "semantic"]
-Relation = Literal["predecessor", "successor"]
 Gate = Literal["pass", "fail", "error"]
-
-# Ranking: a candidate's rank is the sum over its reasons of weight × (score, or 1). A closure
-# phrase or a version number is the author's own word; closeness is evidence only.
-_WEIGHTS: dict[str, float] = {
-    "closure-phrase": 3.0,
-    "versioned-name": 2.5,
-    "same-title": 2.0,
-    "lexical": 1.0,
-    "semantic": 1.0,
-}
-_REFUSED_WEIGHT = 1.0
-_REFUSALS = {
-    "reported_speech": "reported speech",
-    "hedge": "hedged",
-    "partial_scope": "partial scope",
-    "negated": "negated",
-}
-
-
-@dataclass(frozen=True)
-class Reason:
-    """Why a note is a candidate: the leg that found it, in words, and its score where the leg
-    has one (a cosine for `lexical` and `semantic`, a Jaccard for `same-title`). `relation` is
-    the direction the reason points, when it points one (a closure phrase that holds, a version
-    number); `weight` is its share of the candidate's rank."""
-
-    kind: Kind
-    detail: str
-    score: float | None = None
-    relation: Relation | None = None
-    weight: float = 1.0
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "detail": self.detail}
-        if self.score is not None:
-            out["score"] = round(self.score, 4)
-        return out
 
 
 @dataclass(frozen=True)
@@ -238,11 +190,11 @@ def check(
             raise UsageError(f"recall check: {shown(path)} is a folder; pass note files")
     corpus = scan(corpus_paths, vocabularies=vocabularies, command="recall check")
     subjects = _subjects(corpus, given)
-    names = _Names(corpus)
-    lexical = _Lexical(corpus, subjects)
+    names = Names(corpus)
+    lexical = Lexical(corpus, subjects)
     graph = _Graph(corpus)
     report = CheckReport(corpus_notes=len(corpus.notes), strict=strict)
-    semantic = _Semantic(os.fspath(db), corpus) if db is not None else None
+    semantic = Semantic(os.fspath(db), corpus) if db is not None else None
     if semantic is not None:
         report.semantic = semantic.status
     for number, subject in enumerate(subjects):
@@ -307,10 +259,10 @@ def _check_one(
     corpus: Corpus,
     subject: _Subject,
     number: int,
-    names: _Names,
-    lexical: _Lexical,
+    names: Names,
+    lexical: Lexical,
     graph: _Graph,
-    semantic: _Semantic | None,
+    semantic: Semantic | None,
     limit: int,
 ) -> FileCheck:
     note = subject.note
@@ -318,7 +270,7 @@ def _check_one(
     if note.text is None or note.declarations is None:
         return FileCheck(file, None, (), None, (), 0, "error", problem=note.problem)
     text, decl = note.text, note.declarations
-    title = _title(note.rel, text, decl)
+    title = note_title(note.rel, text, decl)
     declared, linked = _declared(corpus, subject, graph)
     ended = _ended(decl, corpus.vocabularies)
     found: dict[int, list[Reason]] = {}
@@ -328,18 +280,18 @@ def _check_one(
         if index != subject.index and index not in linked.direct:
             found.setdefault(index, []).append(reason)
 
-    for index, reason in _closures(corpus, note, text, decl, messages):
+    for index, reason in closures(corpus, note, text, decl, messages):
         add(index, reason)
-    for index, reason in _versioned(corpus, names, note):
+    for index, reason in versioned(corpus, names, note):
         add(index, reason)
     if title is not None:
-        for index, reason in _same_title(names, title):
+        for index, reason in same_title(names, title):
             add(index, reason)
     for index, reason in lexical.nearest(number, subject.index):
         add(index, reason)
     store_only: list[Candidate] = []
     if semantic is not None:
-        query = f"{title or ''}\n{_body(text, decl)[:SEMANTIC_CHARS]}".strip()
+        query = f"{title or ''}\n{note_body(text, decl)[:SEMANTIC_CHARS]}".strip()
         hits, message = semantic.nearest(query, note, subject.index, limit)
         if message is not None:
             messages.append(message)
@@ -359,7 +311,7 @@ def _check_one(
             shared=len(corpus.by_key.get(corpus.notes[i].key, ())) > 1
             or corpus.notes[i].key == note.key,
             superseded_by=tuple(
-                sorted(_shown(corpus.notes[j]) for j in graph.successors.get(i, ()))
+                sorted(shown_note(corpus.notes[j]) for j in graph.successors.get(i, ()))
             ),
         )
         for i, reasons in found.items()
@@ -490,7 +442,7 @@ def _declared(corpus: Corpus, subject: _Subject, graph: _Graph) -> tuple[list[De
                 relation="superseded_by" if edge.reversed else "supersedes",
                 reference=edge.reference,
                 status=status,
-                notes=tuple(_shown(corpus.notes[m]) for m in matches if m != index),
+                notes=tuple(shown_note(corpus.notes[m]) for m in matches if m != index),
                 declared_in=file,
                 vocabulary=edge.origin.vocabulary,
                 line=edge.origin.line,
@@ -518,8 +470,8 @@ def _declared(corpus: Corpus, subject: _Subject, graph: _Graph) -> tuple[list[De
                     relation="supersedes" if edge.reversed else "superseded_by",
                     reference=edge.reference,
                     status=incoming,
-                    notes=(_shown(corpus.notes[declarer]),),
-                    declared_in=_shown(corpus.notes[declarer]),
+                    notes=(shown_note(corpus.notes[declarer]),),
+                    declared_in=shown_note(corpus.notes[declarer]),
                     vocabulary=edge.origin.vocabulary,
                     line=edge.origin.line,
                     text=edge.origin.text,
@@ -537,405 +489,3 @@ def _ended(decl: Declarations, vocabularies: frozenset[str]) -> str | None:
     if retired is not None:
         return f"{retired.state} ({retired.origin.vocabulary}, line {retired.origin.line})"
     return None
-
-
-def _shown(note: Note) -> str:
-    return os.path.normpath(note.shown)
-
-
-# -- 2. closure phrases -------------------------------------------------------------------------
-
-
-def _lookup(corpus: Corpus, reference: str) -> list[int]:
-    """The notes a reference written in prose names: a link target or file name by its SPEC §2.3
-    key, `PEP 8` and `ADR-0005` by the alias their note carries."""
-    target = unquote(reference.strip().split("#", 1)[0])
-    if not target or "://" in target or target.startswith("mailto:"):
-        return []
-    return corpus.find(target)
-
-
-def _closures(
-    corpus: Corpus, note: Note, text: str, decl: Declarations, messages: list[str]
-) -> list[tuple[int, Reason]]:
-    from recall.authoring.prose import find_closures
-
-    # Lines a header vocabulary declares on are read by it, not as prose; the note's own
-    # sentences (`prose`) stay prose here, so the author sees every closure phrase.
-    skip = {e.origin.line for e in decl.edges if e.origin.vocabulary != "prose"}
-    if decl.retired is not None and decl.retired.origin.vocabulary != "prose":
-        skip.add(decl.retired.origin.line)
-    if decl.frontmatter is not None and decl.frontmatter.present:
-        skip.update(range(1, decl.frontmatter.body_line))
-    out: list[tuple[int, Reason]] = []
-    for closure in find_closures(text, note.rel, frozenset(skip)):
-        relation: Relation | None = None
-        if closure.direction == "replaces":
-            relation = "predecessor"
-        elif closure.direction == "replaced_by":
-            relation = "successor"
-        label = _REFUSALS.get(closure.refusal or "", closure.refusal)
-        for reference in closure.references:
-            matches = _lookup(corpus, reference)
-            if not matches:
-                messages.append(
-                    f"line {closure.line}: {closure.phrase!r} names {reference}, "
-                    "which is not a note in the corpus"
-                )
-                continue
-            detail = f"line {closure.line}: {_clip(closure.sentence)!r} names {reference}"
-            if len(matches) > 1:
-                detail += f" (ambiguous: {len(matches)} notes share that name)"
-            if label:
-                detail += f" [{label}]"
-            weight = _REFUSED_WEIGHT if closure.refusal else _WEIGHTS["closure-phrase"]
-            for index in matches:
-                out.append(
-                    (
-                        index,
-                        Reason(
-                            "closure-phrase",
-                            detail,
-                            relation=None if closure.refusal else relation,
-                            weight=weight,
-                        ),
-                    )
-                )
-    return out
-
-
-def _clip(sentence: str, width: int = 120) -> str:
-    flat = " ".join(sentence.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-# -- 3. versioned names -------------------------------------------------------------------------
-
-# `x-v2`, `x_v2`, `x.v3`, `x v2`, `xv2`, `x-version-2`, `x-2`, `x-1.2`.
-_VERSIONED = re.compile(
-    r"(?P<base>.*?[^\W_])(?:[-_. ]+(?P<v>v|ver|version)?[-_ ]?|(?P<vv>v))"
-    r"(?P<number>[0-9]+(?:\.[0-9]+){0,2})",
-    re.IGNORECASE,
-)
-# Numbered series, not versions: `adr-0005`, `pep-8`, `rfc-2119`.
-_SERIES = frozenset({"adr", "pep", "rfc", "issue", "ticket", "memo", "note", "notes"})
-_DATE_TAIL = re.compile(r"(?:^|[^0-9])[0-9]{4}(?:[-_.][0-9]{1,2})?$")
-
-
-def _version(stem: str) -> tuple[str, tuple[int, ...] | None]:
-    """(normalised base, version) of a file stem; version None when the stem carries none.
-
-    A bare number is a version only when it is short and not zero-padded: `x-2` is, while
-    `incident-2026`, `standup-2024-01-05` and `adr-0005` are dates and sequence numbers."""
-    match = _VERSIONED.fullmatch(stem)
-    if match is not None:
-        base, number = match.group("base"), match.group("number")
-        marked = bool(match.group("v") or match.group("vv"))
-        parts = tuple(int(p) for p in number.split("."))
-        padded = len(number) > 1 and number[0] == "0" and "." not in number
-        looks_like_date = bool(_DATE_TAIL.search(base)) or len(number.split(".")[0]) >= 4
-        norm = _norm_base(base)
-        if (
-            any(c.isalpha() for c in base)
-            and norm not in _SERIES
-            and (marked or not (padded or looks_like_date))
-        ):
-            return norm, parts
-    return _norm_base(stem), None
-
-
-def _norm_base(base: str) -> str:
-    return re.sub(r"[-_. ]+", "-", base.casefold()).strip("-")
-
-
-def _stem(rel: str) -> str:
-    name = rel.replace("\\", "/").rsplit("/", 1)[-1]
-    return os.path.splitext(name)[0]
-
-
-def _versioned(corpus: Corpus, names: _Names, note: Note) -> list[tuple[int, Reason]]:
-    base, version = _version(_stem(note.rel))
-    mine = version or (1,)
-    weight = _WEIGHTS["versioned-name"]
-    out: list[tuple[int, Reason]] = []
-    for index in corpus.by_key.get(note.key, ()):
-        other = corpus.notes[index]
-        if other.path != note.path and other.key == note.key:
-            name = os.path.basename(other.rel)
-            detail = f"the same file name ({name}): a reference to it would be ambiguous"
-            out.append((index, Reason("versioned-name", detail, weight=weight)))
-    for index in names.by_base.get(base, ()):
-        other = corpus.notes[index]
-        other_version = names.versions[index]
-        if other.path == note.path or other.key == note.key:
-            continue
-        if version is None and other_version is None:
-            continue
-        name = os.path.basename(other.rel)
-        theirs = other_version or (1,)
-        if theirs < mine:
-            detail = f"an earlier version of the same name ({name})"
-            relation: Relation = "predecessor"
-        elif theirs > mine:
-            detail = f"a later version of the same name ({name})"
-            relation = "successor"
-        else:
-            detail = f"the same version, written differently ({name})"
-            relation = "predecessor"
-        out.append((index, Reason("versioned-name", detail, relation=relation, weight=weight)))
-    return out
-
-
-# -- 4. titles ----------------------------------------------------------------------------------
-
-_ATX_H1 = re.compile(r" {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
-_SETEXT_H1 = re.compile(r" {0,3}=+[ \t]*")
-_RST_ADORNMENT = re.compile(r"([=\-~^\"'`#*+:.])\1{2,}[ \t]*")
-_TITLE_STOP = frozenset({"a", "an", "the", "of", "for", "to", "and", "in", "on", "with"})
-_TITLE_VERSION = re.compile(r"v[0-9]+|version|rev|revision|revised|[0-9]{1,3}")
-
-
-def _body(text: str, decl: Declarations) -> str:
-    """The prose: without a frontmatter block, and without a PEP preamble (one was read when
-    the declarations carry a title but no frontmatter)."""
-    fm = decl.frontmatter
-    if fm is not None:
-        return fm.body if fm.present else text.lstrip("\ufeff")
-    text = text.lstrip("\ufeff")
-    if decl.title is not None:
-        end = re.search(r"\n[ \t\r]*\n", text)
-        return text[end.end() :] if end is not None else ""
-    return text
-
-
-def _title(rel: str, text: str, decl: Declarations | None) -> str | None:
-    """Frontmatter `title:` or a PEP `Title:`, else the first level-1 heading of the body."""
-    if decl is not None and decl.title:
-        return decl.title
-    body = _body(text, decl) if decl is not None else text
-    lines = body.split("\n")
-    rst = rel.lower().endswith(".rst")
-    in_fence = False
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\r")
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence or not line.strip():
-            continue
-        nxt = lines[i + 1].rstrip("\r") if i + 1 < len(lines) else ""
-        if rst:
-            if _RST_ADORNMENT.fullmatch(line):
-                continue
-            if _RST_ADORNMENT.fullmatch(nxt) and len(nxt.strip()) >= len(line.strip()):
-                return line.strip()
-            continue
-        heading = _ATX_H1.fullmatch(line)
-        if heading is not None and heading.group(1).strip():
-            return heading.group(1).strip()
-        if _SETEXT_H1.fullmatch(nxt) and not line.startswith((" " * 4, "\t")):
-            return line.strip()
-    return None
-
-
-def _title_tokens(title: str) -> frozenset[str]:
-    words = re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", title).casefold())
-    return frozenset(w for w in words if w not in _TITLE_STOP and not _TITLE_VERSION.fullmatch(w))
-
-
-def _same_title(names: _Names, title: str) -> list[tuple[int, Reason]]:
-    mine = _title_tokens(title)
-    folded = _fold_title(title)
-    out: list[tuple[int, Reason]] = []
-    # Jaccard >= TITLE_FLOOR > 0 needs a shared token, so only notes sharing one are compared.
-    near = {i for token in mine for i in names.by_token.get(token, ())}
-    for index in sorted(near | set(names.by_title.get(folded, ()))):
-        theirs_title = names.titles[index]
-        assert theirs_title is not None
-        if _fold_title(theirs_title) == folded:
-            detail, score = f"the same title ({theirs_title!r})", 1.0
-        else:
-            theirs = names.tokens[index]
-            score = len(mine & theirs) / len(mine | theirs)
-            if score < TITLE_FLOOR:
-                continue
-            detail = f"a near title ({theirs_title!r})"
-        out.append((index, Reason("same-title", detail, score, weight=_WEIGHTS["same-title"])))
-    return out
-
-
-def _fold_title(title: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", title).casefold().split())
-
-
-class _Names:
-    """Every note's file-name version and title, read once per run, indexed by version base,
-    folded title and title token."""
-
-    def __init__(self, corpus: Corpus) -> None:
-        self.versions: list[tuple[int, ...] | None] = []
-        self.by_base: dict[str, list[int]] = {}
-        self.titles: list[str | None] = []
-        self.tokens: list[frozenset[str]] = []
-        self.by_title: dict[str, list[int]] = {}
-        self.by_token: dict[str, list[int]] = {}
-        for index, note in enumerate(corpus.notes):
-            base, version = _version(_stem(note.rel))
-            self.versions.append(version)
-            self.by_base.setdefault(base, []).append(index)
-            title = _title(note.rel, note.text, note.declarations) if note.text else None
-            tokens = _title_tokens(title) if title else frozenset()
-            self.titles.append(title)
-            self.tokens.append(tokens)
-            if title:
-                self.by_title.setdefault(_fold_title(title), []).append(index)
-            for token in tokens:
-                self.by_token.setdefault(token, []).append(index)
-
-
-# -- 5. lexical closeness -----------------------------------------------------------------------
-
-
-class _Lexical:
-    """Cosine between the notes' bodies as the store's lexical leg weighs their terms
-    (`_core.bm25_vectors`: the index's analyser and English stemming, each term's BM25 weight
-    among these notes), so a note is close to another here exactly where a search for its words
-    would find the other. Postings are kept only for the checked files' terms, so a query
-    touches only the notes that share a term with it. Checked files outside the corpus count as
-    documents for the weights only."""
-
-    def __init__(self, corpus: Corpus, subjects: Sequence[_Subject]) -> None:
-        self.corpus = corpus
-        bodies = [
-            _body(n.text, n.declarations) if n.text and n.declarations else "" for n in corpus.notes
-        ]
-        self.notes = len(bodies)
-        outside: dict[int, int] = {}
-        for i, s in enumerate(subjects):
-            if s.index is None and s.note.text is not None and s.note.declarations is not None:
-                outside[i] = len(bodies)
-                bodies.append(_body(s.note.text, s.note.declarations))
-        vectors = _core.bm25_vectors(bodies)
-        self.weights: list[dict[str, float]] = [{t: w for t, w, _ in v} for v in vectors]
-        #: Per text, each term's first word as written: what a reason names.
-        self.words: list[dict[str, str]] = [{t: word for t, _, word in v} for v in vectors]
-        self.queries: list[int | None] = [
-            s.index if s.index is not None else outside.get(i) for i, s in enumerate(subjects)
-        ]
-        wanted = {t for q in self.queries if q is not None for t in self.weights[q]}
-        self.postings: dict[str, tuple[array[int], array[float]]] = {
-            term: (array("i"), array("d")) for term in wanted
-        }
-        self.norms = array("d", bytes(8 * self.notes))
-        for doc in range(self.notes):
-            for term, w in self.weights[doc].items():
-                if term in self.postings:
-                    ids, weights = self.postings[term]
-                    ids.append(doc)
-                    weights.append(w)
-            self.norms[doc] = math.sqrt(sum(w * w for w in self.weights[doc].values()))
-
-    def nearest(self, query: int, exclude: int | None) -> list[tuple[int, Reason]]:
-        text = self.queries[query]
-        if text is None:
-            return []
-        weights = self.weights[text]
-        norm = math.sqrt(sum(w * w for w in weights.values()))
-        if not norm:
-            return []
-        scores: dict[int, float] = {}
-        for term, qw in weights.items():
-            for doc, w in zip(*self.postings[term]):
-                scores[doc] = scores.get(doc, 0.0) + qw * w
-        ranked = sorted(
-            (
-                (dot / (norm * self.norms[doc]), doc)
-                for doc, dot in scores.items()
-                if doc != exclude and self.norms[doc]
-            ),
-            key=lambda p: (-p[0], p[1]),
-        )
-        out: list[tuple[int, Reason]] = []
-        for cosine, doc in ranked[:LEXICAL_TOP]:
-            if cosine < LEXICAL_FLOOR:
-                break
-            theirs = self.weights[doc]
-            shared = sorted(
-                (t for t in weights if t in theirs), key=lambda t: (-weights[t] * theirs[t], t)
-            )[:6]
-            named = ", ".join(self.words[text][t].casefold() for t in shared)
-            detail = f"cosine {cosine:.2f}; shared terms: {named}"
-            out.append((doc, Reason("lexical", detail, cosine, weight=_WEIGHTS["lexical"])))
-        return out
-
-
-# -- 6. semantic closeness ----------------------------------------------------------------------
-
-
-class _Semantic:
-    """The store's search in development mode (no calibration needed), read-only. The floor is
-    the store's calibrated threshold when it has one, else SEMANTIC_DEFAULT_FLOOR."""
-
-    def __init__(self, db: str, corpus: Corpus) -> None:
-        self.db = db
-        self.memory: Any = None
-        self.corpus = corpus
-        self.by_place = {
-            (os.path.basename(n.root.rstrip("/\\")), n.rel): i for i, n in enumerate(corpus.notes)
-        }
-        if not os.path.exists(db):
-            # SPEC §11: a read never creates a store.
-            self.status = f"skipped: store {shown(db)} does not exist (run 'recall index' first)"
-            return
-        try:
-            import recall
-
-            memory = recall.open(db, read_only=True)
-            documents = memory.stats().documents
-        except (RecallError, OSError) as err:
-            self.status = f"skipped: store {shown(db)} could not be read: {err}"
-            return
-        if not documents:
-            memory.close()
-            self.status = f"skipped: store {shown(db)} holds no documents"
-            return
-        self.memory = memory
-        self.status = f"store {shown(db)} ({documents} documents)"
-
-    def close(self) -> None:
-        if self.memory is not None:
-            self.memory.close()
-            self.memory = None
-
-    def nearest(
-        self, query: str, note: Note, exclude: int | None, limit: int
-    ) -> tuple[list[tuple[int | str, Reason]], str | None]:
-        if self.memory is None or not query:
-            return [], None
-        try:
-            result = self.memory.search(query, k=min(100, limit + 5), mode="development")
-        except (RecallError, OSError) as err:
-            return [], f"semantic search skipped: {err}"
-        floor = SEMANTIC_DEFAULT_FLOOR
-        if result.calibrated and result.calibration:
-            floor = float(result.calibration.get("threshold", floor))
-        real = os.path.realpath(note.path)
-        out: list[tuple[int | str, Reason]] = []
-        seen: set[int | str] = set()
-        for hit in result.hits:
-            source, file = hit.provenance.source, hit.provenance.file
-            target: int | str | None = self.by_place.get((source, file))
-            if target is None:
-                if real.replace("\\", "/").endswith(f"/{source}/{file}"):
-                    continue
-                # A document of the store that no --corpus path holds.
-                target = f"{source}/{file}"
-            if target == exclude or target in seen or hit.score < floor:
-                continue
-            seen.add(target)
-            detail = f"cosine {hit.score:.2f} in {shown(self.db)}"
-            if isinstance(target, str):
-                detail += " (a document of the store that no --corpus path holds)"
-            out.append((target, Reason("semantic", detail, hit.score, weight=_WEIGHTS["semantic"])))
-        return out, None
