@@ -114,7 +114,9 @@ class Store(Protocol):
     ) -> None:
         """Add or replace the document `path` under the root `source` with its chunks, their
         vectors (float32 little-endian, one per chunk) and its declarations. A document seen
-        before keeps its first-indexed time unless `first_indexed_at` is given (a migration)."""
+        before keeps its first-indexed time unless `first_indexed_at` is given (a migration).
+        A shared store may leave a document whose stored content hash equals `content_hash`
+        as it is: another machine's run committed that very content first."""
         ...
 
     def set_declarations(
