@@ -516,12 +516,14 @@ def test_remember_allows_a_text_that_names_what_supersedes_names(tools: Any) -> 
 def test_remember_writes_only_inside_the_folder_it_opened(tools: Any, tmp_path: Path) -> None:
     """A folder swapped for a symlink to elsewhere after the argument was checked: the folder
     opened is checked again, so the note never lands outside the corpus."""
+    from recall.mcp_server.remember import write_new
+
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     swapped = tools.roots[0] / "inbox"
     swapped.symlink_to(outside, target_is_directory=True)
     with pytest.raises(RecallError, match="outside the corpus root"):
-        tools._write_new(swapped, tools.roots[0], "note", "# Note\n\nText.\n")
+        write_new(swapped, tools.roots[0], "note", "# Note\n\nText.\n", roots=tools.roots)
     assert list(outside.iterdir()) == []
 
 
