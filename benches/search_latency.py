@@ -41,6 +41,7 @@ from machine import cpu_model  # noqa: E402
 from zipf_corpus import ZipfCorpus  # noqa: E402
 
 import recall  # noqa: E402
+from recall import _core  # noqa: E402
 
 EMBEDDER = "hashing-512"
 CANDIDATES = 20  # dense candidates per query, as `Memory.search` asks for
@@ -144,11 +145,7 @@ def bench_size(n: int, n_queries: int, workdir: Path) -> dict[str, float]:
             text=q,
             k=10,
             candidates=CANDIDATES,
-            now_us=0,
-            known_as_of_us=None,
-            threshold=0.5,
-            scale=0.05,
-            unverified=False,
+            policy=_core.Policy(now_us=0, threshold=0.5, scale=0.05),
         )
         got = [chunk for chunk, _ in raw["dense"][:10]]
         top = numpy_top(matrix, v, 10)

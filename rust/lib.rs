@@ -15,6 +15,7 @@ mod py_corpus;
 mod py_errors;
 mod py_functions;
 mod py_hits;
+mod py_policy;
 mod py_store;
 pub mod store;
 pub mod triggers;
@@ -45,6 +46,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<EmbedderMismatchError>(),
     )?;
     m.add_class::<PyStore>()?;
+    m.add_class::<py_policy::PyPolicy>()?;
     m.add_function(wrap_pyfunction!(hashing_embed, m)?)?;
     m.add_function(wrap_pyfunction!(resolution_key, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_references, m)?)?;

@@ -17,6 +17,7 @@ use crate::fusion;
 use crate::judgment::{self, Corpus, DocumentRecord, EdgeRecord, Tally};
 use crate::lexical;
 use crate::py_hits;
+use crate::py_policy::PyPolicy;
 use crate::trust::{self, Candidate, Policy};
 
 /// (id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw, metadata_error,
@@ -249,8 +250,7 @@ impl PyCorpus {
     /// retirement (state, since, vocabulary, line, statement, overridden), and the store's
     /// vocabulary setting. None when the id is not in this corpus.
     #[pyo3(signature = (doc_id, query, *, text, chunks, term_dfs, chunk_count, dense_rank,
-        lexical_rank, declarations, retired, vocabularies, now_us, known_as_of_us, threshold,
-        scale, lexical_weight=0.0, identifier_weight=0.0))]
+        lexical_rank, declarations, retired, vocabularies, policy))]
     #[allow(clippy::too_many_arguments)]
     fn explain<'py>(
         &self,
@@ -266,26 +266,17 @@ impl PyCorpus {
         declarations: Vec<crate::explanation::DeclarationColumns>,
         retired: Option<crate::explanation::RetiredColumns>,
         vocabularies: &str,
-        now_us: i64,
-        known_as_of_us: Option<i64>,
-        threshold: f64,
-        scale: f64,
-        lexical_weight: f64,
-        identifier_weight: f64,
+        policy: &PyPolicy,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let corpus = &self.inner;
         let Some(&d) = corpus.index_of.get(&doc_id) else {
             return Ok(None);
         };
         let q = le_f32s(query);
+        // Explain reads a verdict as a calibrated search would give it.
         let policy = Policy {
-            now_us,
-            known_as_of_us,
-            threshold,
-            scale,
             unverified: false,
-            lexical_weight,
-            identifier_weight,
+            ..policy.inner
         };
         let terms: Vec<(String, f64)> = term_dfs
             .into_iter()
@@ -326,8 +317,7 @@ impl PyCorpus {
     /// body)]. Returns the hits (chunk, doc_id, verdict, confidence, …) and the dense leg's
     /// (chunk, cosine) best first.
     #[pyo3(signature = (query, *, text, dense, lexical, chunks, term_dfs, chunk_count, fetch, k,
-        candidates, now_us, known_as_of_us, threshold, scale, unverified, lexical_weight=0.0,
-        identifier_weight=0.0))]
+        candidates, policy))]
     #[allow(clippy::too_many_arguments)]
     fn judge<'py>(
         &self,
@@ -342,25 +332,11 @@ impl PyCorpus {
         fetch: Bound<'py, PyAny>,
         k: usize,
         candidates: usize,
-        now_us: i64,
-        known_as_of_us: Option<i64>,
-        threshold: f64,
-        scale: f64,
-        unverified: bool,
-        lexical_weight: f64,
-        identifier_weight: f64,
+        policy: &PyPolicy,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = le_f32s(query);
         let corpus = &self.inner;
-        let policy = Policy {
-            now_us,
-            known_as_of_us,
-            threshold,
-            scale,
-            unverified,
-            lexical_weight,
-            identifier_weight,
-        };
+        let policy = policy.inner;
         let score_of = |vector: &[u8]| cosine(vector, &q);
         let doc_of = |chunk: i64| {
             chunks

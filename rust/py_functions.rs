@@ -3,6 +3,8 @@
 //! wraps a plain Rust module so it is tested without Python.
 
 use pyo3::prelude::*;
+
+use crate::py_policy::PyPolicy;
 use pyo3::types::PyBytes;
 
 use crate::{evidence, fusion, graph, hashing, store, triggers, trust};
@@ -124,19 +126,13 @@ type JudgedRow = (
 /// The pure trust layer over plain data (SPEC §5): the same code the store's search runs, exposed
 /// so it can be tested against a reference reading of the spec.
 #[pyfunction]
-#[pyo3(signature = (docs, edges, candidates, fetchable, now_us, known_as_of_us, threshold, scale,
-    unverified))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (docs, edges, candidates, fetchable, policy))]
 pub(crate) fn judge(
     docs: Vec<DocRow>,
     edges: Vec<(usize, String)>,
     candidates: Vec<(usize, f64)>,
     fetchable: std::collections::HashMap<usize, f64>,
-    now_us: i64,
-    known_as_of_us: Option<i64>,
-    threshold: f64,
-    scale: f64,
-    unverified: bool,
+    policy: &PyPolicy,
 ) -> Vec<JudgedRow> {
     let windows: Vec<trust::Window> = docs
         .iter()
@@ -158,14 +154,11 @@ pub(crate) fn judge(
         })
         .collect();
     let g = graph::Graph::build(nodes, &edges);
+    // The bare trust layer: relevance is the dense score alone.
     let policy = trust::Policy {
-        now_us,
-        known_as_of_us,
-        threshold,
-        scale,
-        unverified,
         lexical_weight: 0.0,
         identifier_weight: 0.0,
+        ..policy.inner
     };
     let cands: Vec<trust::Candidate> = candidates
         .iter()

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::py_errors::{damaged, panicked, StoreError};
+use crate::py_policy::PyPolicy;
 use crate::store::{self, EmbedderInfo, NewChunk, NewDocument, Store};
 use crate::{errors, py_corpus, py_hits, trust};
 
@@ -459,9 +460,7 @@ impl PyStore {
     }
 
     /// Dense retrieval and the trust layer; `query` is float32 little-endian bytes.
-    #[pyo3(signature = (query, *, text, k, candidates, now_us, known_as_of_us, threshold, scale,
-        unverified, lexical_weight=0.0, identifier_weight=0.0))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (query, *, text, k, candidates, policy))]
     fn search<'py>(
         &self,
         py: Python<'py>,
@@ -469,24 +468,10 @@ impl PyStore {
         text: String,
         k: usize,
         candidates: usize,
-        now_us: i64,
-        known_as_of_us: Option<i64>,
-        threshold: f64,
-        scale: f64,
-        unverified: bool,
-        lexical_weight: f64,
-        identifier_weight: f64,
+        policy: &PyPolicy,
     ) -> PyResult<Bound<'py, PyDict>> {
         let q = f32s(query, "query")?;
-        let policy = trust::Policy {
-            now_us,
-            known_as_of_us,
-            threshold,
-            scale,
-            unverified,
-            lexical_weight,
-            identifier_weight,
-        };
+        let policy = policy.inner;
         let out = py.detach(|| self.with(|s| s.search(&q, &text, k, candidates, &policy)))?;
         let hits = pyo3::types::PyList::empty(py);
         for h in out.hits {
@@ -513,31 +498,20 @@ impl PyStore {
     }
 
     /// Why one document gets its verdict; None when `file` names no indexed document.
-    #[pyo3(signature = (file, query, *, text, now_us, known_as_of_us, threshold, scale,
-        lexical_weight=0.0, identifier_weight=0.0))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (file, query, *, text, policy))]
     fn explain<'py>(
         &self,
         py: Python<'py>,
         file: String,
         query: &[u8],
         text: String,
-        now_us: i64,
-        known_as_of_us: Option<i64>,
-        threshold: f64,
-        scale: f64,
-        lexical_weight: f64,
-        identifier_weight: f64,
+        policy: &PyPolicy,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let q = f32s(query, "query")?;
+        // Explain reads a verdict as a calibrated search would give it.
         let policy = trust::Policy {
-            now_us,
-            known_as_of_us,
-            threshold,
-            scale,
             unverified: false,
-            lexical_weight,
-            identifier_weight,
+            ..policy.inner
         };
         let Some(e) = py.detach(|| self.with(|s| s.explain(&file, &q, &text, &policy)))? else {
             return Ok(None);

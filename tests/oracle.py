@@ -1,7 +1,7 @@
 """Reference model of the trust layer (SPEC §2.3, §2.4, §5), written for clarity, not speed.
 
-`judge_oracle` has the signature and return value of `recall._core.judge`; the tests compare the
-two on random corpora.
+`judge_oracle` returns what `recall._core.judge` returns, taking the policy's fields one by one;
+the tests compare the two on random corpora.
 """
 
 from __future__ import annotations

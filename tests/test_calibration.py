@@ -136,11 +136,7 @@ def test_confidence_properties(a: float, b: float, threshold: float, scale: floa
             [],
             [(0, score)],
             {},
-            0,
-            None,
-            threshold,
-            scale,
-            False,
+            _core.Policy(now_us=0, threshold=threshold, scale=scale),
         )
         return c
 

@@ -77,13 +77,13 @@ def search(store: Store, v: np.ndarray, text: str) -> SearchOutcome:
         text=text,
         k=5,
         candidates=10,
-        now_us=1_800_000_000_000_000,
-        known_as_of_us=None,
-        threshold=0.5,
-        scale=0.05,
-        unverified=False,
-        lexical_weight=0.15,
-        identifier_weight=0.3,
+        policy=_core.Policy(
+            now_us=1_800_000_000_000_000,
+            threshold=0.5,
+            scale=0.05,
+            lexical_weight=0.15,
+            identifier_weight=0.3,
+        ),
     )
 
 
@@ -166,10 +166,7 @@ def test_explain_names_the_edge_and_nothing_for_an_unknown_file(store: Store) ->
     written(store, RATES, RATES_V2)
     args: Any = dict(
         text="requests per minute",
-        now_us=1_800_000_000_000_000,
-        known_as_of_us=None,
-        threshold=0.5,
-        scale=0.05,
+        policy=_core.Policy(now_us=1_800_000_000_000_000, threshold=0.5, scale=0.05),
     )
     q = V1.astype("<f4").tobytes()
     told = store.explain("limits/rates-v1.md", q, **args)

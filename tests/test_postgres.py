@@ -22,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 import recall
+from recall import _core
 from recall.cli import app
 from recall.migrate import migrate
 
@@ -415,13 +416,13 @@ def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> N
                 text=q,
                 k=10,
                 candidates=20,
-                now_us=0,
-                known_as_of_us=None,
-                threshold=0.5,
-                scale=0.05,
-                unverified=False,
-                lexical_weight=0.15,
-                identifier_weight=0.3,
+                policy=_core.Policy(
+                    now_us=0,
+                    threshold=0.5,
+                    scale=0.05,
+                    lexical_weight=0.15,
+                    identifier_weight=0.3,
+                ),
             )
             a, b = file._store.search(vector, **args), server._store.search(vector, **args)
             # The evidence each hit is judged on is the file store's: the lexical share of the

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 import recall
+from recall import _core
 from recall.cli import app
 
 from .conftest import EXAMPLES, write_corpus
@@ -254,11 +255,7 @@ def _dense_and_vec0(mem: recall.Memory, con: Any, query: bytes) -> tuple[list[An
         text="",
         k=5,
         candidates=10,
-        now_us=0,
-        known_as_of_us=None,
-        threshold=0.5,
-        scale=0.05,
-        unverified=False,
+        policy=_core.Policy(now_us=0, threshold=0.5, scale=0.05),
     )
     knn = con.execute(
         "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = 10 "

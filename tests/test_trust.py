@@ -91,6 +91,28 @@ def _unit(score: float) -> bytes:
     return struct.pack("<2f", score, math.sqrt(max(0.0, 1.0 - score * score)))
 
 
+def judge_rust(
+    docs: list[Doc],
+    edges: list[tuple[int, str]],
+    candidates: list[tuple[int, float]],
+    fetchable: dict[int, float],
+    now_us: int,
+    known_as_of_us: int | None,
+    threshold: float,
+    scale: float,
+    unverified: bool,
+) -> list[tuple[Any, ...]]:
+    """`_core.judge` with the policy's fields given one by one, as the oracle takes them."""
+    policy = _core.Policy(
+        now_us=now_us,
+        known_as_of_us=known_as_of_us,
+        threshold=threshold,
+        scale=scale,
+        unverified=unverified,
+    )
+    return _core.judge(docs, edges, candidates, fetchable, policy)
+
+
 def judge_via_corpus(
     docs: list[Doc],
     edges: list[tuple[int, str]],
@@ -126,11 +148,13 @@ def judge_via_corpus(
         fetch=lambda d: fetched.get(d, []),
         k=len(candidates),
         candidates=len(candidates),
-        now_us=now_us,
-        known_as_of_us=known_as_of_us,
-        threshold=threshold,
-        scale=scale,
-        unverified=unverified,
+        policy=_core.Policy(
+            now_us=now_us,
+            known_as_of_us=known_as_of_us,
+            threshold=threshold,
+            scale=scale,
+            unverified=unverified,
+        ),
     )
     index = {path: i for i, (_, path, *_) in enumerate(docs)}
     return [
@@ -152,7 +176,7 @@ def judge_via_corpus(
 def judge(request: pytest.FixtureRequest) -> Judge:
     """Examples run against the extension (the store's entry point and the one a PostgreSQL
     store judges through) and, as a check on the model, against the oracle."""
-    return {"rust": _core.judge, "corpus": judge_via_corpus, "oracle": judge_oracle}[request.param]
+    return {"rust": judge_rust, "corpus": judge_via_corpus, "oracle": judge_oracle}[request.param]
 
 
 def verdicts(hits: list[tuple[Any, ...]]) -> dict[int, str]:
@@ -192,7 +216,7 @@ def test_oracle_rejects_malformed_dates(raw: str) -> None:
 def test_odd_dates_match_the_oracle(raw: str) -> None:
     for docs in ([doc("a.md", raw)], [doc("a.md", None, raw)]):
         for now in (0, NOW):
-            got, want = call(_core.judge, docs, now=now), call(judge_oracle, docs, now=now)
+            got, want = call(judge_rust, docs, now=now), call(judge_oracle, docs, now=now)
             assert [h[1] for h in got] == [h[1] for h in want]
 
 
@@ -588,7 +612,7 @@ def without_confidence(hits: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 def assert_matches_the_oracle(case: dict[str, Any]) -> None:
     want = run(judge_oracle, case)
-    for fn in (_core.judge, judge_via_corpus):
+    for fn in (judge_rust, judge_via_corpus):
         got = run(fn, case)
         assert without_confidence(got) == without_confidence(want)
         assert [h[2] for h in got] == pytest.approx([h[2] for h in want], abs=1e-9)
@@ -613,7 +637,7 @@ def test_window_boundaries_match_the_oracle(
     valid_from: str | None, valid_until: str | None, now: int
 ) -> None:
     docs = [doc("a.md", valid_from, valid_until)]
-    got, want = call(_core.judge, docs, now=now), call(judge_oracle, docs, now=now)
+    got, want = call(judge_rust, docs, now=now), call(judge_oracle, docs, now=now)
     assert without_confidence(got) == without_confidence(want)
 
 
@@ -630,7 +654,7 @@ def _confidence(score: float, threshold: float, scale: float) -> float:
 
 @given(st.one_of(cases(), cases(cyclic=True)))
 def test_invariants(case: dict[str, Any]) -> None:
-    hits = run(_core.judge, case)
+    hits = run(judge_rust, case)
     docs, threshold, now = case["docs"], case["threshold"], case["now_us"]
     k = case["known_as_of_us"]
     applying_keys = {
@@ -701,7 +725,7 @@ def test_invariants(case: dict[str, Any]) -> None:
 )
 def test_confidence_is_monotone_and_calibrated(scores: list[float], threshold: float) -> None:
     docs = [doc(f"d{i}.md") for i in range(len(scores))]
-    hits = call(_core.judge, docs, candidates=list(enumerate(scores)), threshold=threshold)
+    hits = call(judge_rust, docs, candidates=list(enumerate(scores)), threshold=threshold)
     pairs = sorted((h[6], h[2]) for h in hits)
     assert all(a[1] <= b[1] for a, b in zip(pairs, pairs[1:]))
     assert all(0.0 < conf <= 1.0 for _, conf in pairs)
@@ -712,7 +736,7 @@ def test_cycle_heavy_graph_terminates() -> None:
     n = 60
     docs = [doc(f"n{i}.md", first=i % 7) for i in range(n)]
     edges = [edge(d, f"n{t}") for d in range(n) for t in range(n)]
-    hits = call(_core.judge, docs, edges, known_as_of=5)
+    hits = call(judge_rust, docs, edges, known_as_of=5)
     assert len(hits) == n
     assert all(h[3] != h[0] for h in hits)
 
@@ -721,6 +745,6 @@ def test_long_chain_resolves_to_its_end() -> None:
     n = 500
     docs = [doc(f"n{i}.md") for i in range(n)]
     edges = [edge(i + 1, f"n{i}") for i in range(n - 1)]
-    hits = by_doc(call(_core.judge, docs, edges))
+    hits = by_doc(call(judge_rust, docs, edges))
     assert all(hits[i][1:4:2] == ("superseded", n - 1) for i in range(n - 1))
     assert hits[n - 1][1:4:2] == ("ok", None)

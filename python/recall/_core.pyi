@@ -10,6 +10,7 @@ __all__ = [
     "EmbedderMismatchError",
     "RecallError",
     "EXPLAIN_DEPTH",
+    "Policy",
     "SCHEMA_VERSION",
     "Store",
     "StoreError",
@@ -47,6 +48,34 @@ class StoreError(RecallError): ...
 class StoreLockedError(StoreError): ...
 class StoreDamagedError(StoreError): ...
 class EmbedderMismatchError(StoreError): ...
+
+@final
+class Policy:
+    def __new__(
+        cls,
+        *,
+        now_us: int,
+        threshold: float,
+        scale: float,
+        known_as_of_us: int | None = None,
+        unverified: bool = False,
+        lexical_weight: float = 0.0,
+        identifier_weight: float = 0.0,
+    ) -> Policy: ...
+    @property
+    def now_us(self) -> int: ...
+    @property
+    def known_as_of_us(self) -> int | None: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def scale(self) -> float: ...
+    @property
+    def unverified(self) -> bool: ...
+    @property
+    def lexical_weight(self) -> float: ...
+    @property
+    def identifier_weight(self) -> float: ...
 
 @final
 class Store:
@@ -130,12 +159,7 @@ class Store:
         query: bytes,
         *,
         text: str,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: Policy,
     ) -> dict[str, Any] | None: ...
     def search(
         self,
@@ -144,13 +168,7 @@ class Store:
         text: str,
         k: int,
         candidates: int,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        unverified: bool,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: Policy,
     ) -> SearchOutcome: ...
     def freshness(self) -> tuple[int, str | None, str | None, int]: ...
     def stats(self) -> dict[str, Any]: ...
@@ -173,11 +191,7 @@ def judge(
     edges: list[tuple[int, str]],
     candidates: list[tuple[int, float]],
     fetchable: dict[int, float],
-    now_us: int,
-    known_as_of_us: int | None,
-    threshold: float,
-    scale: float,
-    unverified: bool,
+    policy: Policy,
 ) -> list[tuple[int, str, float, int | None, bool, bool, float, int | None]]: ...
 
 # (id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw, metadata_error,
@@ -223,12 +237,7 @@ class Corpus:
         declarations: list[tuple[str, int | None, str | None, bool, str | None]],
         retired: tuple[str, str | None, str, int | None, str | None, bool] | None,
         vocabularies: str,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: Policy,
     ) -> dict[str, Any] | None: ...
     def judge(
         self,
@@ -243,13 +252,7 @@ class Corpus:
         fetch: Callable[[int], list[tuple[int, bytes, str]]],
         k: int,
         candidates: int,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        unverified: bool,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: Policy,
     ) -> dict[str, Any]: ...
 
 def lexical_terms(text: str) -> list[str]: ...

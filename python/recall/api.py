@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from recall import _core, fitting, selfcal
 from recall import calibration_records as records
@@ -503,18 +503,12 @@ class Memory:
         refusal = refusal or unavailable
         if refusal is not None and chosen == "strict":
             raise TrustRefusal(*refusal)
-        policy = _policy(calibration)
+        policy = _policy(calibration, instant, known)
         t_embed = time.perf_counter()
         vector = query_vector(embedder, query)
         embed_ms = (time.perf_counter() - t_embed) * 1e3
         raw = self._store.search(
-            vector,
-            text=query,
-            k=k,
-            candidates=max(CANDIDATES, k),
-            now_us=micros(instant),
-            known_as_of_us=micros(known) if known is not None else None,
-            **policy,
+            vector, text=query, k=k, candidates=max(CANDIDATES, k), policy=policy
         )
         hits = [hit_of(h) for h in raw["hits"]]
         t_judge = time.perf_counter()
@@ -526,7 +520,7 @@ class Memory:
             query=query,
             now=instant,
             known_as_of=known,
-            threshold=policy["threshold"],
+            threshold=policy.threshold,
             calibration=records.summary(calibration, churn) if calibration else None,
             refreshed=(newest_indexed_at, last_run_at),
             degraded=refusal is not None,
@@ -569,8 +563,7 @@ class Memory:
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
         calibration, why = self.calibration()
-        threshold = calibration.threshold if calibration else DEFAULT_THRESHOLD
-        scale = calibration.scale if calibration else DEFAULT_SCALE
+        policy = _policy(calibration, instant, known)
         embedder = self.embedder
         vector = query_vector(embedder, query)
         name = os.fspath(file)
@@ -578,17 +571,7 @@ class Memory:
         names = [name, str(Path(name).resolve())] if Path(name).exists() else [name]
         raw = None
         for candidate in names:
-            raw = raw or self._store.explain(
-                candidate,
-                vector,
-                text=query,
-                now_us=micros(instant),
-                known_as_of_us=micros(known) if known is not None else None,
-                threshold=threshold,
-                scale=scale,
-                lexical_weight=calibration.lexical_weight if calibration else 0.0,
-                identifier_weight=calibration.identifier_weight if calibration else 0.0,
-            )
+            raw = raw or self._store.explain(candidate, vector, text=query, policy=policy)
         if raw is None:
             raise UsageError(
                 f"recall explain: {name} is not an indexed document; pass its path as shown by "
@@ -604,7 +587,7 @@ class Memory:
             query=query,
             now=format_instant(instant),
             known_as_of=format_instant(known) if known is not None else None,
-            threshold=threshold,
+            threshold=policy.threshold,
             calibrated=calibration is not None,
             calibration_note=why,
         )
@@ -779,29 +762,26 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-class _Policy(TypedDict):
-    threshold: float
-    scale: float
-    unverified: bool
-    lexical_weight: float
-    identifier_weight: float
-
-
-def _policy(calibration: Calibration | None) -> _Policy:
-    """What the core judges with: the calibration's boundary and feature weights, or without
-    one the uncalibrated defaults, every hit `unverified`."""
+def _policy(
+    calibration: Calibration | None, now: dt.datetime, known_as_of: dt.datetime | None
+) -> _core.Policy:
+    """What the core judges with at `now` (and `known_as_of`): the calibration's boundary and
+    feature weights, or without one the uncalibrated defaults, every hit `unverified`."""
+    now_us = micros(now)
+    known_us = micros(known_as_of) if known_as_of is not None else None
     if calibration is None:
-        return _Policy(
+        return _core.Policy(
+            now_us=now_us,
+            known_as_of_us=known_us,
             threshold=DEFAULT_THRESHOLD,
             scale=DEFAULT_SCALE,
             unverified=True,
-            lexical_weight=0.0,
-            identifier_weight=0.0,
         )
-    return _Policy(
+    return _core.Policy(
+        now_us=now_us,
+        known_as_of_us=known_us,
         threshold=calibration.threshold,
         scale=calibration.scale,
-        unverified=False,
         lexical_weight=calibration.lexical_weight,
         identifier_weight=calibration.identifier_weight,
     )

@@ -48,11 +48,9 @@ def evidence(
             text=probe.query,
             k=candidates,
             candidates=candidates,
-            now_us=0,
-            known_as_of_us=None,
-            threshold=DEFAULT_THRESHOLD,
-            scale=DEFAULT_SCALE,
-            unverified=True,
+            policy=_core.Policy(
+                now_us=0, threshold=DEFAULT_THRESHOLD, scale=DEFAULT_SCALE, unverified=True
+            ),
         )
         hits = [
             h

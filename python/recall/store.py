@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from recall.rows import ChunkRow, EdgeRow, RetiredRow, SearchOutcome
 
+if TYPE_CHECKING:
+    from recall import _core
+
 __all__ = ["Location", "Store", "locate", "named"]
 
 
@@ -222,13 +225,7 @@ class Store(Protocol):
         text: str,
         k: int,
         candidates: int,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        unverified: bool,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: _core.Policy,
     ) -> SearchOutcome:
         """Both legs (`candidates` each), fused and judged by the core at the instants and the
         calibration given: the hits (at most `k` documents, `ok` first), each leg's candidates
@@ -241,12 +238,7 @@ class Store(Protocol):
         query: bytes,
         *,
         text: str,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: _core.Policy,
     ) -> dict[str, Any] | None:
         """Why the document `file` gets its verdict for the query; None when `file` names no
         stored document."""

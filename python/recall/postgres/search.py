@@ -47,13 +47,7 @@ class Searching(Namespace):
         text: str,
         k: int,
         candidates: int,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        unverified: bool,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: _core.Policy,
     ) -> SearchOutcome:
         t0 = time.perf_counter()
         with self._conn() as c:
@@ -85,13 +79,7 @@ class Searching(Namespace):
                 fetch=fetch,
                 k=k,
                 candidates=candidates,
-                now_us=now_us,
-                known_as_of_us=known_as_of_us,
-                threshold=threshold,
-                scale=scale,
-                unverified=unverified,
-                lexical_weight=lexical_weight,
-                identifier_weight=identifier_weight,
+                policy=policy,
             )
         hits: list[HitRow] = []
         for h in out["hits"]:
@@ -250,12 +238,7 @@ class Searching(Namespace):
         query: bytes,
         *,
         text: str,
-        now_us: int,
-        known_as_of_us: int | None,
-        threshold: float,
-        scale: float,
-        lexical_weight: float = 0.0,
-        identifier_weight: float = 0.0,
+        policy: _core.Policy,
     ) -> dict[str, Any] | None:
         """Why `file` gets its verdict (SPEC §8.2), as the file store explains it: the same
         explanation from the same corpus, with the document's ranks in this backend's legs."""
@@ -305,12 +288,7 @@ class Searching(Namespace):
                 declarations=[tuple(d) for d in declarations],
                 retired=tuple(retired) if retired else None,
                 vocabularies=setting,
-                now_us=now_us,
-                known_as_of_us=known_as_of_us,
-                threshold=threshold,
-                scale=scale,
-                lexical_weight=lexical_weight,
-                identifier_weight=identifier_weight,
+                policy=policy,
             )
 
     def _by_cosine(self, query: bytes, ids: list[int], c: Any) -> list[int]:
