@@ -46,6 +46,42 @@ type ForgottenRow = (String, String, String, String, Option<String>);
 /// (title, [(chunk text, heading path)], vectors as float32 little-endian bytes)
 type DocumentVectors<'py> = (String, Vec<(String, String)>, Bound<'py, PyBytes>);
 
+/// One document as `put_document` takes it: the keys of `recall.rows.DocumentRow` (others, such
+/// as an exported document's id and times, are not read).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct DocumentIn {
+    source: String,
+    path: String,
+    key: String,
+    title: String,
+    content_hash: String,
+    size_bytes: i64,
+    valid_from_raw: Option<String>,
+    valid_until_raw: Option<String>,
+    valid_from: Option<String>,
+    valid_until: Option<String>,
+    metadata_error: Option<String>,
+    frontmatter: String,
+    chunks: Vec<ChunkRow>,
+    #[pyo3(from_py_with = vectors_of)]
+    vectors: Vec<f32>,
+    edges: Vec<EdgeRow>,
+    #[pyo3(default)]
+    mtime_ns: Option<i64>,
+    #[pyo3(default)]
+    alias: Option<String>,
+    #[pyo3(default)]
+    retired: Option<RetiredRow>,
+}
+
+fn vectors_of(value: &Bound<'_, PyAny>) -> PyResult<Vec<f32>> {
+    let bytes = value.cast::<PyBytes>().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err("recall store: vectors must be float32 bytes")
+    })?;
+    f32s(bytes.as_bytes(), "vectors")
+}
+
 fn declarations(
     edges: Vec<EdgeRow>,
     alias: Option<String>,
@@ -211,50 +247,33 @@ impl PyStore {
         py.detach(|| self.with(|s| s.begin(&info)))
     }
 
-    #[pyo3(signature = (*, source, path, key, title, content_hash, size_bytes, valid_from_raw,
-        valid_until_raw, valid_from, valid_until, metadata_error, frontmatter, chunks, vectors,
-        edges, now, mtime_ns = None, alias = None, retired = None, first_indexed_at = None))]
-    #[allow(clippy::too_many_arguments)]
+    /// Add or replace one document (`recall.rows.DocumentRow`) in the open write, stamped
+    /// `now`; `first_indexed_at` keeps a migrated document's first indexing time.
+    #[pyo3(signature = (document, *, now, first_indexed_at = None))]
     fn put_document(
         &self,
         py: Python<'_>,
-        source: String,
-        path: String,
-        key: String,
-        title: String,
-        content_hash: String,
-        size_bytes: i64,
-        valid_from_raw: Option<String>,
-        valid_until_raw: Option<String>,
-        valid_from: Option<String>,
-        valid_until: Option<String>,
-        metadata_error: Option<String>,
-        frontmatter: String,
-        chunks: Vec<ChunkRow>,
-        vectors: &[u8],
-        edges: Vec<EdgeRow>,
+        document: DocumentIn,
         now: String,
-        mtime_ns: Option<i64>,
-        alias: Option<String>,
-        retired: Option<RetiredRow>,
         first_indexed_at: Option<String>,
     ) -> PyResult<()> {
-        let vectors = f32s(vectors, "vectors")?;
+        let d = document;
         let doc = NewDocument {
-            source,
-            path,
-            key,
-            title,
-            content_hash,
-            size_bytes,
-            mtime_ns,
-            valid_from_raw,
-            valid_until_raw,
-            valid_from,
-            valid_until,
-            metadata_error,
-            frontmatter,
-            chunks: chunks
+            source: d.source,
+            path: d.path,
+            key: d.key,
+            title: d.title,
+            content_hash: d.content_hash,
+            size_bytes: d.size_bytes,
+            mtime_ns: d.mtime_ns,
+            valid_from_raw: d.valid_from_raw,
+            valid_until_raw: d.valid_until_raw,
+            valid_from: d.valid_from,
+            valid_until: d.valid_until,
+            metadata_error: d.metadata_error,
+            frontmatter: d.frontmatter,
+            chunks: d
+                .chunks
                 .into_iter()
                 .map(
                     |(ordinal, text, byte_start, byte_end, line_start, line_end, heading_path)| {
@@ -270,8 +289,8 @@ impl PyStore {
                     },
                 )
                 .collect(),
-            vectors,
-            declarations: declarations(edges, alias, retired),
+            vectors: d.vectors,
+            declarations: declarations(d.edges, d.alias, d.retired),
         };
         py.detach(|| self.with(|s| s.put_document_as(&doc, &now, first_indexed_at.as_deref())))
     }

@@ -13,7 +13,7 @@ import pytest
 
 from recall import _core
 from recall.errors import EmbedderMismatchError, RecallError
-from recall.rows import EdgeRow, SearchOutcome
+from recall.rows import EdgeRow, ExportedDocument, SearchOutcome
 from recall.store import Store, locate
 
 ROOT = "/corpus"
@@ -59,7 +59,6 @@ def document(path: str, text: str, v: np.ndarray, edges: list[EdgeRow] | None = 
         chunks=[(0, text, 0, len(text), 1, 1, "")],
         vectors=v.astype("<f4").tobytes(),
         edges=edges or [],
-        now=NOW,
     )
 
 
@@ -67,7 +66,7 @@ def written(store: Store, *documents: Any, now: str = NOW) -> int:
     store.begin(*EMBEDDER)
     store.use_server_clock(False)
     for d in documents:
-        store.put_document(**d)
+        store.put_document(d, now=now)
     return store.commit(now)
 
 
@@ -113,7 +112,7 @@ def test_a_commit_is_seen_whole_and_a_rollback_leaves_nothing(store: Store) -> N
     assert known["deploy.md"] == (DEPLOY["content_hash"], DEPLOY["size_bytes"])
     assert store.freshness()[0] == 2
     store.begin(*EMBEDDER)
-    store.put_document(**RATES_V2)
+    store.put_document(RATES_V2, now=NOW)
     store.rollback()
     assert len(store.document_list()) == 2
     assert written(store, RATES_V2) > first
@@ -292,15 +291,13 @@ def test_an_export_puts_back_into_an_empty_store_as_it_was(
         copy.begin(*EMBEDDER)
         copy.use_server_clock(False)
         for d in exported:
-            copy.put_document(
-                **{k: v for k, v in d.items() if k not in ("id", "indexed_at")}, now=d["indexed_at"]
-            )
+            copy.put_document(d, now=d["indexed_at"], first_indexed_at=d["first_indexed_at"])
         copy.commit(LATER)
         again = copy.export(after=0, limit=10)
     finally:
         copy.close()
 
-    def comparable(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def comparable(docs: list[ExportedDocument]) -> list[dict[str, Any]]:
         return [{k: v for k, v in d.items() if k != "id"} for d in docs]
 
     assert comparable(again) == comparable(exported)

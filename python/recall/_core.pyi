@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from typing import Any, final
 
-from recall.rows import SearchOutcome
+from recall.rows import DocumentRow, ExportedDocument, SearchOutcome
 
 __all__ = [
     "Corpus",
@@ -105,30 +105,9 @@ class Store:
     def known_documents(self, source: str) -> list[tuple[str, str, int, int | None]]: ...
     def begin(self, name: str, dim: int, fingerprint: str) -> None: ...
     def put_document(
-        self,
-        *,
-        source: str,
-        path: str,
-        key: str,
-        title: str,
-        content_hash: str,
-        size_bytes: int,
-        valid_from_raw: str | None,
-        valid_until_raw: str | None,
-        valid_from: str | None,
-        valid_until: str | None,
-        metadata_error: str | None,
-        frontmatter: str,
-        chunks: list[tuple[int, str, int, int, int, int, str]],
-        vectors: bytes,
-        edges: list[_EdgeRow],
-        now: str,
-        mtime_ns: int | None = None,
-        alias: str | None = None,
-        retired: _RetiredRow | None = None,
-        first_indexed_at: str | None = None,
+        self, document: DocumentRow, *, now: str, first_indexed_at: str | None = None
     ) -> None: ...
-    def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]: ...
+    def export(self, after: int = 0, limit: int = 256) -> list[ExportedDocument]: ...
     def document_vectors(
         self, source: str, path: str
     ) -> tuple[str, list[tuple[str, str]], bytes] | None: ...

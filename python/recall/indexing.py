@@ -34,6 +34,7 @@ from recall.embedders import Embedder
 from recall.embedding_journal import Journal, text_digest
 from recall.errors import PruneRefusedError, UsageError
 from recall.frontmatter import Frontmatter
+from recall.rows import DocumentRow
 from recall.vocabularies import SETTINGS, Declarations, declare
 from recall.walk import (
     MAX_FILE_BYTES,
@@ -618,7 +619,7 @@ def _put(store: Store, d: _Pending, vectors: npt.NDArray[np.float32], instant: s
             f"empty validity window: valid_from {fm.valid_from_raw} is after "
             f"valid_until {fm.valid_until_raw}"
         )
-    store.put_document(
+    document = DocumentRow(
         source=d.source,
         path=d.rel,
         key=_core.resolution_key(d.rel),
@@ -645,11 +646,11 @@ def _put(store: Store, d: _Pending, vectors: npt.NDArray[np.float32], instant: s
         ],
         vectors=vectors.tobytes(),
         edges=_edge_rows(d.decl),
-        now=instant,
         mtime_ns=d.mtime_ns,
         alias=d.decl.alias if d.decl is not None else None,
         retired=_retired_row(d.decl),
     )
+    store.put_document(document, now=instant)
 
 
 def _edge_rows(decl: Declarations | None) -> list[EdgeRow]:

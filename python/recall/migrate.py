@@ -88,10 +88,10 @@ def migrate(
             after = 0
             while page := reader.export(after=after, limit=PAGE):
                 for doc in page:
-                    after = doc.pop("id")
-                    first = doc.pop("first_indexed_at")
-                    indexed = doc.pop("indexed_at")
-                    writer.put_document(**doc, now=indexed, first_indexed_at=first)
+                    after = doc["id"]
+                    writer.put_document(
+                        doc, now=doc["indexed_at"], first_indexed_at=doc["first_indexed_at"]
+                    )
                     documents += 1
                     chunks += len(doc["chunks"])
                     edges += len(doc["edges"])

@@ -14,11 +14,58 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-__all__ = ["ChunkRow", "EdgeRow", "HitRow", "RetiredRow", "Retrieval", "SearchOutcome"]
+__all__ = [
+    "ChunkRow",
+    "DocumentRow",
+    "EdgeRow",
+    "ExportedDocument",
+    "HitRow",
+    "RetiredRow",
+    "Retrieval",
+    "SearchOutcome",
+]
 
 EdgeRow = tuple[str, str, bool, str, "int | None", str, bool, "str | None"]
 RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
 ChunkRow = tuple[int, str, int, int, int, int, str]
+
+
+class _Document(TypedDict):
+    source: str
+    path: str
+    key: str
+    title: str
+    content_hash: str
+    size_bytes: int
+    valid_from_raw: str | None
+    valid_until_raw: str | None
+    valid_from: str | None
+    valid_until: str | None
+    metadata_error: str | None
+    frontmatter: str
+    chunks: list[ChunkRow]
+    vectors: bytes
+    edges: list[EdgeRow]
+
+
+class DocumentRow(_Document, total=False):
+    """One document as a store takes it (`Store.put_document`): its place, content, validity as
+    written and as read, frontmatter (JSON), chunks with their vectors (float32 little-endian,
+    one per chunk, in chunk order) and declarations; the file's modification time, alias and
+    retirement when it has them."""
+
+    mtime_ns: int | None
+    alias: str | None
+    retired: RetiredRow | None
+
+
+class ExportedDocument(DocumentRow):
+    """A document as a store gives it back (`Store.export`): what `put_document` takes, with its
+    id and times."""
+
+    id: int
+    first_indexed_at: str
+    indexed_at: str
 
 
 class Retrieval(TypedDict):

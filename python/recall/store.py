@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from recall.rows import ChunkRow, EdgeRow, RetiredRow, SearchOutcome
+from recall.rows import DocumentRow, EdgeRow, ExportedDocument, RetiredRow, SearchOutcome
 
 if TYPE_CHECKING:
     from recall import _core
@@ -92,32 +92,12 @@ class Store(Protocol):
         ...
 
     def put_document(
-        self,
-        *,
-        source: str,
-        path: str,
-        key: str,
-        title: str,
-        content_hash: str,
-        size_bytes: int,
-        valid_from_raw: str | None,
-        valid_until_raw: str | None,
-        valid_from: str | None,
-        valid_until: str | None,
-        metadata_error: str | None,
-        frontmatter: str,
-        chunks: list[ChunkRow],
-        vectors: bytes,
-        edges: list[EdgeRow],
-        now: str,
-        mtime_ns: int | None = None,
-        alias: str | None = None,
-        retired: RetiredRow | None = None,
-        first_indexed_at: str | None = None,
+        self, document: DocumentRow, *, now: str, first_indexed_at: str | None = None
     ) -> None:
-        """Add or replace the document `path` under the root `source` with its chunks, their
-        vectors (float32 little-endian, one per chunk) and its declarations. A document seen
-        before keeps its first-indexed time unless `first_indexed_at` is given (a migration).
+        """Add or replace `document` (its `path` under the root `source`) with its chunks, their
+        vectors and its declarations, stamped `now`; keys beyond a `DocumentRow`'s are not
+        read. A document seen before keeps its first-indexed time unless `first_indexed_at` is
+        given (a migration).
         A shared store may leave a document whose stored content hash equals `content_hash`
         as it is: another machine's run committed that very content first."""
         ...
@@ -185,7 +165,7 @@ class Store(Protocol):
         moved or unchanged note is not embedded again; None when it is not stored."""
         ...
 
-    def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]:
+    def export(self, after: int = 0, limit: int = 256) -> list[ExportedDocument]:
         """Up to `limit` whole documents (rows, chunks, vectors, declarations) with ids above
         `after`, in id order: a migration's pages."""
         ...

@@ -31,6 +31,7 @@ from recall.postgres.schema import SCHEMA_VERSION, base_ddl, chunks_ddl
 from recall.postgres.search import Searching
 from recall.postgres.summaries import Summaries
 from recall.postgres.write import Run
+from recall.rows import DocumentRow
 
 __all__ = ["PgStore", "namespace_exists"]
 
@@ -252,10 +253,11 @@ class PgStore(Searching, Summaries):
             raise UsageError("no write is open: call begin() first")
         return self._run
 
-    def put_document(self, **document: Any) -> None:
-        """Hold one document of the run (the arguments of `_core.Store.put_document`, and
-        `first_indexed_at` for a migration); `write.Run.put` checks and writes it."""
-        self._writing().put(**document)
+    def put_document(
+        self, document: DocumentRow, *, now: str, first_indexed_at: str | None = None
+    ) -> None:
+        """Hold one document of the run; `write.Run.put` checks and writes it."""
+        self._writing().put(document, now=now, first_indexed_at=first_indexed_at)
 
     def set_declarations(
         self,

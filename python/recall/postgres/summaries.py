@@ -8,10 +8,11 @@ Owns: those read-only queries. Does not own: writes (store.py, write.py) or the 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from recall.postgres.base import Namespace, le_vector
 from recall.postgres.schema import SCHEMA_VERSION
+from recall.rows import ChunkRow, EdgeRow, ExportedDocument
 
 __all__ = ["Summaries"]
 
@@ -172,7 +173,7 @@ class Summaries(Namespace):
                 ).fetchall()
             ]
 
-    def export(self, after: int = 0, limit: int = 256) -> list[dict[str, Any]]:
+    def export(self, after: int = 0, limit: int = 256) -> list[ExportedDocument]:
         """Up to `limit` documents with ids above `after`, as `put_document` takes them back,
         with `id`, `first_indexed_at` and `indexed_at` (`recall migrate`)."""
         with self._conn() as c:
@@ -203,7 +204,7 @@ class Summaries(Namespace):
                 (ids,),
             ).fetchall():
                 edges[r[0]].append(tuple(r[1:]))
-        out = []
+        out: list[ExportedDocument] = []
         for d in docs:
             rows = chunks[d[0]]
             out.append(
@@ -228,9 +229,9 @@ class Summaries(Namespace):
                     else None,
                     "first_indexed_at": d[21],
                     "indexed_at": d[22],
-                    "chunks": [tuple(r[:7]) for r in rows],
+                    "chunks": [cast("ChunkRow", tuple(r[:7])) for r in rows],
                     "vectors": b"".join(le_vector(bytes(r[7])) for r in rows),
-                    "edges": edges[d[0]],
+                    "edges": cast("list[EdgeRow]", edges[d[0]]),
                 }
             )
         return out

@@ -19,6 +19,7 @@ import numpy as np
 from recall import _core
 from recall.errors import UsageError
 from recall.postgres.schema import search_indexes_ddl
+from recall.rows import DocumentRow, EdgeRow, RetiredRow
 
 __all__ = ["CLOCK", "Run", "vector_text"]
 
@@ -26,9 +27,6 @@ __all__ = ["CLOCK", "Run", "vector_text"]
 BATCH = 256
 #: The server clock as the store's fixed-width instant (SPEC §2.4).
 CLOCK = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
-
-EdgeRow = tuple[str, str, bool, str, "int | None", str, bool, "str | None"]
-RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
 
 
 def vector_text(row: np.ndarray) -> str:
@@ -88,30 +86,9 @@ class Run:
     def _t(self, table: str) -> str:
         return f"{self.ns}.{table}"
 
-    def put(
-        self,
-        *,
-        source: str,
-        path: str,
-        key: str,
-        title: str,
-        content_hash: str,
-        size_bytes: int,
-        valid_from_raw: str | None,
-        valid_until_raw: str | None,
-        valid_from: str | None,
-        valid_until: str | None,
-        metadata_error: str | None,
-        frontmatter: str,
-        chunks: list[tuple[int, str, int, int, int, int, str]],
-        vectors: bytes,
-        edges: list[EdgeRow],
-        now: str,
-        mtime_ns: int | None = None,
-        alias: str | None = None,
-        retired: RetiredRow | None = None,
-        first_indexed_at: str | None = None,
-    ) -> None:
+    def put(self, document: DocumentRow, *, now: str, first_indexed_at: str | None = None) -> None:
+        d = document
+        chunks, vectors, path = d["chunks"], d["vectors"], d["path"]
         matrix = np.frombuffer(vectors, dtype="<f4")
         if matrix.size != len(chunks) * self.dim:
             raise UsageError(
@@ -124,25 +101,25 @@ class Run:
         first = first_indexed_at or stamp
         indexed = now if first_indexed_at else stamp
         row = (
-            source,
+            d["source"],
             path,
-            key,
-            title,
-            content_hash,
-            size_bytes,
+            d["key"],
+            d["title"],
+            d["content_hash"],
+            d["size_bytes"],
             first,
             indexed,
-            valid_from_raw,
-            valid_until_raw,
-            valid_from,
-            valid_until,
-            metadata_error,
-            frontmatter,
-            mtime_ns,
-            *_declared(alias, retired),
+            d["valid_from_raw"],
+            d["valid_until_raw"],
+            d["valid_from"],
+            d["valid_until"],
+            d["metadata_error"],
+            d["frontmatter"],
+            d.get("mtime_ns"),
+            *_declared(d.get("alias"), d.get("retired")),
         )
         self._pending.append(
-            _Document(row, chunks, matrix.reshape(len(chunks), self.dim), title, edges)
+            _Document(row, chunks, matrix.reshape(len(chunks), self.dim), d["title"], d["edges"])
         )
         if len(self._pending) >= BATCH:
             self.flush()
