@@ -19,7 +19,7 @@ import pytest
 
 import recall
 from recall import evaluation
-from recall.evaluation import EvalReport, Question, load_questions
+from recall.evaluation import EvalReport, Question, load_questions, shipped
 
 from .conftest import write_corpus
 from .onnx_models import build_judge
@@ -604,7 +604,7 @@ def test_bench_evaluation_sets_are_consistent(folder: Path) -> None:
     its labels point at what exists: every relevant note is a note, every note has a touched
     time before the indexing instant, and an identifier question's note holds the identifier."""
     questions = load_questions(folder / "questions.jsonl")
-    now, touched, indexed_at = evaluation._load_meta(folder / "meta.json")
+    now, touched, indexed_at = shipped._load_meta(folder / "meta.json")
     notes = {p.relative_to(folder / "notes").as_posix() for p in (folder / "notes").rglob("*.md")}
     assert notes and set(touched) == notes
     assert all(when <= indexed_at <= now for when in touched.values())
