@@ -258,6 +258,34 @@ def test_lexical_ranks_the_near_duplicate_first(notes: Path) -> None:
     assert "backoff" in detail and "exponential" in detail
 
 
+def test_lexical_closeness_is_the_store_models_and_names_words_as_written(corpus: Path) -> None:
+    """Stemmed as the index stems (`retries` meets `retry`), weighed by BM25 among the notes;
+    the shared terms are named as the checked note writes them, without function words."""
+    write_corpus(
+        corpus,
+        {
+            "retry-policy.md": "# Retry policy\n\nClients retry failed requests three times with "
+            "exponential backoff, starting at 200 ms. Retries apply to timeouts and 5xx "
+            "responses; we do not retry on 4xx.\n",
+            "oncall.md": "# On-call rotation\n\nThe on-call engineer is paged for incidents; "
+            "the rotation changes every Monday.\n",
+        },
+    )
+    new = corpus.parent / "new-retries.md"
+    new.write_text(
+        "# Retrying requests\n\nClients now retry failed requests five times with exponential "
+        "backoff starting at 100 ms. Retries still apply to timeouts and 5xx responses only.\n",
+        encoding="utf-8",
+    )
+    item = only(check([new], [corpus]))
+    (reason,) = [r for c in item.candidates for r in c.reasons if r.kind == "lexical"]
+    named = reason.detail.split("shared terms: ", 1)[1].split(", ")
+    # `Retrying` (its first word stemming to `retri`) met `retry` and `Retries` in the note.
+    assert {"retrying", "5xx", "backoff"} <= set(named)
+    assert not {"and", "at", "the", "to"} & set(named)
+    assert reason.score is not None and reason.score >= LEXICAL_FLOOR
+
+
 def test_closure_phrases_are_shown_with_their_refusal(corpus: Path) -> None:
     write_corpus(
         corpus,

@@ -374,6 +374,16 @@ class Names:
 # -- 5. lexical closeness -----------------------------------------------------------------------
 
 
+#: Words a list of shared terms leaves out: they carry no topic.
+_FUNCTION_WORDS = """
+    a about after all also an and any are as at be been but by can could did do does for from
+    had has have how if in into is it its may more must no not of on or our should so such than
+    that the their them then there these they this those through to too up was we were what when
+    where which while who why will with would you your
+"""
+_FUNCTION = frozenset(_FUNCTION_WORDS.split())
+
+
 class Lexical:
     """Cosine between the notes' bodies as the store's lexical leg weighs their terms
     (`_core.bm25_vectors`: the index's analyser and English stemming, each term's BM25 weight
@@ -439,10 +449,14 @@ class Lexical:
             if cosine < LEXICAL_FLOOR:
                 break
             theirs = self.weights[doc]
+            words = self.words[text]
+            # Named for the author: the terms that weigh most in the cosine, function words
+            # left out of the list (a small corpus cannot weigh them down).
             shared = sorted(
-                (t for t in weights if t in theirs), key=lambda t: (-weights[t] * theirs[t], t)
+                (t for t in weights if t in theirs and words[t].casefold() not in _FUNCTION),
+                key=lambda t: (-weights[t] * theirs[t], t),
             )[:6]
-            named = ", ".join(self.words[text][t].casefold() for t in shared)
+            named = ", ".join(words[t].casefold() for t in shared)
             detail = f"cosine {cosine:.2f}; shared terms: {named}"
             out.append((doc, Reason("lexical", detail, cosine, weight=WEIGHTS["lexical"])))
         return out
