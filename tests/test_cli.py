@@ -288,6 +288,28 @@ def test_argument_errors_with_json_are_json_in_recalls_words(args: list[str], sa
     assert plain.exit_code == 2 and not plain.stdout.strip() and said.split("'")[0] in plain.stderr
 
 
+def test_the_commands_list_wraps_each_summary_to_the_terminal() -> None:
+    """A command's summary is its docstring's first paragraph as one line: the list wraps it at
+    the terminal's width, never at the docstring's own line breaks."""
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    flat = " ".join(result.stdout.replace("│", " ").split())
+    assert "the vectors and lexical index against the chunks, the calibration records" in flat
+    panel = result.stdout.split("Commands", 1)[1].splitlines()[1:-1]
+    entries: list[list[str]] = []
+    for line in panel:
+        text = line.strip("│ ").rstrip()
+        if not text:
+            continue
+        if line[2] != " ":  # a command's name starts its entry
+            entries.append([])
+        entries[-1].append(line.rstrip(" │"))
+    assert len(entries) >= 15
+    for lines in entries:
+        # Every line of a summary but its last runs to near the edge: none was cut short.
+        assert all(len(line) > 60 for line in lines[:-1]), lines
+
+
 @pytest.mark.parametrize("command", ["index", "search", "calibrate", "forget", "eval", "lint"])
 def test_help_shows_placeholders_not_python_types(command: str) -> None:
     result = runner.invoke(app, [command, "-h"], env={"COLUMNS": "100"})

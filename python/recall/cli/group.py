@@ -80,6 +80,11 @@ def _placeholders(command: Any) -> None:
     command.get_help_option = help_option
     for sub_command in getattr(command, "commands", {}).values():
         _placeholders(sub_command)
+        if sub_command.short_help is None and sub_command.help:
+            # A docstring's first paragraph, as one line: the commands list wraps it to the
+            # terminal, where the docstring's own line breaks would break it mid-sentence.
+            first = sub_command.help.strip().split("\n\n", 1)[0]
+            sub_command.short_help = " ".join(first.split())
 
 
 class RecallGroup(TyperGroup):

@@ -48,7 +48,8 @@ def serve(
         "within a second while searches go on.",
     ),
 ) -> None:
-    """Serve the memory to agents over MCP (stdio): search, explain, stats, index, remember."""
+    """Serve the memory to agents over MCP (stdio): search, explain, stats, lint, index,
+    remember."""
     from recall.errors import RecallError
     from recall.mcp_server import serve as run_server
 
