@@ -94,14 +94,15 @@ QUESTIONS: list[dict[str, Any]] = [
         "answerable": False,
         "category": "far_gap",
     },
-    # q7: parking.md at 0.24: abstains.
+    # q7: parking.md at 0.24: abstains. The note gives no price: an attribute near miss.
     {
         "query": "how much does staff parking cost per month?",
         "answerable": False,
         "category": "near_miss",
         "relevant": ["parking.md"],
+        "kind": "attribute",
     },
-    # q8: parking.md at 0.60: ok, a near miss passed by the threshold.
+    # q8: parking.md at 0.60: ok, a near miss passed by the threshold (no kind given).
     {
         "query": "how many spaces does the north car park have for staff?",
         "answerable": False,
@@ -230,6 +231,9 @@ def test_every_measurement_by_hand(report: EvalReport) -> None:
     assert value(m["identifier_accuracy"]) == (1.0, 1)
     assert value(m["near_miss_false_confidence"]) == (0.5, 2)  # q8 of q7, q8
     assert value(m["near_miss_false_confidence_entailed"]) == (None, 0)  # not asked for
+    # Per kind: q7 (attribute) abstains; q8, without a kind, is answered.
+    by_kind = {kind: (e.count, e.n) for kind, e in report.near_miss_by_kind.items()}
+    assert by_kind == {"attribute": (0, 1), "other": (1, 1)}
     assert value(m["expired_false_confidence"]) == (0.0, 1)
     assert value(m["not_yet_valid_false_confidence"]) == (0.0, 1)
     for key in (
@@ -354,6 +358,8 @@ def test_report_serialises_and_formats(report: EvalReport) -> None:
     assert data["metrics"]["successor_accuracy"]["count"] == 1
     assert data["rows"][1]["ok_files"] == ["rate-v2.md"]
     assert data["calibrations"][0]["threshold"] == THRESHOLD
+    assert data["near_miss_by_kind"]["attribute"]["n"] == 1
+    assert data["rows"][6]["kind"] == "attribute" and data["rows"][7]["kind"] is None
 
     table = evaluation.format_table([report, report])
     assert table.count("hashing-512") == 2
@@ -430,6 +436,7 @@ def test_unknown_categories_are_counted_not_measured(store: recall.Memory, tmp_p
         ('{"query": "q", "answerable": true, "relevant": [""]}', "'relevant' must be a list"),
         ('{"query": "q", "answerable": true, "successor": 1}', "'successor' must be"),
         ('{"query": "q", "answerable": true, "expect": ""}', "'expect' must be"),
+        ('{"query": "q", "answerable": false, "kind": ["entity"]}', "'kind' must be"),
     ],
 )
 def test_malformed_question_lines_name_the_file_and_line(
@@ -455,7 +462,13 @@ def test_question_files_that_cannot_be_used(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     (q,) = load_questions(tmp_path / "ok.jsonl")
-    assert (q.category, q.relevant, q.line) == ("other", ("a/b.md", "c/d.md"), 1)
+    assert (q.category, q.relevant, q.line, q.kind) == ("other", ("a/b.md", "c/d.md"), 1, None)
+    (tmp_path / "kind.jsonl").write_text(
+        '{"query": "q", "answerable": false, "category": "near_miss", "kind": " number "}\n',
+        encoding="utf-8",
+    )
+    (q,) = load_questions(tmp_path / "kind.jsonl")
+    assert (q.category, q.kind) == ("near_miss", "number")
 
 
 def test_cross_fitting_scores_each_question_with_the_other_half(tmp_path: Path) -> None:
@@ -544,6 +557,13 @@ def test_shipped_set_labels_are_consistent() -> None:
     counts = {c: int(n) for c, n in re.findall(r"^\| `([a-z_]+)` \| (\d+) \|", readme, re.M)}
     assert counts == dict(Counter(q.category for q in questions))
     assert set(counts) == set(evaluation.CATEGORIES)
+
+    # Every near miss names its on-topic note and says which detail that note lacks.
+    for q in (q for q in questions if q.category == "near_miss"):
+        assert not q.answerable and q.expect == "abstain" and q.relevant, f"line {q.line}"
+        assert q.kind in ("attribute", "entity", "number", "version", "retired"), f"line {q.line}"
+        if q.kind == "retired":
+            assert q.relevant[0].startswith("records/"), f"line {q.line}: the retired note first"
 
     stale = [q for q in questions if q.category in ("supersession", "real_wording") and q.stale]
     for q in stale:

@@ -3,12 +3,12 @@
 Owns: the categories and judgment metrics measured, with the labels the tables print
 (`CATEGORIES`, `METRICS`), `EvalReport` and its JSON form, the measurements (retrieval per leg,
 false confidence and false abstention, superseded trust under three policies, successor and
-identifier accuracy, near misses with and without the judge, retired notes, superseded and
-retired decision records in the wording real teams use, the relative-gap signal beside the
-absolute threshold), each with its 95 % interval and its n, the calibration record a report
-names, whether the judge loads, and `evaluate_store` (a store as it is). Does not own: the
-intervals (`estimates`), the searches a question gets (`observation`), the shipped set and
-cross-fitting (`shipped`) or how a report reads (`formats`).
+identifier accuracy, near misses with and without the judge and per kind of near miss, retired
+notes, superseded and retired decision records in the wording real teams use, the relative-gap
+signal beside the absolute threshold), each with its 95 % interval and its n, the calibration
+record a report names, whether the judge loads, and `evaluate_store` (a store as it is). Does
+not own: the intervals (`estimates`), the searches a question gets (`observation`), the shipped
+set and cross-fitting (`shipped`) or how a report reads (`formats`).
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ class EvalReport:
     #: SPEC §9 relative-gap signal beside the absolute one: how well each separates answerable
     #: from unanswerable questions.
     separation: dict[str, Estimate]
+    #: Near-miss false confidence per `kind` of near miss (questions without one: "other").
+    near_miss_by_kind: dict[str, Estimate] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
     seconds: float = 0.0
@@ -215,6 +217,18 @@ def _measure(
     return retrieval, metrics, separation
 
 
+def _near_miss_by_kind(rows: Sequence[Row]) -> dict[str, Estimate]:
+    """Near-miss false confidence for each kind of near miss, kinds in name order."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.category == "near_miss":
+            groups.setdefault(r.kind or "other", []).append(r)
+    return {
+        kind: rate(sum(1 for r in group if not r.abstained), len(group))
+        for kind, group in sorted(groups.items())
+    }
+
+
 def build_report(
     embedder: str,
     questions: Sequence[Question],
@@ -243,6 +257,7 @@ def build_report(
         retrieval=retrieval,
         metrics=metrics,
         separation=separation,
+        near_miss_by_kind=_near_miss_by_kind(rows),
         notes=notes,
         rows=list(rows),
         seconds=time.perf_counter() - started,

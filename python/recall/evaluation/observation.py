@@ -64,6 +64,8 @@ class Row:
     relevant: tuple[str, ...] = ()
     successor: str | None = None
     stale: str | None = None
+    #: The question's optional `kind` (e.g. the kind of near miss).
+    kind: str | None = None
     #: With the judge: whether the judged search abstained (None when not run).
     entailed_abstained: bool | None = None
     #: The cross-fitting fold that scored it (None outside the shipped run).
@@ -194,6 +196,7 @@ def _observe(
         relevant=question.relevant,
         successor=question.successor,
         stale=question.stale,
+        kind=question.kind,
         entailed_abstained=entailed,
         fold=fold,
     )

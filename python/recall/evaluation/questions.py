@@ -37,6 +37,9 @@ class Question:
     #: Supersession questions: the declared terminal successor and the stale note matched best.
     successor: str | None = None
     stale: str | None = None
+    #: Optional: which kind of question within its category, e.g. the kind of near miss
+    #: (`attribute`, `entity`, `number`, `version`, `retired`; evalset/README.md).
+    kind: str | None = None
     #: Where the question came from (line in its file; 0 when built in code).
     line: int = 0
 
@@ -55,7 +58,7 @@ def _question(item: object, where: str, line: int) -> Question:
     if not isinstance(category, str) or not category.strip():
         raise UsageError(f"{where}: 'category' must be a non-empty string")
     optional: dict[str, str | None] = {}
-    for key in ("expect", "successor", "stale"):
+    for key in ("expect", "successor", "stale", "kind"):
         value = item.get(key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise UsageError(f"{where}: '{key}' must be a non-empty string when given")
@@ -69,6 +72,7 @@ def _question(item: object, where: str, line: int) -> Question:
         expect=optional["expect"],
         successor=note_path(successor) if successor else None,
         stale=note_path(stale) if stale else None,
+        kind=optional["kind"].strip() if optional["kind"] else None,
         line=line,
     )
 
