@@ -231,6 +231,7 @@ def test_every_measurement_by_hand(report: EvalReport) -> None:
     assert value(m["identifier_accuracy"]) == (1.0, 1)
     assert value(m["near_miss_false_confidence"]) == (0.5, 2)  # q8 of q7, q8
     assert value(m["near_miss_false_confidence_entailed"]) == (None, 0)  # not asked for
+    assert value(m["near_answer_false_abstain"]) == (None, 0), "no near answer in this set"
     # Per kind: q7 (attribute) abstains; q8, without a kind, is answered.
     by_kind = {kind: (e.count, e.n) for kind, e in report.near_miss_by_kind.items()}
     assert by_kind == {"attribute": (0, 1), "other": (1, 1)}
@@ -350,6 +351,74 @@ def test_real_wording_measurements(store: recall.Memory, tmp_path: Path) -> None
     assert "| real wording: retired note served ok | 1/2 = 0.50 [0.09–0.91] |" in (
         evaluation.format_markdown([report])
     )
+
+
+# Near answers, on the same store: answerable questions on a near miss's topic whose note holds
+# the asked fact. One is served from its note, one abstains, and one is answered `ok` from
+# another note while its own (labelled here as the answer) is not: only the first counts as
+# answered by its note.
+NEAR_ANSWERS: list[dict[str, Any]] = [
+    # As q1: broker.md is served ok.
+    {
+        "query": "which message queue carries the nightly exports?",
+        "answerable": True,
+        "category": "near_answer",
+        "relevant": ["broker.md"],
+        "expect": "ok",
+        "kind": "attribute",
+    },
+    # As q3: rate-v2.md is retrieved below the threshold and the result abstains.
+    {
+        "query": "how are tenant requests counted by the warehouse team?",
+        "answerable": True,
+        "category": "near_answer",
+        "relevant": ["rate-v2.md"],
+        "expect": "ok",
+        "kind": "number",
+    },
+    # As q6: parking.md (0.67) is served ok; broker.md, named as the answer, is not.
+    {
+        "query": "do staff park in the north car park at night?",
+        "answerable": True,
+        "category": "near_answer",
+        "relevant": ["broker.md"],
+        "expect": "ok",
+    },
+]
+
+
+def test_near_answer_false_abstention(store: recall.Memory, tmp_path: Path) -> None:
+    assert "near_answer" in evaluation.CATEGORIES
+    assert "near_answer" not in evaluation.FIT_CATEGORIES, "scored, never fitted on"
+    questions = load_questions(write_questions(tmp_path / "near.jsonl", NEAR_ANSWERS))
+    assert [q.kind for q in questions] == ["attribute", "number", None]
+    certify(store)
+    report = evaluation.evaluate_store(store, questions, now=NOW, touched=TOUCHED)
+    assert report.categories == {"near_answer": 3} and report.notes == []
+    assert [(r.abstained, r.first_ok, r.relevant_verdict) for r in report.rows] == [
+        (False, "broker.md", "ok"),
+        (True, None, "low_confidence"),
+        (False, "parking.md", "low_confidence"),
+    ]
+    # The second abstains and the third serves another note: 2 of 3, with the Wilson interval.
+    e = report.metrics["near_answer_false_abstain"]
+    assert (e.count, e.n, e.value) == (2, 3, pytest.approx(2 / 3))
+    assert (e.low, e.high) == pytest.approx(wilson_by_quadratic(2, 3), abs=1e-12)
+    # Abstentions alone, among the answerable questions: only the second.
+    assert (report.metrics["false_abstain"].count, report.metrics["false_abstain"].n) == (1, 3)
+    assert report.metrics["near_miss_false_confidence"].n == 0
+    assert report.near_miss_by_kind == {}, "kinds are broken down for near misses only"
+
+    table = evaluation.format_table([report])
+    line = next(x for x in table.splitlines() if x.startswith("near-answer false abstain"))
+    assert line.split()[3:] == ["2/3", "=", "0.67", "[0.21,", "0.94]"]
+    assert "| near-answer false abstain | 2/3 = 0.67 [0.21–0.94] |" in (
+        evaluation.format_markdown([report])
+    )
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["metrics"]["near_answer_false_abstain"]["count"] == 2
+    verdicts = [r["relevant_verdict"] for r in data["rows"]]
+    assert verdicts == ["ok", "low_confidence", "low_confidence"]
 
 
 def test_report_serialises_and_formats(report: EvalReport) -> None:
@@ -558,12 +627,22 @@ def test_shipped_set_labels_are_consistent() -> None:
     assert counts == dict(Counter(q.category for q in questions))
     assert set(counts) == set(evaluation.CATEGORIES)
 
-    # Every near miss names its on-topic note and says which detail that note lacks.
-    for q in (q for q in questions if q.category == "near_miss"):
+    # Every near miss names its on-topic note and says which detail that note lacks; its
+    # answerable twins, the near answers, name the note that answers and the kind they pair with.
+    kinds = ("attribute", "entity", "number", "version", "retired")
+    near_misses = [q for q in questions if q.category == "near_miss"]
+    near_answers = [q for q in questions if q.category == "near_answer"]
+    for q in near_misses:
         assert not q.answerable and q.expect == "abstain" and q.relevant, f"line {q.line}"
-        assert q.kind in ("attribute", "entity", "number", "version", "retired"), f"line {q.line}"
+        assert q.kind in kinds, f"line {q.line}"
         if q.kind == "retired":
             assert q.relevant[0].startswith("records/"), f"line {q.line}: the retired note first"
+    for q in near_answers:
+        assert q.answerable and q.expect == "ok" and q.relevant, f"line {q.line}"
+        assert q.kind in kinds, f"line {q.line}"
+    assert len(near_answers) >= 40 and len(near_misses) >= 40
+    assert min(Counter(q.kind for q in near_misses).values()) >= 6
+    assert set(Counter(q.kind for q in near_answers)) == set(kinds)
 
     stale = [q for q in questions if q.category in ("supersession", "real_wording") and q.stale]
     for q in stale:

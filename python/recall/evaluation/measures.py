@@ -3,12 +3,13 @@
 Owns: the categories and judgment metrics measured, with the labels the tables print
 (`CATEGORIES`, `METRICS`), `EvalReport` and its JSON form, the measurements (retrieval per leg,
 false confidence and false abstention, superseded trust under three policies, successor and
-identifier accuracy, near misses with and without the judge and per kind of near miss, retired
-notes, superseded and retired decision records in the wording real teams use, the relative-gap
-signal beside the absolute threshold), each with its 95 % interval and its n, the calibration
-record a report names, whether the judge loads, and `evaluate_store` (a store as it is). Does
-not own: the intervals (`estimates`), the searches a question gets (`observation`), the shipped
-set and cross-fitting (`shipped`) or how a report reads (`formats`).
+identifier accuracy, near misses with and without the judge and per kind of near miss, their
+answerable twins (near answers), retired notes, superseded and retired decision records in the
+wording real teams use, the relative-gap signal beside the absolute threshold), each with its
+95 % interval and its n, the calibration record a report names, whether the judge loads, and
+`evaluate_store` (a store as it is). Does not own: the intervals (`estimates`), the searches a
+question gets (`observation`), the shipped set and cross-fitting (`shipped`) or how a report
+reads (`formats`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ CATEGORIES = (
     "supersession",
     "identifier",
     "near_miss",
+    "near_answer",
     "expired",
     "not_yet_valid",
     "real_wording",
@@ -66,6 +68,7 @@ METRICS: dict[str, str] = {
     "identifier_wrong": "identifier lookup answered ok from another note",
     "near_miss_false_confidence": "near-miss false confidence",
     "near_miss_false_confidence_entailed": "near-miss false confidence, judged",
+    "near_answer_false_abstain": "near-answer false abstain",
     "expired_false_confidence": "expired: false confidence",
     "not_yet_valid_false_confidence": "not yet valid: false confidence",
     "real_wording_superseded_trust": "real wording: superseded trust",
@@ -153,6 +156,9 @@ def _measure(
     def answered(r: Row) -> bool:
         return not r.abstained
 
+    def misses_its_note(r: Row) -> bool:
+        return r.abstained or r.relevant_verdict != "ok"
+
     def trusts_superseded(r: Row) -> bool:
         return any(f in superseded for f in r.ok_files)
 
@@ -189,6 +195,8 @@ def _measure(
         "near_miss_false_confidence_entailed": share(
             judged_near, lambda r: not r.entailed_abstained
         ),
+        # The near misses' answerable twins: an abstention, or a relevant note not served `ok`.
+        "near_answer_false_abstain": share(of("near_answer"), misses_its_note),
         "expired_false_confidence": share(of("expired"), answered),
         "not_yet_valid_false_confidence": share(of("not_yet_valid"), answered),
         "real_wording_superseded_trust": share(real_superseded, trusts_superseded),

@@ -2,11 +2,11 @@
 
 Owns: `Row`, the strict-first gate (strict until the store refuses, then development mode for
 the rest of the run, with a note saying why), each leg's ordering of the retrieved documents and
-the rank of the first relevant one, the plain and recency arms' picks, the superseded notes a
-search showed, the two top cosines, the judge's search for near misses, and `observe_all` (one
-row per question, in order). Does not own: retrieval, verdicts or promotion (the Rust core,
-through `Memory.search`), the questions (`questions`) or the figures made from the rows
-(`measures`).
+the rank of the first relevant one, the verdict the first relevant hit got, the plain and
+recency arms' picks, the superseded notes a search showed, the two top cosines, the judge's
+search for near misses, and `observe_all` (one row per question, in order). Does not own:
+retrieval, verdicts or promotion (the Rust core, through `Memory.search`), the questions
+(`questions`) or the figures made from the rows (`measures`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ class Row:
     stale: str | None = None
     #: The question's optional `kind` (e.g. the kind of near miss).
     kind: str | None = None
+    #: The verdict of the judged search's first hit on a relevant note (None: no such hit).
+    relevant_verdict: str | None = None
     #: With the judge: whether the judged search abstained (None when not run).
     entailed_abstained: bool | None = None
     #: The cross-fitting fold that scored it (None outside the shipped run).
@@ -175,6 +177,9 @@ def _observe(
     if entail and question.category == "near_miss":
         entailed = gate.search(mem, question.query, k=k, now=now, entail=True).abstained
     ok_files = tuple(h.provenance.file for h in judged.hits if h.ok)
+    relevant_verdict = next(
+        (h.verdict for h in judged.hits if h.provenance.file in question.relevant), None
+    )
     return Row(
         query=question.query,
         category=question.category,
@@ -197,6 +202,7 @@ def _observe(
         successor=question.successor,
         stale=question.stale,
         kind=question.kind,
+        relevant_verdict=relevant_verdict,
         entailed_abstained=entailed,
         fold=fold,
     )
