@@ -91,26 +91,28 @@ def _unit(score: float) -> bytes:
     return struct.pack("<2f", score, math.sqrt(max(0.0, 1.0 - score * score)))
 
 
-def judge_rust(
-    docs: list[Doc],
-    edges: list[tuple[int, str]],
-    candidates: list[tuple[int, float]],
-    fetchable: dict[int, float],
-    now_us: int,
-    known_as_of_us: int | None,
-    threshold: float,
-    scale: float,
-    unverified: bool,
-) -> list[tuple[Any, ...]]:
-    """`_core.judge` with the policy's fields given one by one, as the oracle takes them."""
-    policy = _core.Policy(
+def policy_of(
+    now_us: int, known_as_of_us: int | None, threshold: float, scale: float, unverified: bool
+) -> _core.Policy:
+    """The policy from its fields given one by one, as the oracle takes them."""
+    return _core.Policy(
         now_us=now_us,
         known_as_of_us=known_as_of_us,
         threshold=threshold,
         scale=scale,
         unverified=unverified,
     )
-    return _core.judge(docs, edges, candidates, fetchable, policy)
+
+
+def judge_rust(
+    docs: list[Doc],
+    edges: list[tuple[int, str]],
+    candidates: list[tuple[int, float]],
+    fetchable: dict[int, float],
+    *policy: Any,
+) -> list[tuple[Any, ...]]:
+    """`_core.judge` called as the oracle is: the policy's fields one by one."""
+    return _core.judge(docs, edges, candidates, fetchable, policy_of(*policy))
 
 
 def judge_via_corpus(
@@ -118,11 +120,7 @@ def judge_via_corpus(
     edges: list[tuple[int, str]],
     candidates: list[tuple[int, float]],
     fetchable: dict[int, float],
-    now_us: int,
-    known_as_of_us: int | None,
-    threshold: float,
-    scale: float,
-    unverified: bool,
+    *policy: Any,
 ) -> list[tuple[Any, ...]]:
     """The same judgment through `_core.Corpus`, the entry point a PostgreSQL store uses: the
     candidates become chunks of unit vectors whose cosines are the given scores."""
@@ -148,13 +146,7 @@ def judge_via_corpus(
         fetch=lambda d: fetched.get(d, []),
         k=len(candidates),
         candidates=len(candidates),
-        policy=_core.Policy(
-            now_us=now_us,
-            known_as_of_us=known_as_of_us,
-            threshold=threshold,
-            scale=scale,
-            unverified=unverified,
-        ),
+        policy=policy_of(*policy),
     )
     index = {path: i for i, (_, path, *_) in enumerate(docs)}
     return [
