@@ -7,8 +7,9 @@ then times `Memory.search(query)` in strict mode, end to end. The store is made 
 about N chunks of 80–160 Zipf words (`benches/zipf_corpus.py`), `hashing-512`, calibrated on
 40 + 40 labelled questions (certified, so strict search answers). Both builds must read it.
 
-Prints every round's p50 / p95 and, per build, the median over its rounds, and the ratio of
-this build's median p50 to the baseline's.
+Prints every round's p50 / p95 and, per build, the median over its rounds, where the time goes
+(the dense and lexical legs and trust as the core times them, and the Python around the core),
+and the ratio of this build's median p50 to the baseline's.
 
 Usage: python benches/ab_search.py --baseline PYTHON [--chunks 100000] [--rounds 8]
        [--queries 200]   (PYTHON: an interpreter with the other build installed)
@@ -31,6 +32,9 @@ from zipf_corpus import ZipfCorpus
 
 import recall
 
+#: The parts of a search each child reports, beside its wall time.
+PARTS = ("dense", "lexical", "trust", "python")
+
 #: What each child runs: open, warm up, time every query; one JSON line out.
 CHILD = """
 import json, statistics, sys, time
@@ -39,15 +43,19 @@ db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
         mem.search(q)
-    times = []
+    times, parts = [], {}
     for q in queries[warmup:]:
         t0 = time.perf_counter()
-        mem.search(q)
+        result = mem.search(q)
         times.append((time.perf_counter() - t0) * 1e3)
+        parts.setdefault("python", []).append(times[-1] - result.timings_ms["total"])
+        for name in ("dense", "lexical", "trust"):
+            parts.setdefault(name, []).append(result.timings_ms[name])
 times.sort()
 print(json.dumps({
     "p50": statistics.median(times),
     "p95": times[int(0.95 * (len(times) - 1))],
+    "parts": {name: statistics.median(v) for name, v in parts.items()},
     "where": recall.__file__,
 }))
 """
@@ -114,6 +122,12 @@ def main() -> None:
         medians[name] = statistics.median(r["p50"] for r in got)
         p95 = statistics.median(r["p95"] for r in got)
         print(f"{name:12} {medians[name]:9.3f} ms {p95:9.3f} ms  ({got[0]['where']})")
+    # Where the time goes (medians over rounds of each round's median): the core's legs and
+    # trust, and `python`, Memory.search's wall time outside the core's own total.
+    print(f"\n{'':12} " + " ".join(f"{name:>8}" for name in PARTS) + "  (ms)")
+    for name, got in rounds.items():
+        cells = (statistics.median(r["parts"][part] for r in got) for part in PARTS)
+        print(f"{name:12} " + " ".join(f"{c:8.3f}" for c in cells))
     ratio = medians["this build"] / medians["baseline"]
     print(f"this build / baseline, median p50: {ratio:.3f}")
 
