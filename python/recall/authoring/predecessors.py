@@ -406,11 +406,13 @@ class Lexical:
                 bodies.append(note_body(s.note.text, s.note.declarations))
         vectors = _core.bm25_vectors(bodies)
         self.weights: list[dict[str, float]] = [{t: w for t, w, _ in v} for v in vectors]
-        #: Per text, each term's first word as written: what a reason names.
-        self.words: list[dict[str, str]] = [{t: word for t, _, word in v} for v in vectors]
         self.queries: list[int | None] = [
             s.index if s.index is not None else outside.get(i) for i, s in enumerate(subjects)
         ]
+        #: Per checked text, each term's first word as written: what a reason names.
+        self.words: dict[int, dict[str, str]] = {
+            q: {t: word for t, _, word in vectors[q]} for q in self.queries if q is not None
+        }
         wanted = {t for q in self.queries if q is not None for t in self.weights[q]}
         self.postings: dict[str, tuple[array[int], array[float]]] = {
             term: (array("i"), array("d")) for term in wanted
