@@ -42,7 +42,7 @@ type EdgeRow = (
 /// (state, since, vocabulary, line, statement, overridden)
 type RetiredRow = (String, Option<String>, String, Option<i64>, String, bool);
 type ForgetRow = (String, String, String, i64, Vec<(String, String)>);
-type ForgottenRow = (String, String, String, String, Option<String>);
+type JournalRow = (String, String, String, String, String, Option<String>);
 /// (title, [(chunk text, heading path)], vectors as float32 little-endian bytes)
 type DocumentVectors<'py> = (String, Vec<(String, String)>, Bound<'py, PyBytes>);
 
@@ -338,37 +338,49 @@ impl PyStore {
         })
     }
 
-    /// Remove documents from the store and journal them, in the open write.
-    fn forget(&self, targets: Vec<(String, String)>, now: String) -> PyResult<usize> {
-        self.with(|s| s.forget(&targets, &now))
-    }
-
-    /// Bring forgotten documents back (the next index run re-indexes them), in the open write.
-    fn undo_forget(&self, targets: Vec<(String, String)>, now: String) -> PyResult<usize> {
-        self.with(|s| s.undo_forget(&targets, &now))
-    }
-
-    /// The forget journal: (source, path, first_indexed_at, forgotten_at, undone_at).
-    fn forgotten(&self) -> PyResult<Vec<ForgottenRow>> {
+    /// The forget journal, oldest forgotten first: (source, path, content_hash,
+    /// first_indexed_at, forgotten_at, undone_at).
+    fn journal(&self) -> PyResult<Vec<JournalRow>> {
         self.with(|s| {
-            Ok(s.forgotten()?
+            Ok(s.journal()?
                 .into_iter()
-                .map(|f| {
+                .map(|e| {
                     (
-                        f.source,
-                        f.path,
-                        f.first_indexed_at,
-                        f.forgotten_at,
-                        f.undone_at,
+                        e.source,
+                        e.path,
+                        e.content_hash,
+                        e.first_indexed_at,
+                        e.forgotten_at,
+                        e.undone_at,
                     )
                 })
                 .collect())
         })
     }
 
-    /// Paths under `source` an index run skips because they were forgotten.
-    fn forgotten_paths(&self, source: String) -> PyResult<Vec<String>> {
-        self.with(|s| s.forgotten_paths(&source))
+    /// Store journal entries in the open write, each replacing the entry of its path.
+    fn write_journal(&self, entries: Vec<JournalRow>) -> PyResult<()> {
+        let entries: Vec<store::JournalEntry> = entries
+            .into_iter()
+            .map(
+                |(source, path, content_hash, first_indexed_at, forgotten_at, undone_at)| {
+                    store::JournalEntry {
+                        source,
+                        path,
+                        content_hash,
+                        first_indexed_at,
+                        forgotten_at,
+                        undone_at,
+                    }
+                },
+            )
+            .collect();
+        self.with(|s| s.write_journal(&entries))
+    }
+
+    /// Delete the journal entries of these (source, path) in the open write.
+    fn drop_journal(&self, targets: Vec<(String, String)>) -> PyResult<()> {
+        self.with(|s| s.drop_journal(&targets))
     }
 
     fn remove_documents(

@@ -98,7 +98,7 @@ def test_a_new_store_is_empty(store: Store) -> None:
     assert store.embedder() is None
     assert store.freshness()[0] == 0
     assert store.sources() == [] and store.document_list() == []
-    assert store.known_documents(ROOT) == [] and store.forgotten() == []
+    assert store.known_documents(ROOT) == [] and store.journal() == []
     assert store.read_only is None and isinstance(store.shared, bool)
     assert store.meta("no-such-key") is None
 
@@ -108,8 +108,8 @@ def test_a_commit_is_seen_whole_and_a_rollback_leaves_nothing(store: Store) -> N
     assert store.embedder() == EMBEDDER
     assert sorted(p for _, p, _ in store.document_list()) == ["deploy.md", "limits/rates-v1.md"]
     assert store.sources() == [(ROOT, 2)]
-    known = {p: (h, n) for p, h, n, _ in store.known_documents(ROOT)}
-    assert known["deploy.md"] == (DEPLOY["content_hash"], DEPLOY["size_bytes"])
+    known = {p: (h, size, n) for p, h, size, _, n in store.known_documents(ROOT)}
+    assert known["deploy.md"] == (DEPLOY["content_hash"], DEPLOY["size_bytes"], 1)
     assert store.freshness()[0] == 2
     store.begin(*EMBEDDER)
     store.put_document(RATES_V2, now=NOW)
@@ -191,27 +191,38 @@ def test_declarations_times_moves_and_removals(store: Store) -> None:
     store.commit(LATER)
     paths = sorted(p for _, p, _ in store.document_list())
     assert paths == ["archive/rates-v1.md", "deploy.md"]
-    times = {p: t for p, _, _, t in store.known_documents(ROOT)}
+    times = {p: t for p, _, _, t, _ in store.known_documents(ROOT)}
     assert times["deploy.md"] == 123
 
 
-def test_forgetting_is_journalled_and_undone(store: Store) -> None:
+def test_forget_plan_names_the_declarations_toward_a_document(store: Store) -> None:
     written(store, RATES, RATES_V2)
-    target = [(ROOT, "limits/rates-v1.md")]
+    target = [(ROOT, "limits/rates-v1.md"), (ROOT, "missing.md")]
     plan = store.forget_plan(target)
-    assert [(s, p) for s, p, *_ in plan] == target
+    assert [(s, p, n) for s, p, _, n, _ in plan] == [(ROOT, "limits/rates-v1.md", 1)]
     assert any("rates-v2" in named for *_, names in plan for _, named in names)
+
+
+def test_the_journal_keeps_entries_as_given_one_per_path(store: Store) -> None:
+    written(store, RATES)
+    entry = (ROOT, "limits/rates-v1.md", "h1", NOW, LATER, None)
+    other = (ROOT, "deploy.md", "h2", NOW, NOW, None)
     store.begin(*EMBEDDER)
-    assert store.forget(target, LATER) == 1
-    store.commit(LATER)
-    assert [p for _, p, _ in store.document_list()] == ["limits/rates-v2.md"]
-    assert store.forgotten_paths(ROOT) == ["limits/rates-v1.md"]
-    journal = store.forgotten()
-    assert [(s, p, undone) for s, p, _, _, undone in journal] == [(*target[0], None)]
+    store.write_journal([entry, other])
+    store.rollback()
+    assert store.journal() == []  # nothing of a rolled-back write
     store.begin(*EMBEDDER)
-    assert store.undo_forget(target, LATER) == 1
+    store.write_journal([entry, other])
     store.commit(LATER)
-    assert store.forgotten_paths(ROOT) == []
+    assert store.journal() == [other, entry]  # oldest forgotten first
+    undone = (*entry[:5], LATER)
+    store.begin(*EMBEDDER)
+    store.write_journal([undone])  # replaces the entry of its path
+    store.drop_journal([(ROOT, "deploy.md"), (ROOT, "missing.md")])
+    store.commit(LATER)
+    assert store.journal() == [undone]
+    # The journal never touches documents.
+    assert [(s, p) for s, p, _ in store.document_list()] == [(ROOT, "limits/rates-v1.md")]
 
 
 def test_summaries_and_checks(store: Store) -> None:
@@ -260,23 +271,14 @@ def test_stats_count_declarations_as_the_trust_layer_reads_them(store: Store) ->
     assert (stats["edges_resolved"], stats["partial"], stats["retired"]) == (1, 0, 0)
 
 
-def test_chunk_churn_counts_what_was_rewritten_and_removed_only(store: Store) -> None:
-    written(store, RATES, DEPLOY)
+def test_churn_is_the_record_the_writer_leaves(store: Store) -> None:
+    written(store, RATES)
     before = store.freshness()[3]
-    two = document("limits/rates-v1.md", "The API allows 100 requests. More.", V1)
-    two["chunks"] = [two["chunks"][0], (1, "More.", 0, 5, 2, 2, "")]
-    two["vectors"] = RATES["vectors"] * 2
-    written(store, two, now=LATER)  # one chunk replaced by two: two churned
-    assert store.freshness()[3] == before + 2
-    store.begin(*EMBEDDER)
-    store.move_document(ROOT, "deploy.md", ROOT, "ops/deploy.md", "deploy", "Deploy", None)
-    store.commit(LATER)  # a move keeps its rows: nothing churned
-    assert store.freshness()[3] == before + 2
     store.begin(*EMBEDDER)
     store.remove_documents(ROOT, ["limits/rates-v1.md"])
-    store.commit(LATER)
-    assert store.freshness()[3] == before + 4
-    assert store.stats()["chunk_churn"] == before + 4
+    store.set_meta("chunk_churn", str(before + 5))
+    store.commit(LATER)  # the store adds nothing of its own (`recall.churn` counts)
+    assert store.freshness()[3] == store.stats()["chunk_churn"] == before + 5
 
 
 def test_an_export_puts_back_into_an_empty_store_as_it_was(

@@ -117,6 +117,30 @@ def test_edit_replaces_and_keeps_first_indexed_at(
     assert any("7070" in t for t in texts) and not any("8080" in t for t in texts)
 
 
+def test_churn_counts_chunks_rewritten_removed_and_forgotten(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
+    # SPEC §7: the count a calibration's staleness is measured by, the same on every backend.
+    notes = {"a.md": "# A\n\nAlpha.\n", "b.md": "# B\n\nBee.\n", "c.md": "# C\n\nSea.\n"}
+    write_corpus(corpus, notes)
+    with recall.open(backend("m.db")) as mem:
+        mem.index(corpus, now=T0)
+        assert mem.stats().chunk_churn == 3  # three new chunks
+        two = "# A\n\nOne paragraph about alpha.\n\n## Second\n\nAnother section on alpha.\n"
+        (corpus / "a.md").write_text(two, encoding="utf-8")
+        (corpus / "b.md").rename(corpus / "moved-b.md")
+        report = mem.index(corpus, now=T1)
+        assert report.moved == [("b.md", "moved-b.md")] and report.updated == ["a.md"]
+        assert mem.stats().chunk_churn == 3 + 2  # one chunk became two; a move keeps its rows
+        (corpus / "c.md").unlink()
+        mem.index(corpus, now=T1)
+        assert mem.stats().chunk_churn == 3 + 2 + 1
+        mem.forget(corpus / "a.md", apply=True, now=T1)
+        assert mem.stats().chunk_churn == 3 + 2 + 1 + 2
+        mem.index(corpus, now=T1)  # skips the forgotten note: nothing changes
+        assert mem.stats().chunk_churn == 8
+
+
 def test_deleted_file_disappears(backend: Callable[[str], str], corpus: Path) -> None:
     db = backend("m.db")
     write_corpus(corpus, NOTES)

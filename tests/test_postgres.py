@@ -74,10 +74,15 @@ def judgments(mem: recall.Memory, **when: Any) -> list[list[tuple[Any, ...]]]:
 
 
 def test_migrate_to_postgres_and_back_keeps_every_verdict(tmp_path: Path, pg_url: str) -> None:
-    notes = write_corpus(tmp_path / "later", {"late.md": "# Late\n\nThe API allows 900 rps.\n"})
+    notes = write_corpus(
+        tmp_path / "later",
+        {"late.md": "# Late\n\nThe API allows 900 rps.\n", "gone.md": "# Gone\n\nForgotten.\n"},
+    )
     with recall.open(tmp_path / "a.db") as mem:
         mem.index(EXAMPLES, now=INDEXED)
         mem.index([EXAMPLES, notes], now=dt.datetime(2026, 6, 1, tzinfo=UTC))
+        mem.forget(notes / "gone.md", apply=True, now=dt.datetime(2026, 6, 2, tzinfo=UTC))
+        journal = mem.forgotten()
         certify(mem)
         before = judgments(mem)
         then = judgments(mem, known_as_of=dt.datetime(2026, 4, 1, tzinfo=UTC))
@@ -93,6 +98,7 @@ def test_migrate_to_postgres_and_back_keeps_every_verdict(tmp_path: Path, pg_url
         assert judgments(mem, known_as_of=dt.datetime(2026, 4, 1, tzinfo=UTC)) == then
         moved = mem.stats()
         assert mem._store.document_list() == listed
+        assert mem.forgotten() == journal and len(journal) == 1  # the journal travels
     for field in ("documents", "chunks", "edges_resolved", "edges_ambiguous", "chunk_churn"):
         assert getattr(moved, field) == getattr(stats, field), field
     report = migrate(pg, str(tmp_path / "back.db"))
@@ -100,6 +106,7 @@ def test_migrate_to_postgres_and_back_keeps_every_verdict(tmp_path: Path, pg_url
     with recall.open(tmp_path / "back.db") as mem:
         assert judgments(mem) == before
         assert mem._store.document_list() == listed
+        assert mem.forgotten() == journal
 
 
 def test_migrate_refuses_a_destination_that_holds_a_memory(tmp_path: Path, pg_url: str) -> None:

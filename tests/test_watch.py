@@ -32,7 +32,7 @@ def documents(db: Path) -> set[tuple[str, str]]:
         return {
             (path, digest)
             for source, _ in store.sources()
-            for path, digest, _size, _mtime in store.known_documents(source)
+            for path, digest, *_ in store.known_documents(source)
         }
 
 

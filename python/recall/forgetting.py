@@ -2,9 +2,11 @@
 
 Owns: choosing the documents a `forget` names (files or folders on disk, stored paths, or
 everything first indexed before a date), the report a dry run shows (chunks, and the notes whose
-edges toward them will dangle), applying it in one write, the journal listing, and undo. An
-index run skips a forgotten file until it is brought back, and brings it back with its first
-indexing time (the store's write path). Does not own: SQL (the Rust store) or formatting.
+edges toward them will dangle), applying it in one write, and what the journal means, for every
+backend: its entries (each forgotten document with its content hash and first indexing time),
+the listing, undo, and what an index run takes from it (`held_back`: the files it skips until
+they are brought back, and the first indexing time each brought-back one keeps). Does not own:
+storing the entries (the store keeps them as given) or formatting.
 """
 
 from __future__ import annotations
@@ -15,13 +17,23 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from recall import churn
 from recall.errors import UsageError
 from recall.instants import format_instant, parse_stored, utc
 
 if TYPE_CHECKING:
+    from recall.rows import JournalRow
     from recall.store import Store
 
-__all__ = ["ForgetReport", "Forgotten", "ForgottenDocument", "forget", "forgotten", "undo"]
+__all__ = [
+    "ForgetReport",
+    "Forgotten",
+    "ForgottenDocument",
+    "forget",
+    "forgotten",
+    "held_back",
+    "undo",
+]
 
 
 @dataclass(frozen=True)
@@ -131,10 +143,20 @@ def forget(
     report = ForgetReport(applied=False, documents=plan)
     if not apply or not plan:
         return report
+    first_of = {(d.source, d.path): d.first_indexed_at for d in plan}
     instant = format_instant(utc(now))
     _bound_begin(store)
     try:
-        store.forget([(d.source, d.path) for d in plan], instant)
+        by_root: dict[str, list[str]] = {}
+        for d in plan:
+            by_root.setdefault(d.source, []).append(d.path)
+        entries: list[JournalRow] = []
+        for root, chosen in by_root.items():
+            hashes = {path: digest for path, digest, *_ in store.known_documents(root)}
+            entries.extend((root, p, hashes[p], first_of[root, p], instant, None) for p in chosen)
+            store.remove_documents(root, chosen)
+        store.write_journal(entries)
+        churn.add(store, report.chunks)
         report.generation = store.commit(instant)
     except BaseException:
         store.rollback()
@@ -145,13 +167,34 @@ def forget(
 
 def forgotten(store: Store) -> list[Forgotten]:
     """The journal, oldest first."""
-    return [Forgotten(*row) for row in store.forgotten()]
+    return [_listed(entry) for entry in store.journal()]
+
+
+def _listed(entry: JournalRow) -> Forgotten:
+    source, path, _, first, at, undone = entry
+    return Forgotten(source, path, first, at, undone)
+
+
+def held_back(store: Store) -> tuple[set[tuple[str, str]], dict[tuple[str, str], str]]:
+    """What the journal asks of an index run: the (root, path) of every document forgotten
+    and not brought back, which the run skips; and the first indexing time of each one brought
+    back, which the run gives the document when it indexes the file again (SPEC §2.4:
+    transaction time is never lost), dropping its entry in the same write."""
+    skipped: set[tuple[str, str]] = set()
+    restored: dict[tuple[str, str], str] = {}
+    for source, path, _, first, _, undone in store.journal():
+        if undone is None:
+            skipped.add((source, path))
+        else:
+            restored[source, path] = first
+    return skipped, restored
 
 
 def undo(store: Store, paths: Iterable[str], *, now: dt.datetime) -> list[Forgotten]:
     """Bring forgotten documents back (every one when `paths` is empty): the next index run
     indexes their files again, with their first indexing time. Returns those brought back."""
-    journal = [f for f in forgotten(store) if f.undone_at is None]
+    entries = {(e[0], e[1]): e for e in store.journal() if e[5] is None}
+    journal = [_listed(e) for e in entries.values()]
     wanted = list(paths)
     if wanted:
         chosen: list[Forgotten] = []
@@ -170,7 +213,7 @@ def undo(store: Store, paths: Iterable[str], *, now: dt.datetime) -> list[Forgot
     instant = format_instant(utc(now))
     _bound_begin(store)
     try:
-        store.undo_forget([(f.source, f.path) for f in journal], instant)
+        store.write_journal([(*entries[f.source, f.path][:5], instant) for f in journal])
         store.commit(instant)
     except BaseException:
         store.rollback()

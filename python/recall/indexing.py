@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import numpy.typing as npt
 
-from recall import _core
+from recall import _core, churn
 from recall.chunking import Chunk, chunk
 from recall.embedders import Embedder
 from recall.embedding_journal import Journal, text_digest
 from recall.errors import PruneRefusedError, UsageError
+from recall.forgetting import held_back
 from recall.frontmatter import Frontmatter
 from recall.rows import DocumentRow
 from recall.vocabularies import SETTINGS, Declarations, declare
@@ -107,8 +108,8 @@ class IndexReport:
         return data
 
 
-#: (content hash, size in bytes, modification time in ns or None) of an indexed file.
-_Known = tuple[str, int, Optional[int]]
+#: (content hash, size in bytes, modification time in ns or None, chunks) of an indexed file.
+_Known = tuple[str, int, Optional[int], int]
 #: A batch's vectors, one row per chunk in order, and how many of them were reused.
 _Vectors = tuple[npt.NDArray[np.float32], int]
 
@@ -131,6 +132,8 @@ class _Pending:
     title: str
     chunks: list[Chunk]
     is_new: bool
+    #: The chunks of the version it replaces (0 when new).
+    chunks_before: int = 0
     #: The vectors of a stored document with the same content and title (a copied note).
     vectors: npt.NDArray[np.float32] | None = None
 
@@ -193,13 +196,10 @@ def run_index(
     report = IndexReport(embedder=embedder.name)
 
     known: dict[str, dict[str, _Known]] = {
-        str(c.source): {
-            path: (h, size, mtime) for path, h, size, mtime in store.known_documents(str(c.source))
-        }
-        if storable(str(c.source))
-        else {}
+        str(c.source): _known(store, str(c.source)) if storable(str(c.source)) else {}
         for c in corpora
     }
+    skipped, restored = held_back(store)
     # A modification time this recent may be followed by another write in the same clock
     # tick, so it is not recorded as proof of "unchanged" (the file is read again next run).
     trusted_before = time.time_ns() - RACY_NS
@@ -208,7 +208,7 @@ def run_index(
         report.skipped.extend(c.skipped)
         report.refused.extend(c.refused)
         # SPEC §8.4: a forgotten document stays out of the store until `forget --undo`.
-        forgotten = set(store.forgotten_paths(str(c.source))) if storable(str(c.source)) else ()
+        forgotten = {rel for rel, _ in c.files if (str(c.source), rel) in skipped}
         if forgotten:
             report.skipped.extend(
                 Skipped(rel, "forgotten (recall forget --undo brings it back)")
@@ -242,6 +242,7 @@ def run_index(
     movable = _movable(store, known, removals, missing_before)
     moved_from: set[tuple[str, str]] = set()
     copies = _Copies(store, known, embedder.dim)
+    ledger = _Ledger(restored)
     log: Journal | None = None
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
@@ -285,11 +286,13 @@ def run_index(
                         pending, pending_chunks = [], 0
                         if previous is not None:
                             vectors = _awaited(previous[1], tell)
-                            _write(store, previous[0], vectors, instant, report)
+                            _write(store, previous[0], vectors, instant, report, ledger)
                 tell()
             if inflight is not None:
-                _write(store, inflight[0], _awaited(inflight[1], tell), instant, report)
-            _write(store, pending, _embed(embedder, pending, counts, log), instant, report)
+                vectors = _awaited(inflight[1], tell)
+                _write(store, inflight[0], vectors, instant, report, ledger)
+            vectors = _embed(embedder, pending, counts, log)
+            _write(store, pending, vectors, instant, report, ledger)
             tell()
         except BaseException:
             # An interrupted or failed run does not wait for the batch being embedded (the
@@ -302,6 +305,7 @@ def run_index(
             if left:
                 store.remove_documents(root, left)
                 report.removed.extend(left)
+                ledger.churn += sum(known[root][rel][3] for rel in left)
         for source_text, rel, mtime_ns in retimed:
             store.set_file_time(source_text, rel, mtime_ns)
         for source_text, rel, decl in redeclared or ():
@@ -312,6 +316,9 @@ def run_index(
             store.set_meta(_DECLARATIONS_KEY, DECLARATIONS_VERSION)
         if vocabularies is not None and store.meta("vocabularies") != vocabularies:
             store.set_meta("vocabularies", vocabularies)
+        if ledger.brought_back:
+            store.drop_journal(ledger.brought_back)
+        churn.add(store, ledger.churn)
         report.generation = store.commit(instant)
         if log is not None:
             log.remove()  # its vectors are in the store now
@@ -414,7 +421,8 @@ def _read(
         decl=decl,
         title=_title(fm, chunks, rel, decl),
         chunks=chunks,
-        is_new=rel not in known,
+        is_new=prior is None,
+        chunks_before=prior[3] if prior is not None else 0,
     )
 
 
@@ -431,7 +439,7 @@ def _movable(
         for rel in gone:
             movable.setdefault(known[root][rel][0], []).append((root, rel))
     for root, _ in missing:
-        for rel, digest, _size, _mtime in store.known_documents(root):
+        for rel, digest, *_ in store.known_documents(root):
             movable.setdefault(digest, []).append((root, rel))
     return movable
 
@@ -555,12 +563,29 @@ def _embed(
     return vectors, total - len(texts)
 
 
+@dataclass
+class _Ledger:
+    """What a run owes the store besides its documents, settled inside its write: the chunk
+    churn it caused (`recall.churn`), and the journal entries of the forgotten documents it
+    brought back with their first indexing time (`recall.forgetting.held_back`)."""
+
+    restored: dict[tuple[str, str], str]
+    churn: int = 0
+    brought_back: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _known(store: Store, source: str) -> dict[str, _Known]:
+    """What the store holds of `source`, by path."""
+    return {path: (h, size, mtime, n) for path, h, size, mtime, n in store.known_documents(source)}
+
+
 def _write(
     store: Store,
     pending: list[_Pending],
     batch: _Vectors,
     instant: str,
     report: IndexReport,
+    ledger: _Ledger,
 ) -> None:
     vectors, reused = batch
     report.embedded += len(vectors) - reused
@@ -568,7 +593,11 @@ def _write(
     row = 0
     for d in pending:
         n = len(d.chunks)
-        _put(store, d, vectors[row : row + n], instant)
+        first = ledger.restored.get((d.source, d.rel)) if d.is_new else None
+        _put(store, d, vectors[row : row + n], instant, first)
+        if first is not None:
+            ledger.brought_back.append((d.source, d.rel))
+        ledger.churn += churn.rewritten(d.chunks_before, n)
         row += n
         report.chunks += n
         (report.added if d.is_new else report.updated).append(d.rel)
@@ -592,8 +621,8 @@ class _Copies:
             for root, _ in self._store.sources():
                 known = self._known.get(root)
                 if known is None:
-                    known = {p: (h, s, m) for p, h, s, m in self._store.known_documents(root)}
-                for rel, (content_hash, _, _) in known.items():
+                    known = _known(self._store, root)
+                for rel, (content_hash, *_) in known.items():
                     self._by_hash.setdefault(content_hash, []).append((root, rel))
         wanted: list[tuple[str, str]] = []
         for root, rel in self._by_hash.get(doc.digest, ()):
@@ -611,7 +640,13 @@ class _Copies:
         return None
 
 
-def _put(store: Store, d: _Pending, vectors: npt.NDArray[np.float32], instant: str) -> None:
+def _put(
+    store: Store,
+    d: _Pending,
+    vectors: npt.NDArray[np.float32],
+    instant: str,
+    first_indexed_at: str | None,
+) -> None:
     fm = d.fm
     metadata_error = None
     if fm is not None and fm.empty_window:
@@ -650,7 +685,7 @@ def _put(store: Store, d: _Pending, vectors: npt.NDArray[np.float32], instant: s
         alias=d.decl.alias if d.decl is not None else None,
         retired=_retired_row(d.decl),
     )
-    store.put_document(document, now=instant)
+    store.put_document(document, now=instant, first_indexed_at=first_indexed_at)
 
 
 def _edge_rows(decl: Declarations | None) -> list[EdgeRow]:

@@ -2,8 +2,8 @@
 
 Owns: moving every document with its chunks, vectors, declarations and both of its times,
 and the records that make the copy answer as the original does (embedder, vocabulary setting,
-declarations reader, calibration record and history, chunk churn), in one write on the
-destination. Does not own: reading or writing either store (their `export` and
+declarations reader, calibration record and history, chunk churn, forget journal), in one
+write on the destination. Does not own: reading or writing either store (their `export` and
 `put_document`), or the trust rules: the same rows give the same verdicts on either backend.
 
 Nothing is embedded again: the vectors travel as they are. The destination must be empty; the
@@ -102,6 +102,8 @@ def migrate(
                 value = reader.meta(key)
                 if value is not None:
                     writer.set_meta(key, value)
+            # SPEC §8.4: a forgotten note stays out of the copy, and an undone one keeps its time.
+            writer.write_journal(reader.journal())
             calibrated = reader.meta(meta_key(fingerprint)) is not None
             # SPEC §7 staleness counts from the calibration's churn: the copy keeps the count.
             _, _, last_run_at, churn = reader.freshness()

@@ -5,7 +5,11 @@ Rows are plain tuples so the Rust core hands them over without conversion:
 - an edge row is (reference as written, key, reversed, vocabulary, line, statement, overridden,
   standing), one declaration of the document (SPEC §2.3, §2.5);
 - a retirement row is (state, since, vocabulary, line, statement, overridden) (SPEC §8.4);
-- a chunk row is (ordinal, text, byte start, byte end, line start, line end, heading path).
+- a chunk row is (ordinal, text, byte start, byte end, line start, line end, heading path);
+- a known row is (path, content hash, size, modification time, chunks): what an index run
+  knows of a stored document;
+- a journal row is (root, path, content hash, first indexed at, forgotten at, undone at), one
+  entry of the forget journal (SPEC §8.4; undone at is None while the document stays out).
 
 A hit is a dict built by one function in the core whatever the backend (`rust/py_hits.rs`).
 """
@@ -20,6 +24,8 @@ __all__ = [
     "EdgeRow",
     "ExportedDocument",
     "HitRow",
+    "JournalRow",
+    "KnownRow",
     "RetiredRow",
     "Retrieval",
     "SearchOutcome",
@@ -28,6 +34,8 @@ __all__ = [
 EdgeRow = tuple[str, str, bool, str, "int | None", str, bool, "str | None"]
 RetiredRow = tuple[str, "str | None", str, "int | None", str, bool]
 ChunkRow = tuple[int, str, int, int, int, int, str]
+KnownRow = tuple[str, str, int, "int | None", int]
+JournalRow = tuple[str, str, str, str, str, "str | None"]
 
 
 class _Document(TypedDict):

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from recall.rows import DocumentRow, EdgeRow, ExportedDocument, RetiredRow, SearchOutcome
+from recall.rows import (
+    DocumentRow,
+    EdgeRow,
+    ExportedDocument,
+    JournalRow,
+    KnownRow,
+    RetiredRow,
+    SearchOutcome,
+)
 
 if TYPE_CHECKING:
     from recall import _core
@@ -96,8 +104,8 @@ class Store(Protocol):
     ) -> None:
         """Add or replace `document` (its `path` under the root `source`) with its chunks, their
         vectors and its declarations, stamped `now`; keys beyond a `DocumentRow`'s are not
-        read. A document seen before keeps its first-indexed time unless `first_indexed_at` is
-        given (a migration).
+        read. A new document takes `first_indexed_at` when it is given (a migration, a note
+        brought back after a forget), else `now`; a document seen before keeps its own.
         A shared store may leave a document whose stored content hash equals `content_hash`
         as it is: another machine's run committed that very content first."""
         ...
@@ -133,7 +141,8 @@ class Store(Protocol):
         ...
 
     def remove_documents(self, source: str, paths: list[str]) -> int:
-        """Remove these documents of `source` with their chunks; the number removed."""
+        """Remove these documents of `source` with their chunks; the number removed. The
+        journal is not touched (`recall.forgetting` writes it)."""
         ...
 
     def commit(self, now: str) -> int:
@@ -146,8 +155,9 @@ class Store(Protocol):
 
     # --- what is stored -------------------------------------------------------------------
 
-    def known_documents(self, source: str) -> list[tuple[str, str, int, int | None]]:
-        """(path, content hash, size, modification time) of every document of `source`."""
+    def known_documents(self, source: str) -> list[KnownRow]:
+        """(path, content hash, size, modification time, chunks) of every document of
+        `source`."""
         ...
 
     def sources(self) -> list[tuple[str, int]]:
@@ -170,7 +180,7 @@ class Store(Protocol):
         `after`, in id order: a migration's pages."""
         ...
 
-    # --- forgetting (SPEC §11) --------------------------------------------------------------
+    # --- forgetting (SPEC §8.4) -----------------------------------------------------------
 
     def forget_plan(
         self, targets: list[tuple[str, str]]
@@ -179,21 +189,18 @@ class Store(Protocol):
         other documents that name them, without removing anything."""
         ...
 
-    def forget(self, targets: list[tuple[str, str]], now: str) -> int:
-        """Remove the documents inside the open write and journal them, so a later run does
-        not index them again; the number removed."""
+    def journal(self) -> list[JournalRow]:
+        """The forget journal as `write_journal` left it, oldest forgotten first. The store
+        keeps the entries; what they mean (skip, bring back) is `recall.forgetting`'s."""
         ...
 
-    def undo_forget(self, targets: list[tuple[str, str]], now: str) -> int:
-        """Take journalled documents off the journal, so the next run indexes them again."""
+    def write_journal(self, entries: list[JournalRow]) -> None:
+        """Store journal entries inside the open write, each replacing the entry of its
+        (root, path)."""
         ...
 
-    def forgotten(self) -> list[tuple[str, str, str, str, str | None]]:
-        """The journal: (root, path, key, forgotten at, undone at) per entry."""
-        ...
-
-    def forgotten_paths(self, source: str) -> list[str]:
-        """The paths of `source` the journal holds (and an index run skips)."""
+    def drop_journal(self, targets: list[tuple[str, str]]) -> None:
+        """Delete the journal entries of these (root, path) inside the open write."""
         ...
 
     # --- search ---------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 //! Forgetting documents (SPEC §8.4): removing them from the store while their files stay, and
 //! bringing them back.
 //!
-//! Owns: the `forgotten` journal (what was removed, with its content hash and first indexing
-//! time), the plan a dry run shows (chunks, and the notes whose edges will dangle), and undo.
-//! Does not own: choosing which documents (Python), or the index run that skips forgotten files
-//! and brings undone ones back with their first indexing time (write.rs).
+//! Owns: the `forgotten` table (the journal's entries as they are given) and the plan a dry run
+//! shows (chunks, and the notes whose edges will dangle). Does not own: what the journal means
+//! (`recall.forgetting` writes the entries, and the index run skips forgotten files and brings
+//! undone ones back with their first indexing time), or removing documents (write.rs).
 
 use rusqlite::{params, OptionalExtension};
 
@@ -22,11 +22,13 @@ pub struct ForgetPlan {
     pub referenced_by: Vec<(String, String)>,
 }
 
-/// A journal row: a forgotten document, and when it was brought back (None: still forgotten).
+/// A journal entry: a forgotten document (its content hash and first indexing time), when it
+/// was forgotten, and when it was brought back (None: still forgotten).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Forgotten {
+pub struct JournalEntry {
     pub source: String,
     pub path: String,
+    pub content_hash: String,
     pub first_indexed_at: String,
     pub forgotten_at: String,
     pub undone_at: Option<String>,
@@ -86,98 +88,56 @@ impl Store {
         Ok(plan)
     }
 
-    /// Remove `targets` from the store and journal them, in the open write. Returns how many
-    /// documents were removed.
-    pub fn forget(&mut self, targets: &[(String, String)], now: &str) -> Result<usize> {
-        self.require_write()?;
-        let mut removed = 0;
-        for (source, path) in targets {
-            let row: Option<(String, String)> = self
-                .conn
-                .query_row(
-                    "SELECT content_hash, first_indexed_at FROM documents
-                     WHERE source = ?1 AND path = ?2",
-                    params![source, path],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            let Some((hash, first)) = row else {
-                continue;
-            };
-            self.conn.execute(
-                "INSERT INTO forgotten(source, path, content_hash, first_indexed_at, forgotten_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(source, path) DO UPDATE SET content_hash = excluded.content_hash,
-                     first_indexed_at = excluded.first_indexed_at,
-                     forgotten_at = excluded.forgotten_at, undone_at = NULL",
-                params![source, path, hash, first, now],
-            )?;
-            removed += self.remove_documents(source, std::slice::from_ref(path))?;
-        }
-        Ok(removed)
-    }
-
-    /// The journal: every forgotten document, brought back or not.
-    pub fn forgotten(&self) -> Result<Vec<Forgotten>> {
+    /// The journal, oldest forgotten first.
+    pub fn journal(&self) -> Result<Vec<JournalEntry>> {
         let mut stmt = self.conn.prepare(
-            "SELECT source, path, first_indexed_at, forgotten_at, undone_at FROM forgotten
-             ORDER BY forgotten_at, source, path",
+            "SELECT source, path, content_hash, first_indexed_at, forgotten_at, undone_at
+             FROM forgotten ORDER BY forgotten_at, source, path",
         )?;
         let rows = stmt.query_map([], |r| {
-            Ok(Forgotten {
+            Ok(JournalEntry {
                 source: r.get(0)?,
                 path: r.get(1)?,
-                first_indexed_at: r.get(2)?,
-                forgotten_at: r.get(3)?,
-                undone_at: r.get(4)?,
+                content_hash: r.get(2)?,
+                first_indexed_at: r.get(3)?,
+                forgotten_at: r.get(4)?,
+                undone_at: r.get(5)?,
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Paths under `source` an index run must skip (forgotten and not brought back).
-    pub fn forgotten_paths(&self, source: &str) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT path FROM forgotten WHERE source = ?1 AND undone_at IS NULL ORDER BY path",
-        )?;
-        let rows = stmt.query_map([source], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    /// Bring forgotten documents back, in the open write: the next index run indexes their
-    /// files again with their first indexing time. Returns how many were still forgotten.
-    pub fn undo_forget(&mut self, targets: &[(String, String)], now: &str) -> Result<usize> {
+    /// Store journal entries in the open write, each replacing the entry of its (source, path).
+    pub fn write_journal(&mut self, entries: &[JournalEntry]) -> Result<()> {
         self.require_write()?;
         let mut stmt = self.conn.prepare_cached(
-            "UPDATE forgotten SET undone_at = ?3
-             WHERE source = ?1 AND path = ?2 AND undone_at IS NULL",
+            "INSERT OR REPLACE INTO forgotten(source, path, content_hash, first_indexed_at,
+                 forgotten_at, undone_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?;
-        let mut undone = 0;
-        for (source, path) in targets {
-            undone += stmt.execute(params![source, path, now])?;
+        for e in entries {
+            stmt.execute(params![
+                e.source,
+                e.path,
+                e.content_hash,
+                e.first_indexed_at,
+                e.forgotten_at,
+                e.undone_at
+            ])?;
         }
-        Ok(undone)
+        Ok(())
     }
 
-    /// The first indexing time of a document brought back by `undo_forget`, consuming its
-    /// journal row (SPEC §2.4: transaction time is never lost).
-    pub(super) fn take_undone_forget(&self, source: &str, path: &str) -> Result<Option<String>> {
-        let first: Option<String> = self
+    /// Delete the journal entries of these (source, path) in the open write.
+    pub fn drop_journal(&mut self, targets: &[(String, String)]) -> Result<()> {
+        self.require_write()?;
+        let mut stmt = self
             .conn
-            .query_row(
-                "SELECT first_indexed_at FROM forgotten
-                 WHERE source = ?1 AND path = ?2 AND undone_at IS NOT NULL",
-                params![source, path],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if first.is_some() {
-            self.conn.execute(
-                "DELETE FROM forgotten WHERE source = ?1 AND path = ?2",
-                params![source, path],
-            )?;
+            .prepare_cached("DELETE FROM forgotten WHERE source = ?1 AND path = ?2")?;
+        for (source, path) in targets {
+            stmt.execute(params![source, path])?;
         }
-        Ok(first)
+        Ok(())
     }
 }
 
@@ -187,7 +147,7 @@ mod tests {
     use crate::store::fixtures::{doc, embedder, temp_db};
 
     #[test]
-    fn forget_journals_and_undo_restores_first_indexed_time() {
+    fn the_plan_names_referrers_and_the_journal_replaces_by_path() {
         let path = temp_db("forget");
         let mut store = Store::open(&path).unwrap();
         store.begin(&embedder(4)).unwrap();
@@ -211,32 +171,28 @@ mod tests {
             vec![("/corpus".to_string(), "b.md".to_string())]
         );
 
+        let entry = JournalEntry {
+            source: "/corpus".into(),
+            path: "a.md".into(),
+            content_hash: "h".into(),
+            first_indexed_at: "2026-01-01T00:00:00.000000Z".into(),
+            forgotten_at: "2026-02-01T00:00:00.000000Z".into(),
+            undone_at: None,
+        };
+        assert!(store.write_journal(std::slice::from_ref(&entry)).is_err()); // outside a write
         store.begin(&embedder(4)).unwrap();
-        assert_eq!(
-            store
-                .forget(&target, "2026-02-01T00:00:00.000000Z")
-                .unwrap(),
-            1
-        );
+        store.write_journal(std::slice::from_ref(&entry)).unwrap();
+        let undone = JournalEntry {
+            undone_at: Some("2026-03-01T00:00:00.000000Z".into()),
+            ..entry.clone()
+        };
+        store.write_journal(std::slice::from_ref(&undone)).unwrap(); // replaces, never adds
         store.commit("2026-02-01T00:00:00.000000Z").unwrap();
-        assert_eq!(store.forgotten_paths("/corpus").unwrap(), vec!["a.md"]);
-        assert!(store.forget_plan(&target).unwrap().is_empty());
+        assert_eq!(store.journal().unwrap(), vec![undone]);
 
         store.begin(&embedder(4)).unwrap();
-        assert_eq!(
-            store
-                .undo_forget(&target, "2026-03-01T00:00:00.000000Z")
-                .unwrap(),
-            1
-        );
-        assert!(store.forgotten_paths("/corpus").unwrap().is_empty());
-        store
-            .put_document(&doc("a.md", 2, 4), "2026-03-01T00:00:00.000000Z")
-            .unwrap();
+        store.drop_journal(&target).unwrap();
         store.commit("2026-03-01T00:00:00.000000Z").unwrap();
-        let list = store.document_list().unwrap();
-        let a = list.iter().find(|(_, p, _)| p == "a.md").unwrap();
-        assert_eq!(a.2, "2026-01-01T00:00:00.000000Z");
-        assert!(store.forgotten().unwrap().is_empty());
+        assert!(store.journal().unwrap().is_empty());
     }
 }

@@ -37,7 +37,7 @@ pub(crate) use crate::judgment::lexical_body;
 pub(crate) use cache::SearchCache;
 pub use doctor::Check;
 pub use export::{ExportedDocument, StoredVectors};
-pub use forget::{ForgetPlan, Forgotten};
+pub use forget::{ForgetPlan, JournalEntry};
 pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
 pub use search::{HitRow, SearchOutcome};

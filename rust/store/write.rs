@@ -1,7 +1,7 @@
 //! The write path of an index run (SPEC §1: one transaction per run).
 //!
 //! Owns: binding the store to its embedder, putting and removing documents with their chunks,
-//! vectors and edges, chunk churn, the run's meta writes, commit and rollback. Does not own:
+//! vectors and edges, the run's meta writes, commit and rollback. Does not own:
 //! the lexical index's files (lexical_files.rs), the schema (schema.rs) or any read path.
 
 use rusqlite::{params, OptionalExtension};
@@ -10,8 +10,8 @@ use crate::errors::{CoreError, Result};
 
 use super::{f32_blob, lexical_body, EmbedderInfo, Store, VEC_TABLE};
 
-/// What an index run knows of a stored document: (path, content hash, size, mtime ns).
-pub type KnownDocument = (String, String, i64, Option<i64>);
+/// What an index run knows of a stored document: (path, content hash, size, mtime ns, chunks).
+pub type KnownDocument = (String, String, i64, Option<i64>, i64);
 
 /// One chunk as written by an index run.
 #[derive(Debug, Clone)]
@@ -159,10 +159,18 @@ impl Store {
     /// (path, content_hash, size_bytes, mtime_ns) of every document indexed under `source`.
     pub fn known_documents(&self, source: &str) -> Result<Vec<KnownDocument>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT path, content_hash, size_bytes, mtime_ns FROM documents WHERE source = ?1",
+            "SELECT path, content_hash, size_bytes, mtime_ns,
+                    (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
+             FROM documents d WHERE source = ?1",
         )?;
         let rows = stmt.query_map([source], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3).ok().flatten()))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3).ok().flatten(),
+                r.get(4)?,
+            ))
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
@@ -209,15 +217,6 @@ impl Store {
         Ok(ids.len())
     }
 
-    /// SPEC §7 calibration staleness: a running count of chunks added, changed or removed.
-    fn add_churn(&self, chunks: usize) -> Result<()> {
-        let churn = self
-            .meta("chunk_churn")?
-            .and_then(|c| c.parse::<i64>().ok())
-            .unwrap_or(0);
-        self.set_meta("chunk_churn", &(churn + chunks as i64).to_string())
-    }
-
     /// Insert or replace one document with its chunks, vectors and edges. A replaced document
     /// keeps its `first_indexed_at` (SPEC §2.4).
     pub fn put_document(&mut self, doc: &NewDocument, now: &str) -> Result<()> {
@@ -225,7 +224,8 @@ impl Store {
     }
 
     /// `put_document`, a new document taking `first_indexed_at` when given (a memory moved
-    /// from another store keeps its transaction times; an existing row still keeps its own).
+    /// from another store, or a note brought back after `forget --undo`, keeps its first
+    /// indexing time; an existing row still keeps its own).
     pub fn put_document_as(
         &mut self,
         doc: &NewDocument,
@@ -248,20 +248,10 @@ impl Store {
             )));
         }
         let existing = self.document_id(&doc.source, &doc.path)?;
-        let replaced = match existing {
-            Some(id) => self.delete_chunks_of(id)?,
-            None => 0,
-        };
-        // SPEC §2.4: a document brought back after `forget --undo` keeps its transaction time.
-        let first_indexed_at: String = match (existing, first_indexed_at) {
-            (Some(_), _) => now.to_string(),
-            (None, Some(first)) => first.to_string(),
-            (None, None) => self
-                .take_undone_forget(&doc.source, &doc.path)?
-                .unwrap_or_else(|| now.to_string()),
-        };
-        // An edited chunk counts once: max(old, new), not old + new.
-        self.add_churn(replaced.max(doc.chunks.len()))?;
+        if let Some(id) = existing {
+            self.delete_chunks_of(id)?;
+        }
+        let first_indexed_at = first_indexed_at.unwrap_or(now);
         // SPEC §2.4: an upsert that never touches first_indexed_at of an existing row.
         let doc_id: i64 = self.conn.query_row(
             "INSERT INTO documents(source, path, key, title, content_hash, size_bytes,
@@ -398,8 +388,8 @@ impl Store {
     }
 
     /// Move a document to another root or path, keeping its row: chunks, vectors, lexical
-    /// entries, edges and `first_indexed_at` stay, and nothing counts as churn (a moved folder
-    /// or a renamed file whose content is unchanged, SPEC §3). Only a document whose stored
+    /// entries, edges and `first_indexed_at` stay (a moved folder or a renamed file whose
+    /// content is unchanged, SPEC §3). Only a document whose stored
     /// title is `title` moves (the title is part of what was embedded), and never onto a path
     /// already taken. Returns whether it moved.
     pub fn move_document(
@@ -429,8 +419,7 @@ impl Store {
         for path in paths {
             let id = self.document_id(source, path)?;
             if let Some(id) = id {
-                let chunks = self.delete_chunks_of(id)?;
-                self.add_churn(chunks)?;
+                self.delete_chunks_of(id)?;
                 removed += self
                     .conn
                     .execute("DELETE FROM documents WHERE id = ?1", [id])?;

@@ -31,7 +31,7 @@ from recall.postgres.schema import SCHEMA_VERSION, base_ddl, chunks_ddl
 from recall.postgres.search import Searching
 from recall.postgres.summaries import Summaries
 from recall.postgres.write import Run
-from recall.rows import DocumentRow
+from recall.rows import DocumentRow, JournalRow
 
 __all__ = ["PgStore", "namespace_exists"]
 
@@ -172,8 +172,6 @@ class PgStore(Searching, Summaries):
 
     def set_meta(self, key: str, value: str) -> None:
         if self._run is not None:
-            if key == "chunk_churn":
-                self._run.reset_churn()  # the caller sets the count itself
             self._put_meta(key, value)
             return
         self._refuse_if_read_only()
@@ -195,11 +193,11 @@ class PgStore(Searching, Summaries):
         if why is not None:
             raise StoreError(f"recall store: {self.path} is read-only ({why}); writes are refused")
 
-    def forget(self, targets: list[tuple[str, str]], now: str) -> int:
-        return self._writing().forget(targets, now)
+    def write_journal(self, entries: list[JournalRow]) -> None:
+        self._writing().write_journal(entries)
 
-    def undo_forget(self, targets: list[tuple[str, str]], now: str) -> int:
-        return self._writing().undo_forget(targets, now)
+    def drop_journal(self, targets: list[tuple[str, str]]) -> None:
+        self._writing().drop_journal(targets)
 
     def begin(self, name: str, dim: int, fingerprint: str) -> None:
         """Open the run's transaction and wait for the namespace's writer lock."""

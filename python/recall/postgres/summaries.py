@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from recall.postgres.base import Namespace, le_vector
 from recall.postgres.schema import SCHEMA_VERSION
-from recall.rows import ChunkRow, EdgeRow, ExportedDocument
+from recall.rows import ChunkRow, EdgeRow, ExportedDocument, JournalRow, KnownRow
 
 __all__ = ["Summaries"]
 
@@ -20,42 +20,30 @@ __all__ = ["Summaries"]
 class Summaries(Namespace):
     """Read-only summaries of one namespace."""
 
-    def known_documents(self, source: str) -> list[tuple[str, str, int, int | None]]:
+    def known_documents(self, source: str) -> list[KnownRow]:
         with self._conn() as c:
             if not self._exists(c):
                 return []
+            t = self._t
             return [
-                (p, h, int(s), m)
-                for p, h, s, m in c.execute(
-                    f"SELECT path, content_hash, size_bytes, mtime_ns FROM {self._t('documents')} "
-                    "WHERE source = %s",
+                (p, h, int(s), m, int(n))
+                for p, h, s, m, n in c.execute(
+                    f"SELECT path, content_hash, size_bytes, mtime_ns,"
+                    f" (SELECT count(*) FROM {t('chunks')} c WHERE c.doc_id = d.id)"
+                    f" FROM {t('documents')} d WHERE source = %s",
                     (source,),
                 ).fetchall()
             ]
 
-    def forgotten_paths(self, source: str) -> list[str]:
-        """Paths under `source` an index run skips (forgotten and not brought back)."""
+    def journal(self) -> list[JournalRow]:
+        """The forget journal, oldest forgotten first."""
         with self._conn() as c:
             if not self._exists(c):
                 return []
             return [
-                str(r[0])
-                for r in c.execute(
-                    f"SELECT path FROM {self._t('forgotten')} WHERE source = %s"
-                    " AND undone_at IS NULL ORDER BY path",
-                    (source,),
-                ).fetchall()
-            ]
-
-    def forgotten(self) -> list[tuple[str, str, str, str, str | None]]:
-        """The journal: (source, path, first_indexed_at, forgotten_at, undone_at)."""
-        with self._conn() as c:
-            if not self._exists(c):
-                return []
-            return [
-                tuple(r)
-                for r in c.execute(
-                    "SELECT source, path, first_indexed_at, forgotten_at, undone_at"
+                (s, p, h, first, at, undone)
+                for s, p, h, first, at, undone in c.execute(
+                    "SELECT source, path, content_hash, first_indexed_at, forgotten_at, undone_at"
                     f" FROM {self._t('forgotten')} ORDER BY forgotten_at, source, path"
                 ).fetchall()
             ]

@@ -2,10 +2,11 @@
 
 Owns: what a run puts, replaces and removes, batched so that a page of documents costs a few
 statements (their rows upserted together, every chunk in one COPY, the lexicon's document
-frequencies in one statement), the chunk churn, stamping new documents with the server clock,
-and building the namespace's search indexes once after its first run's rows are in. Does not
-own: the connection or the lock (store.py opens the transaction and takes the namespace's
-advisory lock before a `Run` exists) or any read path.
+frequencies in one statement), the forget journal's entries as given, stamping new documents
+with the server clock, and building the namespace's search indexes once after its first run's
+rows are in. Does not own: the connection or the lock (store.py opens the transaction and takes
+the namespace's advisory lock before a `Run` exists), what the journal means
+(`recall.forgetting`) or any read path.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from recall import _core
 from recall.errors import UsageError
 from recall.postgres.schema import search_indexes_ddl
-from recall.rows import DocumentRow, EdgeRow, RetiredRow
+from recall.rows import DocumentRow, EdgeRow, JournalRow, RetiredRow
 
 __all__ = ["CLOCK", "Run", "vector_text"]
 
@@ -78,7 +79,6 @@ class Run:
         self.dim = dim
         self.server_clock = True
         self._pending: list[_Document] = []
-        self._churn = 0
         # The namespace's first run: its indexes are built once its rows are in (far faster
         # than growing an HNSW graph row by row; no reader can see the table yet).
         self._build_indexes = build_indexes
@@ -96,10 +96,10 @@ class Run:
                 f"got {matrix.size}"
             )
         # A new document's times: NULL until the run commits and stamps the server clock,
-        # unless the caller gives an instant (a replay) or the times travel (a migration).
+        # unless the caller gives an instant (a replay). A given first indexing time (a
+        # migration, a note brought back after a forget) is kept.
         stamp = None if self.server_clock else now
         first = first_indexed_at or stamp
-        indexed = now if first_indexed_at else stamp
         row = (
             d["source"],
             path,
@@ -108,7 +108,7 @@ class Run:
             d["content_hash"],
             d["size_bytes"],
             first,
-            indexed,
+            stamp,
             d["valid_from_raw"],
             d["valid_until_raw"],
             d["valid_from"],
@@ -133,12 +133,11 @@ class Run:
         sources = [d.row[0] for d in pending]
         paths = [d.row[1] for d in pending]
         stored = {
-            (source, path): (int(doc_id), digest, int(n))
-            for doc_id, source, path, digest, n in c.execute(
-                f"SELECT d.id, d.source, d.path, d.content_hash, count(c.id)"
+            (source, path): (int(doc_id), digest)
+            for doc_id, source, path, digest in c.execute(
+                f"SELECT d.id, d.source, d.path, d.content_hash"
                 f" FROM {t('documents')} d JOIN unnest(%s::text[], %s::text[]) AS k(source, path)"
-                " ON d.source = k.source AND d.path = k.path"
-                f" LEFT JOIN {t('chunks')} c ON c.doc_id = d.id GROUP BY d.id",
+                " ON d.source = k.source AND d.path = k.path",
                 (sources, paths),
             ).fetchall()
         }
@@ -147,13 +146,7 @@ class Run:
         pending = [d for d in pending if stored.get(d.row[:2], (0, None))[1] != d.row[4]]
         if not pending:
             return
-        existing = {
-            doc_id: n
-            for key, (doc_id, _, n) in stored.items()
-            if key in {d.row[:2] for d in pending}
-        }
-        self._delete_rows(list(existing))
-        self._restore_first_indexed(pending, stored)
+        self._delete_rows([stored[d.row[:2]][0] for d in pending if d.row[:2] in stored])
         with c.cursor() as cur:
             slots = ", ".join(["%s"] * len(pending[0].row))
             update = ", ".join(f"{col} = excluded.{col}" for col in _REPLACED.split(", "))
@@ -168,14 +161,12 @@ class Run:
                 ids.append(int(cur.fetchone()[0]))
                 if not cur.nextset():
                     break
-        replaced = dict(existing)
         terms: Counter[str] = Counter()
         with c.cursor().copy(
             f"COPY {t('chunks')} (doc_id, ordinal, text, byte_start, byte_end, line_start,"
             " line_end, heading_path, body, tokens, embedding) FROM STDIN"
         ) as copy:
             for doc_id, d in zip(ids, pending):
-                self._churn += max(int(replaced.get(doc_id, 0)), len(d.chunks))
                 for (ordinal, text, b0, b1, l0, l1, heading), vector in zip(d.chunks, d.vectors):
                     literal, length, distinct = _core.lexical_row(
                         _core.lexical_body(d.title, heading, text)
@@ -205,32 +196,10 @@ class Run:
             )
         self._edges([(doc_id, e) for doc_id, d in zip(ids, pending) for e in d.edges])
 
-    def _restore_first_indexed(
-        self, pending: list[_Document], stored: dict[tuple[str, str], Any]
-    ) -> None:
-        """SPEC §2.4: a document brought back after `forget --undo` keeps its first indexing
-        time; its journal row is consumed."""
-        new = [d for d in pending if d.row[:2] not in stored]
-        if not new:
-            return
-        back = {
-            (source, path): first
-            for source, path, first in self.conn.execute(
-                f"DELETE FROM {self._t('forgotten')} f USING unnest(%s::text[], %s::text[])"
-                " AS k(source, path) WHERE f.source = k.source AND f.path = k.path"
-                " AND f.undone_at IS NOT NULL RETURNING f.source, f.path, f.first_indexed_at",
-                ([d.row[0] for d in new], [d.row[1] for d in new]),
-            ).fetchall()
-        }
-        for d in new:
-            first = back.get(d.row[:2])
-            if first is not None:
-                d.row = (*d.row[:6], first, *d.row[7:])
-
-    def _delete_rows(self, doc_ids: list[int]) -> int:
-        """Take documents' chunks (and their terms' counts) and edges out; returns the chunks."""
+    def _delete_rows(self, doc_ids: list[int]) -> None:
+        """Take documents' chunks (and their terms' counts) and edges out."""
         if not doc_ids:
-            return 0
+            return
         c, t = self.conn, self._t
         # The lexicon first: a term's document frequency counts the chunks holding it.
         c.execute(
@@ -239,9 +208,8 @@ class Run:
             " WHERE ch.doc_id = ANY(%s) GROUP BY u.lexeme) g WHERE l.term = g.term",
             (doc_ids,),
         )
-        gone = c.execute(f"DELETE FROM {t('chunks')} WHERE doc_id = ANY(%s)", (doc_ids,))
+        c.execute(f"DELETE FROM {t('chunks')} WHERE doc_id = ANY(%s)", (doc_ids,))
         c.execute(f"DELETE FROM {t('edges')} WHERE doc_id = ANY(%s)", (doc_ids,))
-        return int(gone.rowcount or 0)
 
     def _edges(self, edges: list[tuple[int, EdgeRow]]) -> None:
         if edges:
@@ -319,44 +287,30 @@ class Run:
                 (source, paths),
             ).fetchall()
         ]
-        self._churn += self._delete_rows(ids)
+        self._delete_rows(ids)
         self.conn.execute(f"DELETE FROM {self._t('documents')} WHERE id = ANY(%s)", (ids,))
         return len(ids)
 
-    def forget(self, targets: list[tuple[str, str]], now: str) -> int:
-        """Journal `targets` and remove them (SPEC §8.4); returns how many were stored."""
+    def write_journal(self, entries: list[JournalRow]) -> None:
+        """Store journal entries, each replacing the entry of its (source, path)."""
         self.flush()
-        removed = 0
-        for source, path in targets:
-            row = self.conn.execute(
-                f"SELECT content_hash, first_indexed_at FROM {self._t('documents')}"
-                " WHERE source = %s AND path = %s",
-                (source, path),
-            ).fetchone()
-            if row is None:
-                continue
-            self.conn.execute(
-                f"INSERT INTO {self._t('forgotten')} (source, path, content_hash,"
-                " first_indexed_at, forgotten_at) VALUES (%s, %s, %s, %s, %s)"
-                " ON CONFLICT (source, path) DO UPDATE SET content_hash = excluded.content_hash,"
-                " first_indexed_at = excluded.first_indexed_at,"
-                " forgotten_at = excluded.forgotten_at, undone_at = NULL",
-                (source, path, row[0], row[1] or now, now),
-            )
-            removed += self.remove(source, [path])
-        return removed
+        self.conn.cursor().executemany(
+            f"INSERT INTO {self._t('forgotten')} (source, path, content_hash, first_indexed_at,"
+            " forgotten_at, undone_at) VALUES (%s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (source, path) DO UPDATE SET content_hash = excluded.content_hash,"
+            " first_indexed_at = excluded.first_indexed_at,"
+            " forgotten_at = excluded.forgotten_at, undone_at = excluded.undone_at",
+            entries,
+        )
 
-    def undo_forget(self, targets: list[tuple[str, str]], now: str) -> int:
-        """Mark `targets` brought back: the next index run indexes their files again."""
+    def drop_journal(self, targets: list[tuple[str, str]]) -> None:
+        """Delete the journal entries of these (source, path)."""
         self.flush()
-        undone = 0
-        for source, path in targets:
-            undone += self.conn.execute(
-                f"UPDATE {self._t('forgotten')} SET undone_at = %s"
-                " WHERE source = %s AND path = %s AND undone_at IS NULL",
-                (now, source, path),
-            ).rowcount
-        return undone
+        self.conn.execute(
+            f"DELETE FROM {self._t('forgotten')} f USING unnest(%s::text[], %s::text[])"
+            " AS k(source, path) WHERE f.source = k.source AND f.path = k.path",
+            ([s for s, _ in targets], [p for _, p in targets]),
+        )
 
     def finish(self, now: str, meta: Any) -> int:
         """Everything held written, new documents stamped, indexes built, the run's meta
@@ -376,8 +330,6 @@ class Run:
         c.execute(f"DELETE FROM {t('lexicon')} WHERE df <= 0")
         row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'generation'").fetchone()
         generation = (int(row[0]) if row and row[0].isdigit() else 0) + 1
-        row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'chunk_churn'").fetchone()
-        churn = (int(row[0]) if row and row[0].isdigit() else 0) + self._churn
         documents, newest = c.execute(
             f"SELECT count(*), max(indexed_at) FROM {t('documents')}"
         ).fetchone()
@@ -391,13 +343,6 @@ class Run:
             ("newest_indexed_at", newest or ""),
             ("chunks", str(chunks)),
             ("tokens", str(tokens)),
-            ("chunk_churn", str(churn)),
         ):
             meta(key, value)
         return generation
-
-    def reset_churn(self) -> None:
-        """Forget the churn counted so far: the caller is setting the stored count itself (a
-        migration keeps the source's count)."""
-        self.flush()
-        self._churn = 0
