@@ -1,30 +1,40 @@
 """`Memory.search` of this build against another build of recall, on one store, interleaved.
 
 A change that should not move search speed (a refactor) is checked here: both builds time the
-same queries on the same store, in alternating child processes (this build, the baseline, this
-build, …), so a noisy machine's drift falls on both alike. Each child opens the store, warms up,
-then times `Memory.search(query)` in strict mode, end to end. The store is made by this build:
-about N chunks of 80–160 Zipf words (`benches/zipf_corpus.py`), `hashing-512`, calibrated on
-40 + 40 labelled questions (certified, so strict search answers). Both builds must read it.
+same queries on the same store. The store is made by this build: about N chunks of 80–160 Zipf
+words (`benches/zipf_corpus.py`), `hashing-512`, calibrated on 40 + 40 labelled questions
+(certified, so strict search answers). Both builds must read it.
 
-Prints every round's p50 / p95 and, per build, the median over its rounds, where the time goes
-(the dense and lexical legs and trust as the core times them, and the Python around the core),
-and the ratio of this build's median p50 to the baseline's.
+One child process per build opens the store and warms up, then waits for blocks of queries on
+its stdin. The parent hands each block to both builds, one child at a time (A then B, then B
+then A, …), and each child times `Memory.search(query)` in strict mode, end to end, per query.
+Drift on the machine (seconds to minutes) then falls on both builds within a block, and the
+ratio of the two builds' medians, taken block by block, cancels it.
 
-Usage: python benches/ab_search.py --baseline PYTHON [--chunks 100000] [--rounds 8]
-       [--queries 200]   (PYTHON: an interpreter with the other build installed)
+Prints every block's medians and ratio; per build, the median and p95 over all timed queries,
+where the time goes (the dense and lexical legs and trust as the core times them, and the
+Python around the core); the median of the block ratios, this build's over the baseline's,
+with a 95 % bootstrap interval over blocks. `--self-check` runs a second copy of this build as
+the baseline (A/A): its interval shows the machine's noise floor.
+
+Usage: python benches/ab_search.py (--baseline PYTHON | --self-check) [--chunks 100000]
+       [--blocks 60] [--block 25] [--queries 200]
+       (PYTHON: an interpreter with the other build installed)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import IO, Any
 
 from machine import cpu_model
 from search_latency import EMBEDDER, LABELLED, WARMUP, negatives
@@ -35,29 +45,31 @@ import recall
 #: The parts of a search each child reports, beside its wall time.
 PARTS = ("dense", "lexical", "trust", "python")
 
-#: What each child runs: open, warm up, time every query; one JSON line out.
+#: Bootstrap resamples of the blocks, and their seed (fixed, so a run's interval is repeatable).
+RESAMPLES = 2_000
+SEED = 20_261_201
+
+#: What each child runs: open, warm up, say ready, then for every JSON line of query indices
+#: on stdin, time those queries and answer with one JSON line.
 CHILD = """
-import json, statistics, sys, time
+import json, sys, time
 import recall
 db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
+timed = queries[warmup:]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
         mem.search(q)
-    times, parts = [], {}
-    for q in queries[warmup:]:
-        t0 = time.perf_counter()
-        result = mem.search(q)
-        times.append((time.perf_counter() - t0) * 1e3)
-        parts.setdefault("python", []).append(times[-1] - result.timings_ms["total"])
-        for name in ("dense", "lexical", "trust"):
-            parts.setdefault(name, []).append(result.timings_ms[name])
-times.sort()
-print(json.dumps({
-    "p50": statistics.median(times),
-    "p95": times[int(0.95 * (len(times) - 1))],
-    "parts": {name: statistics.median(v) for name, v in parts.items()},
-    "where": recall.__file__,
-}))
+    print(json.dumps({"where": recall.__file__}), flush=True)
+    for line in sys.stdin:
+        ms, parts = [], {"dense": [], "lexical": [], "trust": [], "python": []}
+        for i in json.loads(line):
+            t0 = time.perf_counter()
+            result = mem.search(timed[i])
+            ms.append((time.perf_counter() - t0) * 1e3)
+            parts["python"].append(ms[-1] - result.timings_ms["total"])
+            for name in ("dense", "lexical", "trust"):
+                parts[name].append(result.timings_ms[name])
+        print(json.dumps({"ms": ms, "parts": parts}), flush=True)
 """
 
 
@@ -80,56 +92,133 @@ def build(chunks: int, queries: int, workdir: Path) -> tuple[Path, Path]:
     return db, asked
 
 
-def run(python: str, db: Path, asked: Path) -> dict[str, float]:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        [python, "-c", CHILD, str(db), str(asked), str(WARMUP)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tempfile.gettempdir(),
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{python} failed:\n{done.stderr}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+class Child:
+    """One build's persistent child: the store opened and warm, timing blocks on demand."""
+
+    def __init__(self, python: str, db: Path, asked: Path, stderr: IO[str]) -> None:
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+        env.pop("PYTHONPATH", None)
+        self.python = python
+        self.stderr = stderr
+        self.proc = subprocess.Popen(
+            [python, "-c", CHILD, str(db), str(asked), str(WARMUP)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # A file, not a pipe: a child that writes much to stderr never blocks on it.
+            stderr=stderr,
+            text=True,
+            env=env,
+            cwd=tempfile.gettempdir(),
+        )
+        self.where: str = self._answer()["where"]
+
+    def _answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait()
+            self.stderr.seek(0)
+            raise SystemExit(f"{self.python} failed (exit {code}):\n{self.stderr.read()}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def time(self, block: list[int]) -> dict[str, Any]:
+        """Per-query wall times (ms) of the block's queries, and each query's parts."""
+        assert self.proc.stdin is not None
+        # A child that died mid-run closes its stdin; its exit status and stderr are read below.
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.write(json.dumps(block) + "\n")
+            self.proc.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def pct(xs: list[float], p: float) -> float:
+    """The p-quantile of xs, nearest rank below."""
+    ordered = sorted(xs)
+    return ordered[int(p * (len(ordered) - 1))]
+
+
+def interval(ratios: list[float]) -> tuple[float, float]:
+    """95 % bootstrap interval of the median block ratio, resampling whole blocks."""
+    rng = random.Random(SEED)
+    medians = [statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(RESAMPLES)]
+    return pct(medians, 0.025), pct(medians, 0.975)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", required=True, help="python with the other build installed")
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--baseline", metavar="PYTHON", help="python with the other build installed")
+    which.add_argument(
+        "--self-check",
+        action="store_true",
+        help="time this build against a second copy of itself (A/A): the noise floor",
+    )
     ap.add_argument("--chunks", type=int, default=100_000)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--blocks", type=int, default=60, help="blocks, each timed on both builds")
+    ap.add_argument("--block", type=int, default=25, help="queries per block")
+    ap.add_argument("--queries", type=int, default=200, help="distinct queries, cycled through")
     args = ap.parse_args()
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
-    builds = {"this build": sys.executable, "baseline": args.baseline}
+    baseline = sys.executable if args.self_check else args.baseline
+    pythons = {"this build": sys.executable, "baseline": baseline}
+    names = list(pythons)
+    ms: dict[str, list[float]] = {name: [] for name in names}
+    parts: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PARTS} for name in names}
+    ratios: list[float] = []
     with tempfile.TemporaryDirectory(prefix="recall-ab-") as scratch:
         db, asked = build(args.chunks, args.queries, Path(scratch))
-        rounds: dict[str, list[dict[str, float]]] = {name: [] for name in builds}
-        for n in range(args.rounds):
-            order = list(builds) if n % 2 == 0 else list(builds)[::-1]
-            for name in order:
-                got = run(builds[name], db, asked)
-                rounds[name].append(got)
-                print(f"  round {n + 1} {name:10} p50 {got['p50']:.3f} ms  p95 {got['p95']:.3f} ms")
-    header = f"{'':12} {'median p50':>11} {'median p95':>11}"
-    print(f"\n{header}  ({args.queries} queries x {args.rounds} rounds)")
-    medians = {}
-    for name, got in rounds.items():
-        medians[name] = statistics.median(r["p50"] for r in got)
-        p95 = statistics.median(r["p95"] for r in got)
-        print(f"{name:12} {medians[name]:9.3f} ms {p95:9.3f} ms  ({got[0]['where']})")
-    # Where the time goes (medians over rounds of each round's median): the core's legs and
-    # trust, and `python`, Memory.search's wall time outside the core's own total.
+        children: dict[str, Child] = {}
+        with contextlib.ExitStack() as stack:
+            # Started one after the other, so neither's warm-up competes with the other's.
+            for name in names:
+                err = stack.enter_context(open(Path(scratch) / f"{name}.stderr", "w+"))
+                children[name] = Child(pythons[name], db, asked, err)
+                stack.callback(children[name].close)
+            for b in range(args.blocks):
+                start = b * args.block
+                block = [(start + i) % args.queries for i in range(args.block)]
+                # Alternate who goes first: what the first of a pair pays (waking a sleeping
+                # process, caches the other child left cold) falls on both builds alike.
+                order = names if b % 2 == 0 else names[::-1]
+                medians: dict[str, float] = {}
+                for name in order:
+                    got = children[name].time(block)
+                    ms[name] += got["ms"]
+                    for part in PARTS:
+                        parts[name][part] += got["parts"][part]
+                    medians[name] = statistics.median(got["ms"])
+                ratios.append(medians["this build"] / medians["baseline"])
+                print(
+                    f"  block {b + 1:3} ({order[0]} first)  this build {medians['this build']:.3f}"
+                    f" ms  baseline {medians['baseline']:.3f} ms  ratio {ratios[-1]:.3f}"
+                )
+    header = f"{'':12} {'median':>9} {'p95':>12}"
+    print(f"\n{header}  ({args.blocks} blocks x {args.block} queries per build)")
+    for name in names:
+        print(
+            f"{name:12} {statistics.median(ms[name]):6.3f} ms {pct(ms[name], 0.95):9.3f} ms"
+            f"  ({children[name].where})"
+        )
+    # Where the time goes (medians over every timed query): the core's legs and trust, and
+    # `python`, Memory.search's wall time outside the core's own total.
     print(f"\n{'':12} " + " ".join(f"{name:>8}" for name in PARTS) + "  (ms)")
-    for name, got in rounds.items():
-        cells = (statistics.median(r["parts"][part] for r in got) for part in PARTS)
+    for name in names:
+        cells = (statistics.median(parts[name][part]) for part in PARTS)
         print(f"{name:12} " + " ".join(f"{c:8.3f}" for c in cells))
-    ratio = medians["this build"] / medians["baseline"]
-    print(f"this build / baseline, median p50: {ratio:.3f}")
+    low, high = interval(ratios)
+    print(f"this build / baseline, median p50: {statistics.median(ratios):.3f}")
+    print(f"95 % interval of the ratio: [{low:.3f}, {high:.3f}] over {len(ratios)} blocks")
 
 
 if __name__ == "__main__":
