@@ -12,10 +12,11 @@ Drift on the machine (seconds to minutes) then falls on both builds within a blo
 ratio of the two builds' medians, taken block by block, cancels it.
 
 Prints every block's medians and ratio; per build, the median and p95 over all timed queries,
-where the time goes (the dense and lexical legs and trust as the core times them, and the
-Python around the core); the median of the block ratios, this build's over the baseline's,
-with a 95 % bootstrap interval over blocks. `--self-check` runs a second copy of this build as
-the baseline (A/A): its interval shows the machine's noise floor.
+where the time goes (the query's embedding, the core's load check, legs, fusion and trust as
+`Memory.search` times them, the rest of `Memory.search`, and the call around it); the median of
+the block ratios, this build's over the baseline's, with a 95 % bootstrap interval over blocks.
+`--self-check` runs a second copy of this build as the baseline (A/A): its interval shows the
+machine's noise floor.
 
 Usage: python benches/ab_search.py (--baseline PYTHON | --self-check) [--chunks 100000]
        [--blocks 60] [--block 25] [--queries 200]
@@ -42,8 +43,12 @@ from zipf_corpus import ZipfCorpus
 
 import recall
 
-#: The parts of a search each child reports, beside its wall time.
-PARTS = ("dense", "lexical", "trust", "python")
+#: The parts of a search each child reports, beside its wall time: those `Memory.search` times
+#: (the query's embedding, the core's load check, legs, fusion and trust), `search`, the rest of
+#: `Memory.search`'s own time (the Python around the core: records, policy, hits, result), and
+#: `call`, the wall time outside it.
+TIMED = ("embed", "load", "lexical", "dense", "fuse", "trust")
+PARTS = (*TIMED, "search", "call")
 
 #: Bootstrap resamples of the blocks, and their seed (fixed, so a run's interval is repeatable).
 RESAMPLES = 2_000
@@ -55,20 +60,24 @@ CHILD = """
 import json, sys, time
 import recall
 db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
+timed_parts = sys.argv[4].split(",")
 timed = queries[warmup:]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
         mem.search(q)
     print(json.dumps({"where": recall.__file__}), flush=True)
     for line in sys.stdin:
-        ms, parts = [], {"dense": [], "lexical": [], "trust": [], "python": []}
+        ms, parts = [], {name: [] for name in [*timed_parts, "search", "call"]}
         for i in json.loads(line):
             t0 = time.perf_counter()
             result = mem.search(timed[i])
             ms.append((time.perf_counter() - t0) * 1e3)
-            parts["python"].append(ms[-1] - result.timings_ms["total"])
-            for name in ("dense", "lexical", "trust"):
-                parts[name].append(result.timings_ms[name])
+            took = result.timings_ms
+            for name in timed_parts:
+                parts[name].append(took[name])
+            inside = sum(took[name] for name in timed_parts) + took.get("judge", 0.0)
+            parts["search"].append(took["total"] - inside)
+            parts["call"].append(ms[-1] - took["total"])
         print(json.dumps({"ms": ms, "parts": parts}), flush=True)
 """
 
@@ -101,7 +110,7 @@ class Child:
         self.python = python
         self.stderr = stderr
         self.proc = subprocess.Popen(
-            [python, "-c", CHILD, str(db), str(asked), str(WARMUP)],
+            [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # A file, not a pipe: a child that writes much to stderr never blocks on it.
@@ -210,8 +219,7 @@ def main() -> None:
             f"{name:12} {statistics.median(ms[name]):6.3f} ms {pct(ms[name], 0.95):9.3f} ms"
             f"  ({children[name].where})"
         )
-    # Where the time goes (medians over every timed query): the core's legs and trust, and
-    # `python`, Memory.search's wall time outside the core's own total.
+    # Where the time goes (medians over every timed query; see PARTS).
     print(f"\n{'':12} " + " ".join(f"{name:>8}" for name in PARTS) + "  (ms)")
     for name in names:
         cells = (statistics.median(parts[name][part]) for part in PARTS)

@@ -136,39 +136,56 @@ impl Directory for TrackedDir {
 /// Files to persist after a commit: (name, bytes) written and names deleted.
 pub type FileChanges = (Vec<(String, Vec<u8>)>, Vec<String>);
 
+thread_local! {
+    /// Tantivy's `en_stem`, built once per thread: a `TokenizerManager` builds every analyser
+    /// it knows, and a search analyses each candidate's text.
+    static EN_STEM: std::cell::RefCell<Option<tantivy::tokenizer::TextAnalyzer>> =
+        std::cell::RefCell::new(tantivy::tokenizer::TokenizerManager::default().get("en_stem"));
+}
+
+/// Hand every analysed token of `text` to `visit`, in order.
+fn each_token(text: &str, mut visit: impl FnMut(&tantivy::tokenizer::Token)) {
+    EN_STEM.with(|analyser| {
+        if let Some(analyser) = analyser.borrow_mut().as_mut() {
+            let mut stream = analyser.token_stream(text);
+            while stream.advance() {
+                visit(stream.token());
+            }
+        }
+    });
+}
+
 /// Every analysed token of `text` in order (Tantivy's `en_stem`: words split on anything not
 /// alphanumeric, long ones dropped, lower-cased, English-stemmed): what the index holds.
 pub fn analyse(text: &str) -> Vec<String> {
-    analyse_words(text)
-        .into_iter()
-        .map(|(term, _)| term)
-        .collect()
+    let mut out = Vec::new();
+    each_token(text, |token| out.push(token.text.clone()));
+    out
 }
 
 /// `analyse` with each token's word as written in `text`.
 fn analyse_words(text: &str) -> Vec<(String, String)> {
-    let Some(mut analyzer) = tantivy::tokenizer::TokenizerManager::default().get("en_stem") else {
-        return Vec::new();
-    };
-    let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
-    while stream.advance() {
-        let token = stream.token();
+    each_token(text, |token| {
         let word = text
             .get(token.offset_from..token.offset_to)
             .unwrap_or(&token.text);
         out.push((token.text.clone(), word.to_string()));
-    }
+    });
     out
 }
 
 /// The distinct analysed terms of `text`, in order of first appearance.
 pub fn terms(text: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    analyse(text)
-        .into_iter()
-        .filter(|t| seen.insert(t.clone()))
-        .collect()
+    let mut out = Vec::new();
+    each_token(text, |token| {
+        if !seen.contains(&token.text) {
+            seen.insert(token.text.clone());
+            out.push(token.text.clone());
+        }
+    });
+    out
 }
 
 /// The terms of a query that are searched: its distinct analysed words, at most

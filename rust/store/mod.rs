@@ -117,6 +117,9 @@ pub struct Store {
     read_only: Option<String>,
     pub(crate) cache: Option<SearchCache>,
     pub(crate) lexical: Option<Lexical>,
+    /// The vector table's declared width, with the schema cookie it was read under: read again
+    /// only when the schema changes, not on every search.
+    declared_width: std::cell::Cell<Option<(i64, Option<usize>)>>,
 }
 
 fn open_read_only(path: &str) -> Result<Connection> {
@@ -304,6 +307,7 @@ impl Store {
             read_only,
             cache: None,
             lexical: None,
+            declared_width: std::cell::Cell::new(None),
         };
         if let Some(why) = store.read_only.clone() {
             let found: i64 = store
@@ -436,12 +440,7 @@ impl Store {
             }
         };
         // The vector table declares its own width: the record must agree with it.
-        let declared: Option<String> = self
-            .conn
-            .prepare_cached("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1")?
-            .query_row([VEC_TABLE], |r| r.get(0))
-            .optional()?;
-        if let Some(width) = declared.as_deref().and_then(declared_width) {
+        if let Some(width) = self.vector_width()? {
             if width != dim {
                 return Err(damaged(format!(
                     "it records {dim} dimensions for {name}, its vector table holds {width}"
@@ -453,6 +452,27 @@ impl Store {
             dim,
             fingerprint,
         }))
+    }
+
+    /// The width the vector table declares, if it exists.
+    fn vector_width(&self) -> Result<Option<usize>> {
+        let cookie: i64 = self
+            .conn
+            .prepare_cached("PRAGMA schema_version")?
+            .query_row([], |r| r.get(0))?;
+        if let Some((seen, width)) = self.declared_width.get() {
+            if seen == cookie {
+                return Ok(width);
+            }
+        }
+        let declared: Option<String> = self
+            .conn
+            .prepare_cached("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+            .query_row([VEC_TABLE], |r| r.get(0))
+            .optional()?;
+        let width = declared.as_deref().and_then(declared_width);
+        self.declared_width.set(Some((cookie, width)));
+        Ok(width)
     }
 
     pub fn generation(&self) -> Result<i64> {
