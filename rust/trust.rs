@@ -292,8 +292,49 @@ fn judge_one(
     }
 }
 
+/// SPEC §6: how far a retired note's cosine must lead every `ok` hit's for the question to be
+/// about it. On the shipped set the questions about a retired note lead by 0.24 and 0.26 with
+/// minilm-l6, and no answerable question of the three evaluation sets loses its answer at this
+/// margin with either embedder (at 0.05, two did with token hashing).
+pub const RETIRED_LEAD: f32 = 0.10;
+
+/// SPEC §6: a question about a retired note. When a note retired with no successor (rejected,
+/// withdrawn, deprecated, ...) is proven relevant and leads every `ok` hit by `RETIRED_LEAD`,
+/// the question is about it and its on-topic neighbours do not answer it: every `ok` hit
+/// becomes `not_entailed`, and the retired note goes first, the best match the result names.
+fn retired_best_match(hits: &mut Vec<Judged>, windows: &[Window], policy: &Policy) {
+    let retired = hits
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| {
+            h.verdict == Verdict::Expired
+                && h.proven
+                && h.superseded_by.is_none()
+                && windows[h.doc].retired_at(policy.now_us)
+        })
+        .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
+        .map(|(i, h)| (i, h.score));
+    let best_ok = hits
+        .iter()
+        .filter(|h| h.verdict == Verdict::Ok)
+        .map(|h| h.score)
+        .reduce(f32::max);
+    let (Some((at, lead)), Some(best_ok)) = (retired, best_ok) else {
+        return;
+    };
+    if lead < best_ok + RETIRED_LEAD {
+        return;
+    }
+    for h in hits.iter_mut().filter(|h| h.verdict == Verdict::Ok) {
+        h.verdict = Verdict::NotEntailed;
+    }
+    let subject = hits.remove(at);
+    hits.insert(0, subject);
+}
+
 /// Judge candidates (retrieval order, possibly several chunks per document) into the final hit
-/// list: one hit per document, successor promotion and fetch (SPEC §5.3), `ok` first.
+/// list: one hit per document, successor promotion and fetch (SPEC §5.3), a retired best match
+/// (`retired_best_match`), `ok` first.
 /// `fetch(doc)` returns the best chunk of a document that was not retrieved.
 pub fn judge(
     graph: &Graph,
@@ -360,6 +401,7 @@ pub fn judge(
         }
         i += 1;
     }
+    retired_best_match(&mut hits, windows, policy);
     // Stable partition: ok first, each group in retrieval order.
     let (mut ok, rest): (Vec<_>, Vec<_>) = hits.into_iter().partition(|h| h.verdict == Verdict::Ok);
     ok.extend(rest);
@@ -446,6 +488,64 @@ mod tests {
         ] {
             assert_eq!(parse_day_start_us(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_retired_best_match_by_a_clear_margin_turns_its_neighbours_not_entailed() {
+        // 0 is rejected, 1 and 2 are on-topic neighbours, 3 a note below the threshold.
+        let (g, mut w) = setup(
+            &[
+                ("adr-44.md", None, None),
+                ("neighbour.md", None, None),
+                ("other.md", None, None),
+                ("far.md", None, None),
+            ],
+            &[],
+        );
+        w[0].retired = true;
+        let p = policy("2026-03-31", 0.5);
+        let judged = |w: &[Window], retired: f32| {
+            let cands = [
+                cand(1, 0.70),
+                cand(0, retired),
+                cand(2, 0.60),
+                cand(3, 0.40),
+            ];
+            judge(&g, w, &cands, &p, |_| None)
+        };
+        let hits = judged(&w, 0.80);
+        let seen: Vec<(usize, Verdict)> = hits.iter().map(|h| (h.doc, h.verdict)).collect();
+        assert_eq!(
+            seen,
+            vec![
+                (0, Verdict::Expired), // first: the note the question is about
+                (1, Verdict::NotEntailed),
+                (2, Verdict::NotEntailed),
+                (3, Verdict::LowConfidence), // only `ok` hits are demoted
+            ]
+        );
+        // Within the margin the neighbours answer, as before.
+        let hits = judged(&w, 0.70 + RETIRED_LEAD / 2.0);
+        assert_eq!(hits[0].doc, 1);
+        assert_eq!(hits[0].verdict, Verdict::Ok);
+        // Not retired (an expired window) or retired since a later date: no effect.
+        w[0].retired_since_raw = Some("2027-01-01".into());
+        assert_eq!(judged(&w, 0.80)[0].verdict, Verdict::Ok);
+        w[0].retired = false;
+        w[0].retired_since_raw = None;
+        w[0].valid_until_raw = Some("2026-01-01".into());
+        assert_eq!(judged(&w, 0.80)[0].verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn a_retired_note_with_a_successor_leaves_the_successor_ok() {
+        // v2 supersedes v1, which also says it is superseded: v2 is the answer.
+        let (g, mut w) = versions();
+        w[0].retired = true;
+        let p = policy("2026-03-31", 0.5);
+        let hits = judge(&g, &w, &[cand(0, 0.90), cand(1, 0.60)], &p, |_| None);
+        assert_eq!(hits[0].doc, 1);
+        assert_eq!(hits[0].verdict, Verdict::Ok);
     }
 
     #[test]

@@ -438,3 +438,38 @@ def test_abstention_names_the_best_proven_hit_not_the_first() -> None:
     reason = abstention_reason(hits, threshold=0.3, known_as_of=None)
     assert reason == "the best match a.md expired: valid until 2025-12-31"
     assert abstention_reason([], threshold=0.3, known_as_of=None) == "no passage matched the query"
+
+
+def test_a_question_about_a_retired_note_abstains_naming_it(
+    backend: Callable[[str], str], tmp_path: Path
+) -> None:
+    # SPEC §6: the rejected proposal is the best match by far; its on-topic neighbour clears
+    # the threshold but does not answer a question about the proposal.
+    notes = write_corpus(
+        tmp_path / "adr",
+        {
+            "0007-graphql-gateway.md": "---\nstatus: rejected\n---\n# GraphQL gateway\n\n"
+            "We proposed a GraphQL gateway in front of the order and stock services, "
+            "with schema stitching and persisted queries.\n",
+            "0008-rest-api.md": "# REST API\n\nThe order and stock services keep their REST "
+            "endpoints behind the existing load balancer.\n",
+        },
+    )
+    with recall.open(backend("m.db")) as mem:
+        mem.index(notes, now=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+        certified(mem, threshold=0.2)
+        query = "GraphQL gateway with schema stitching and persisted queries for order services"
+        result = mem.search(query, now=dt.datetime(2026, 4, 1, tzinfo=dt.timezone.utc))
+        verdicts = {h.provenance.file: h.verdict for h in result.hits}
+        assert verdicts == {
+            "0007-graphql-gateway.md": "expired",
+            "0008-rest-api.md": "not_entailed",
+        }
+        assert result.abstained and result.hits[0].provenance.file == "0007-graphql-gateway.md"
+        assert "0007-graphql-gateway.md is rejected" in (result.reason or "")
+        # The neighbour answers its own question.
+        own = mem.search(
+            "REST endpoints behind the load balancer",
+            now=dt.datetime(2026, 4, 1, tzinfo=dt.timezone.utc),
+        )
+        assert own.hits[0].provenance.file == "0008-rest-api.md" and own.hits[0].verdict == "ok"

@@ -740,3 +740,48 @@ def test_long_chain_resolves_to_its_end() -> None:
     hits = by_doc(call(judge_rust, docs, edges))
     assert all(hits[i][1:4:2] == ("superseded", n - 1) for i in range(n - 1))
     assert hits[n - 1][1:4:2] == ("ok", None)
+
+
+def test_a_retired_best_match_leading_by_a_clear_margin_is_the_answer_not_its_neighbours() -> None:
+    # SPEC §6 through the entry point a PostgreSQL store judges by: "rejected" (0) leads the
+    # on-topic "neighbour" (1) by more than the margin, so the question is about it; "later" (2)
+    # was rejected too, but only from a date still to come.
+    def judged(retired_score: float) -> list[tuple[str, str]]:
+        rejected = ("rejected", None, "madr", False)
+        later = ("rejected", "2027-01-01", "madr", False)
+        docs = [("rejected.md", rejected), ("neighbour.md", None), ("later.md", later)]
+        corpus = _core.Corpus(
+            [
+                (i, "/notes", path, _core.resolution_key(path), None, None, None, False, None, r)
+                for i, (path, r) in enumerate(docs)
+            ],
+            [],
+        )
+        scores = [(1, 0.75), (0, retired_score), (2, 0.7)]
+        chunks = {n: (d, _unit(score), "") for n, (d, score) in enumerate(scores)}
+        out = corpus.judge(
+            struct.pack("<2f", 1.0, 0.0),
+            text="",
+            dense=[],
+            lexical=list(chunks),
+            chunks=chunks,
+            term_dfs=[],
+            chunk_count=len(chunks),
+            fetch=lambda d: [],
+            k=3,
+            candidates=3,
+            policy=policy_of(NOW, None, T, SCALE, False),
+        )
+        return [(docs[h["doc_id"]][0], h["verdict"]) for h in out["hits"]]
+
+    assert judged(0.875) == [
+        ("rejected.md", "expired"),  # first: the best match the result names
+        ("neighbour.md", "not_entailed"),
+        ("later.md", "not_entailed"),
+    ]
+    # Within the margin (0.10) the neighbours answer, ok first, as before.
+    assert judged(0.8125) == [
+        ("neighbour.md", "ok"),
+        ("later.md", "ok"),
+        ("rejected.md", "expired"),
+    ]
