@@ -115,25 +115,17 @@ def judge_rust(
     return _core.judge(docs, edges, candidates, fetchable, policy_of(*policy))
 
 
-def judge_via_corpus(
-    docs: list[Doc],
-    edges: list[tuple[int, str]],
+def corpus_judge(
+    corpus: _core.Corpus,
     candidates: list[tuple[int, float]],
     fetchable: dict[int, float],
-    *policy: Any,
-) -> list[tuple[Any, ...]]:
-    """The same judgment through `_core.Corpus`, the entry point a PostgreSQL store uses: the
-    candidates become chunks of unit vectors whose cosines are the given scores."""
-    corpus = _core.Corpus(
-        [
-            (i, "/notes", path, key, _instant(first), vf, vu, err is not None, None, None)
-            for i, (key, path, vf, vu, err, first) in enumerate(docs)
-        ],
-        [(d, key, key, False, "frontmatter", None, "", False, None) for d, key in edges],
-    )
+    policy: _core.Policy,
+) -> dict[str, Any]:
+    """`Corpus.judge` of candidates (document, cosine) in the order given: they become chunks
+    of unit vectors whose cosines are the given scores."""
     chunks = {n: (d, _unit(score), "") for n, (d, score) in enumerate(candidates)}
     fetched = {d: [(10_000 + d, _unit(score), "")] for d, score in fetchable.items()}
-    out = corpus.judge(
+    return corpus.judge(
         struct.pack("<2f", 1.0, 0.0),
         text="",
         # The lexical leg keeps the order it is given (the dense one is re-sorted by cosine),
@@ -146,8 +138,26 @@ def judge_via_corpus(
         fetch=lambda d: fetched.get(d, []),
         k=len(candidates),
         candidates=len(candidates),
-        policy=policy_of(*policy),
+        policy=policy,
     )
+
+
+def judge_via_corpus(
+    docs: list[Doc],
+    edges: list[tuple[int, str]],
+    candidates: list[tuple[int, float]],
+    fetchable: dict[int, float],
+    *policy: Any,
+) -> list[tuple[Any, ...]]:
+    """The same judgment through `_core.Corpus`, the entry point a PostgreSQL store uses."""
+    corpus = _core.Corpus(
+        [
+            (i, "/notes", path, key, _instant(first), vf, vu, err is not None, None, None)
+            for i, (key, path, vf, vu, err, first) in enumerate(docs)
+        ],
+        [(d, key, key, False, "frontmatter", None, "", False, None) for d, key in edges],
+    )
+    out = corpus_judge(corpus, candidates, fetchable, policy_of(*policy))
     index = {path: i for i, (_, path, *_) in enumerate(docs)}
     return [
         (
@@ -758,20 +768,7 @@ def test_a_retired_best_match_leading_by_a_clear_margin_is_the_answer_not_its_ne
             [],
         )
         scores = [(1, 0.75), (0, retired_score), (2, 0.7)]
-        chunks = {n: (d, _unit(score), "") for n, (d, score) in enumerate(scores)}
-        out = corpus.judge(
-            struct.pack("<2f", 1.0, 0.0),
-            text="",
-            dense=[],
-            lexical=list(chunks),
-            chunks=chunks,
-            term_dfs=[],
-            chunk_count=len(chunks),
-            fetch=lambda d: [],
-            k=3,
-            candidates=3,
-            policy=policy_of(NOW, None, T, SCALE, False),
-        )
+        out = corpus_judge(corpus, scores, {}, policy_of(NOW, None, T, SCALE, False))
         return [(docs[h["doc_id"]][0], h["verdict"]) for h in out["hits"]]
 
     assert judged(0.875) == [
