@@ -408,6 +408,7 @@ impl PyCorpus {
                 &h,
                 h.superseded_by.map(path_of),
                 h.promoted_from.map(path_of),
+                h.displaced_by.map(path_of),
                 corpus.unread_of(h.doc),
                 retrieval.get(&h.chunk),
             )?;

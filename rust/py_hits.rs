@@ -21,13 +21,15 @@ pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<
 }
 
 /// What the trust layer decided of a hit, with the documents it names resolved to paths:
-/// verdict, confidence, cosine, evidence (lexical share, identifiers, `proven`), promotion,
-/// the statements left unread and the retrieval legs (None for a fetched successor).
+/// verdict, confidence, cosine, evidence (lexical share, identifiers, `proven`), promotion, the
+/// retired best match that displaced it, the statements left unread and the retrieval legs
+/// (None for a fetched successor).
 pub(crate) fn judgment<'py>(
     py: Python<'py>,
     j: &Judged,
     superseded_by: Option<String>,
     promoted_from: Option<String>,
+    displaced_by: Option<String>,
     unread: Vec<(String, Option<i64>, String)>,
     retrieval: Option<&Fused>,
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -37,6 +39,7 @@ pub(crate) fn judgment<'py>(
     d.set_item("score", f64::from(j.score))?;
     d.set_item("superseded_by", superseded_by)?;
     d.set_item("promoted_from", promoted_from)?;
+    d.set_item("displaced_by", displaced_by)?;
     d.set_item("promoted", j.promoted)?;
     d.set_item("fetched", j.fetched)?;
     d.set_item("lexical", f64::from(j.lexical))?;
@@ -56,6 +59,7 @@ pub(crate) fn hit<'py>(py: Python<'py>, h: HitRow) -> PyResult<Bound<'py, PyDict
         &h.judged,
         h.superseded_by,
         h.promoted_from,
+        h.displaced_by,
         h.unread,
         h.retrieval.as_ref(),
     )?;

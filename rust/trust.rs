@@ -225,6 +225,8 @@ pub struct Judged {
     pub fetched: bool,
     /// SPEC §5.3: the superseded hit whose place (and confidence) this successor took.
     pub promoted_from: Option<usize>,
+    /// SPEC §6: the retired best match that turned this hit `not_entailed`.
+    pub displaced_by: Option<usize>,
     pub lexical: f32,
     pub identifiers_held: bool,
     pub identifier_match: bool,
@@ -285,6 +287,7 @@ fn judge_one(
         promoted: false,
         fetched,
         promoted_from: None,
+        displaced_by: None,
         lexical: c.lexical,
         identifiers_held: c.identifiers_held,
         identifier_match: c.identifier_match,
@@ -325,8 +328,10 @@ fn retired_best_match(hits: &mut Vec<Judged>, windows: &[Window], policy: &Polic
     if lead < best_ok + RETIRED_LEAD {
         return;
     }
+    let subject = hits[at].doc;
     for h in hits.iter_mut().filter(|h| h.verdict == Verdict::Ok) {
         h.verdict = Verdict::NotEntailed;
+        h.displaced_by = Some(subject);
     }
     let subject = hits.remove(at);
     hits.insert(0, subject);
@@ -524,6 +529,8 @@ mod tests {
                 (3, Verdict::LowConfidence), // only `ok` hits are demoted
             ]
         );
+        let displaced: Vec<Option<usize>> = hits.iter().map(|h| h.displaced_by).collect();
+        assert_eq!(displaced, vec![None, Some(0), Some(0), None]);
         // Within the margin the neighbours answer, as before.
         let hits = judged(&w, 0.70 + RETIRED_LEAD / 2.0);
         assert_eq!(hits[0].doc, 1);

@@ -467,6 +467,17 @@ def test_a_question_about_a_retired_note_abstains_naming_it(
         }
         assert result.abstained and result.hits[0].provenance.file == "0007-graphql-gateway.md"
         assert "0007-graphql-gateway.md is rejected" in (result.reason or "")
+        assert result.hits[1].displaced_by == "0007-graphql-gateway.md"
+        # explain: the neighbour is ok on its own, not_entailed in the search, and says why.
+        why = mem.explain(
+            query, "0008-rest-api.md", now=dt.datetime(2026, 4, 1, tzinfo=dt.timezone.utc)
+        )
+        assert why["verdict"] == "ok"
+        assert why["in_search"] == {
+            "k": 5,
+            "verdict": "not_entailed",
+            "displaced_by": "0007-graphql-gateway.md",
+        }
         # The neighbour answers its own question.
         own = mem.search(
             "REST endpoints behind the load balancer",

@@ -88,6 +88,8 @@ def __getattr__(name: str) -> Any:
 
 
 CANDIDATES = 20
+#: The documents a search judges by default (`search`'s k).
+SEARCH_K = 5
 
 
 @dataclass(frozen=True)
@@ -465,7 +467,7 @@ class Memory:
     def search(
         self,
         query: str,
-        k: int = 5,
+        k: int = SEARCH_K,
         *,
         now: dt.datetime | None = None,
         known_as_of: dt.datetime | None = None,
@@ -583,6 +585,17 @@ class Memory:
         raw["first_indexed_at"] = format_micros(raw.pop("first_indexed_us"))
         best = raw.pop("best_chunk")
         raw["best_chunk"] = None if best is None else {"chunk_id": best[0], "score": best[1]}
+        # SPEC §6: what a search does with it beside the documents it is judged with (a retired
+        # best match turns its on-topic neighbours not_entailed); None: not among them.
+        searched = self._store.search(
+            vector, text=query, k=SEARCH_K, candidates=CANDIDATES, policy=policy
+        )
+        mine = next((h for h in searched["hits"] if h["path"] == raw["path"]), None)
+        raw["in_search"] = (
+            None
+            if mine is None
+            else {"k": SEARCH_K, "verdict": mine["verdict"], "displaced_by": mine["displaced_by"]}
+        )
         raw.update(
             query=query,
             now=format_instant(instant),

@@ -108,6 +108,9 @@ class Hit:
     fetched: bool = False
     #: SPEC §5.3: the superseded file whose place and confidence this successor took.
     promoted_from: str | None = None
+    #: SPEC §6: the retired file that is the best match by a clear margin, which turned this
+    #: hit `not_entailed` (the question is about it, not about this on-topic neighbour).
+    displaced_by: str | None = None
     #: SPEC §7 evidence: the share of the query's IDF mass this passage holds, and whether it
     #: holds every identifier the query asks for (a hit that does not is never `ok`).
     lexical: float = 0.0
@@ -188,6 +191,7 @@ def hit_of(raw: HitRow) -> Hit:
         promoted=raw["promoted"],
         fetched=raw["fetched"],
         promoted_from=raw["promoted_from"],
+        displaced_by=raw["displaced_by"],
         lexical=raw["lexical"],
         identifiers_held=raw["identifiers_held"],
         proven=raw["proven"],

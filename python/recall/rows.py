@@ -110,6 +110,7 @@ class HitRow(TypedDict):
     score: float
     superseded_by: str | None
     promoted_from: str | None
+    displaced_by: str | None
     promoted: bool
     fetched: bool
     lexical: float

@@ -40,6 +40,8 @@ pub struct HitRow {
     pub judged: trust::Judged,
     /// The stale document whose place this successor took (SPEC §5.3).
     pub promoted_from: Option<String>,
+    /// The retired best match that turned this hit `not_entailed` (SPEC §6).
+    pub displaced_by: Option<String>,
     /// SPEC §2.5: (vocabulary, line, statement) the reader could not act on.
     pub unread: Vec<(String, Option<i64>, String)>,
 }
@@ -182,6 +184,9 @@ impl Store {
             let promoted_from = h
                 .promoted_from
                 .map(|s| cache.corpus.graph.node(s).path.clone());
+            let displaced_by = h
+                .displaced_by
+                .map(|s| cache.corpus.graph.node(s).path.clone());
             let retired_in_force = cache.corpus.windows[h.doc].retired;
             let unread = cache.corpus.unread_of(h.doc);
             let row = stmt.query_row([h.chunk], |r| {
@@ -216,6 +221,7 @@ impl Store {
                     retired,
                     judged: h.clone(),
                     promoted_from: promoted_from.clone(),
+                    displaced_by: displaced_by.clone(),
                     unread: unread.clone(),
                 })
             });

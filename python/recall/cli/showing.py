@@ -34,6 +34,13 @@ def print_explanation(e: dict[str, Any]) -> None:
     out = Console(highlight=False)
     out.print(f"[bold]{escape(shown(e['path']))}[/] (key [bold]{escape(shown(e['key']))}[/])")
     out.print(f"  verdict: [bold]{e['verdict']}[/], confidence {e['confidence']:.3f}")
+    searched = e.get("in_search")
+    if searched is not None and searched["verdict"] != e["verdict"]:
+        why = ""
+        if searched["displaced_by"]:
+            about = escape(shown(searched["displaced_by"]))
+            why = f": the question is about {about}, retired and the best match by a clear margin"
+        out.print(f"  in a search (k={searched['k']}): [bold]{searched['verdict']}[/]{why}")
     best = e["best_chunk"]
     cosine = "no chunk" if best is None else f"{best['score']:.3f}"
     calibration = (
@@ -178,6 +185,8 @@ def print_result(result: Result, explain_legs: bool = False) -> None:
             notes.append(f"{how}: in place of {shown(hit.promoted_from)}, which it supersedes")
         elif hit.fetched:
             notes.append("fetched as successor")
+        if hit.displaced_by:
+            notes.append(f"the question is about {shown(hit.displaced_by)}, the best match")
         if hit.entailment is not None:
             notes.append(f"answers the question: p = {hit.entailment:.2f}")
         if explain_legs:
