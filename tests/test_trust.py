@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from recall import _core
@@ -654,7 +654,24 @@ def _confidence(score: float, threshold: float, scale: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
+#: Two successors that each took a stale hit's place: the first, retrieved after the second
+#: stale hit, stands in the earlier place (SPEC §5.3), ahead of the second.
+TWO_PLACES_TAKEN = {
+    "docs": [doc(f"{c}.md") for c in "pqrstuv"],
+    "edges": [edge(1, "p"), edge(0, "ghost"), edge(3, "ghost"), edge(4, "r"), edge(2, "q")]
+    + [edge(5, "s"), edge(6, "u")],
+    "candidates": [(i, 0.30000001192092896) for i in range(7)],
+    "fetchable": {i: 0.30000001192092896 for i in range(7)},
+    "now_us": 1_772_323_199_999_999,
+    "known_as_of_us": None,
+    "threshold": 0.3,
+    "scale": 0.01,
+    "unverified": False,
+}
+
+
 @given(st.one_of(cases(), cases(cyclic=True)))
+@example(TWO_PLACES_TAKEN)
 def test_invariants(case: dict[str, Any]) -> None:
     hits = run(judge_rust, case)
     docs, threshold, now = case["docs"], case["threshold"], case["now_us"]
@@ -708,16 +725,20 @@ def test_invariants(case: dict[str, Any]) -> None:
     pairs = sorted((h[6], h[2]) for h in hits if h[7] is None)
     assert all(a[1] <= b[1] for a, b in zip(pairs, pairs[1:]))
 
-    # §5.3: a successor that took a stale hit's place precedes every ok hit that was retrieved
-    # after that stale hit.
+    # §5.3: a successor that took a stale hit's place precedes every ok hit whose place is
+    # after that stale hit's (its own retrieval, or the earlier place it took in turn).
     order = [i for i, _ in case["candidates"]]
     first = {i: order.index(i) for i in retrieved}
+
+    def place(g: tuple[Any, ...]) -> int:
+        return first[g[7]] if g[7] is not None else first[g[0]]
+
     for pos, h in enumerate(hits):
         if h[7] is not None:
             later_ok = [
                 g
                 for g in hits
-                if g[1] == "ok" and not g[5] and g[0] != h[0] and first[g[0]] > first[h[7]]
+                if g[1] == "ok" and not g[5] and g[0] != h[0] and place(g) > first[h[7]]
             ]
             assert all(hits.index(g) > pos for g in later_ok)
 
