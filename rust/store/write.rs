@@ -193,8 +193,8 @@ impl Store {
         Ok(ids.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Delete a document's chunks, vectors, lexical entries and edges; returns the chunk count.
-    fn delete_chunks_of(&mut self, doc_id: i64) -> Result<usize> {
+    /// Delete a document's chunks, vectors, lexical entries and edges.
+    fn delete_chunks_of(&mut self, doc_id: i64) -> Result<()> {
         let ids = self.chunk_ids_of(doc_id)?;
         let lexical = self.lexical_mut()?;
         for &id in &ids {
@@ -214,7 +214,7 @@ impl Store {
         self.conn
             .prepare_cached("DELETE FROM edges WHERE doc_id = ?1")?
             .execute([doc_id])?;
-        Ok(ids.len())
+        Ok(())
     }
 
     /// Insert or replace one document with its chunks, vectors and edges. A replaced document
