@@ -5,9 +5,14 @@ same queries on the same store. The store is made by this build: about N chunks 
 words (`benches/zipf_corpus.py`), `hashing-512`, calibrated on 40 + 40 labelled questions
 (certified, so strict search answers). Both builds must read it.
 
+With `--set PATH` the store is an evaluation set's instead (a folder laid out like
+`python/recall/evalset`: `notes/` and `questions.jsonl`): `PATH/notes` indexed with a real
+embedder (`--embedder`, default `hashing-512`) and self-calibrated (`Memory.calibrate_self`,
+certified), timed on the set's questions' `query` strings in file order.
+
 One child process per build opens the store and warms up, then waits for blocks of queries on
 its stdin. The parent hands each block to both builds, one child at a time (A then B, then B
-then A, …), and each child times `Memory.search(query)` in strict mode, end to end, per query.
+then A, …), and each child times `Memory.search(query, k)` in strict mode, end to end, per query.
 Drift on the machine (seconds to minutes) then falls on both builds within a block, and the
 ratio of the two builds' medians, taken block by block, cancels it.
 
@@ -18,9 +23,11 @@ the block ratios, this build's over the baseline's, with a 95 % bootstrap interv
 `--self-check` runs a second copy of this build as the baseline (A/A): its interval shows the
 machine's noise floor.
 
-Usage: python benches/ab_search.py (--baseline PYTHON | --self-check) [--chunks 100000]
+Usage: python benches/ab_search.py (--baseline PYTHON | --self-check)
+       [--chunks 100000 | --set PATH [--embedder hashing-512]] [--k 5]
        [--blocks 60] [--block 25] [--queries 200]
-       (PYTHON: an interpreter with the other build installed)
+       (PYTHON: an interpreter with the other build installed; --queries defaults to the set's
+       number of questions with --set)
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ import recall
 TIMED = ("embed", "load", "lexical", "dense", "fuse", "trust")
 PARTS = (*TIMED, "search", "call")
 
+#: `Memory.search`'s default number of hits, and what `--k` defaults to.
+SEARCH_K = 5
+
 #: Bootstrap resamples of the blocks, and their seed (fixed, so a run's interval is repeatable).
 RESAMPLES = 2_000
 SEED = 20_261_201
@@ -60,17 +70,17 @@ CHILD = """
 import json, sys, time
 import recall
 db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
-timed_parts = sys.argv[4].split(",")
+timed_parts, k = sys.argv[4].split(","), int(sys.argv[5])
 timed = queries[warmup:]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
-        mem.search(q)
+        mem.search(q, k)
     print(json.dumps({"where": recall.__file__}), flush=True)
     for line in sys.stdin:
         ms, parts = [], {name: [] for name in [*timed_parts, "search", "call"]}
         for i in json.loads(line):
             t0 = time.perf_counter()
-            result = mem.search(timed[i])
+            result = mem.search(timed[i], k)
             ms.append((time.perf_counter() - t0) * 1e3)
             took = result.timings_ms
             for name in timed_parts:
@@ -101,16 +111,43 @@ def build(chunks: int, queries: int, workdir: Path) -> tuple[Path, Path]:
     return db, asked
 
 
+def questions(root: Path) -> list[str]:
+    """The evaluation set's questions' `query` strings, in file order."""
+    lines = (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["query"] for line in lines if line.strip()]
+
+
+def build_set(root: Path, embedder: str, workdir: Path) -> tuple[Path, Path]:
+    """The evaluation set's store, self-calibrated, and its questions to time (warm-up first)."""
+    db = workdir / "store.db"
+    with recall.open(db, embedder=embedder) as mem:
+        report = mem.index(root / "notes", calibrate=False)
+        _, fit = mem.calibrate_self()
+    if not fit.certified:
+        raise SystemExit(
+            f"the self-calibration is not certified ({fit.certified_reason}): strict search"
+            " would refuse"
+        )
+    queries = questions(root)
+    asked = workdir / "queries.json"
+    asked.write_text(json.dumps(queries[:WARMUP] + queries))
+    print(
+        f"store: {report.chunks:,} chunks of {root / 'notes'}, {embedder}, self-calibrated,"
+        f" certified; {len(queries)} questions"
+    )
+    return db, asked
+
+
 class Child:
     """One build's persistent child: the store opened and warm, timing blocks on demand."""
 
-    def __init__(self, python: str, db: Path, asked: Path, stderr: IO[str]) -> None:
+    def __init__(self, python: str, db: Path, asked: Path, k: int, stderr: IO[str]) -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
         env.pop("PYTHONPATH", None)
         self.python = python
         self.stderr = stderr
         self.proc = subprocess.Popen(
-            [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED)],
+            [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED), str(k)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # A file, not a pipe: a child that writes much to stderr never blocks on it.
@@ -174,10 +211,29 @@ def main() -> None:
         help="time this build against a second copy of itself (A/A): the noise floor",
     )
     ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument(
+        "--set",
+        type=Path,
+        metavar="PATH",
+        help="an evaluation set (notes/, questions.jsonl) to index and time instead of Zipf notes",
+    )
+    ap.add_argument("--embedder", default=EMBEDDER, help="the embedder for --set's store")
+    ap.add_argument("--k", type=int, default=SEARCH_K, help="hits each search asks for")
     ap.add_argument("--blocks", type=int, default=60, help="blocks, each timed on both builds")
     ap.add_argument("--block", type=int, default=25, help="queries per block")
-    ap.add_argument("--queries", type=int, default=200, help="distinct queries, cycled through")
+    ap.add_argument(
+        "--queries",
+        type=int,
+        help="distinct queries, cycled through (default 200; with --set, all its questions)",
+    )
     args = ap.parse_args()
+    if args.set is not None:
+        count = len(questions(args.set))
+        if args.queries is not None and not 0 < args.queries <= count:
+            ap.error(f"--queries: the set has {count} questions")
+        args.queries = args.queries or count
+    elif args.queries is None:
+        args.queries = 200
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     baseline = sys.executable if args.self_check else args.baseline
     pythons = {"this build": sys.executable, "baseline": baseline}
@@ -186,13 +242,16 @@ def main() -> None:
     parts: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PARTS} for name in names}
     ratios: list[float] = []
     with tempfile.TemporaryDirectory(prefix="recall-ab-") as scratch:
-        db, asked = build(args.chunks, args.queries, Path(scratch))
+        if args.set is not None:
+            db, asked = build_set(args.set, args.embedder, Path(scratch))
+        else:
+            db, asked = build(args.chunks, args.queries, Path(scratch))
         children: dict[str, Child] = {}
         with contextlib.ExitStack() as stack:
             # Started one after the other, so neither's warm-up competes with the other's.
             for name in names:
                 err = stack.enter_context(open(Path(scratch) / f"{name}.stderr", "w+"))
-                children[name] = Child(pythons[name], db, asked, err)
+                children[name] = Child(pythons[name], db, asked, args.k, err)
                 stack.callback(children[name].close)
             for b in range(args.blocks):
                 start = b * args.block
@@ -213,7 +272,7 @@ def main() -> None:
                     f" ms  baseline {medians['baseline']:.3f} ms  ratio {ratios[-1]:.3f}"
                 )
     header = f"{'':12} {'median':>9} {'p95':>12}"
-    print(f"\n{header}  ({args.blocks} blocks x {args.block} queries per build)")
+    print(f"\n{header}  ({args.blocks} blocks x {args.block} queries per build, k={args.k})")
     for name in names:
         print(
             f"{name:12} {statistics.median(ms[name]):6.3f} ms {pct(ms[name], 0.95):9.3f} ms"

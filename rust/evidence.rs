@@ -8,6 +8,8 @@
 
 use std::collections::HashSet;
 
+use crate::answer::AnswerEvidence;
+
 /// Characters that join the parts of one identifier (`INC-4471`, `v2.3.1`, `svc_a/b2`).
 const JOINERS: &[char] = &['-', '.', '_', '/'];
 
@@ -45,6 +47,8 @@ pub struct QueryEvidence {
     terms: Vec<(String, f64)>,
     total_idf: f64,
     identifiers: Vec<String>,
+    /// What the question asks a passage to hold beyond its topic (answer.rs).
+    answer: AnswerEvidence,
 }
 
 impl QueryEvidence {
@@ -58,11 +62,16 @@ impl QueryEvidence {
             total_idf: terms.iter().map(|(_, idf)| idf).sum(),
             terms,
             identifiers: identifiers(query),
+            answer: AnswerEvidence::new(query),
         }
     }
 
     pub fn identifiers(&self) -> &[String] {
         &self.identifiers
+    }
+
+    pub fn answer(&self) -> &AnswerEvidence {
+        &self.answer
     }
 
     /// Share of the query's IDF mass among the hit's analysed terms, in [0, 1]; 0 for a query

@@ -94,6 +94,10 @@ pub struct Explanation {
     pub lexical: f32,
     pub identifiers: Vec<String>,
     pub identifiers_held: bool,
+    /// What the question asks a passage to hold beyond its topic (answer.rs), and what the
+    /// best chunk lacks of it: an `ok` document that lacks it is `not_entailed`.
+    pub asks_for: Vec<String>,
+    pub lacks: Option<String>,
     pub alias: Option<String>,
     /// The retirement in force, if any.
     pub retired: Option<RetiredView>,
@@ -199,6 +203,17 @@ pub fn explain(
         }
     };
     let (verdict, successor) = trust::verdict(g, &corpus.windows, d, cand.proven(policy), policy);
+    let verdict = match verdict {
+        trust::Verdict::Ok if cand.lacks.is_some() => trust::Verdict::NotEntailed,
+        v => v,
+    };
+    let answer = ev.answer();
+    let asks_for = answer
+        .kind()
+        .map(|k| k.describe().to_string())
+        .into_iter()
+        .chain(answer.numbers().iter().cloned())
+        .collect();
     let w = &corpus.windows[d];
     Explanation {
         path: path_of(d),
@@ -220,6 +235,8 @@ pub fn explain(
         lexical: cand.lexical,
         identifiers: ev.identifiers().to_vec(),
         identifiers_held: cand.identifiers_held,
+        asks_for,
+        lacks: cand.lacks.map(|l| answer.describe(l)),
         alias: g.node(d).alias.clone(),
         retired: None,
         ignored: Vec::new(),

@@ -310,16 +310,23 @@ pub fn candidate(
             c.lexical = ev.lexical_share(&terms);
             c.identifiers_held = ev.identifiers_held(body);
             c.identifier_match = c.identifiers_held && !ev.identifiers().is_empty();
+            c.lacks = ev.answer().lacks(body);
         }
-        None => c.identifiers_held = ev.identifiers().is_empty(),
+        None => {
+            c.identifiers_held = ev.identifiers().is_empty();
+            c.lacks = ev.answer().lacks("");
+        }
     }
     c
 }
 
 /// SPEC §4–§5: walk the fused list best first and keep each document's best chunk until `k`
 /// documents are held; `candidate(f, doc)` builds the candidate of a kept chunk. A chunk
-/// `doc_of` does not know (a concurrent writer removed it) is skipped. Returns the candidates
-/// and the retrieval of each kept chunk.
+/// `doc_of` does not know (a concurrent writer removed it) is skipped. What the question asks for
+/// beyond its topic (answer.rs) is the document's to hold: a best chunk that lacks it does not
+/// when another retrieved chunk of its document holds it (the answer may sit in another section
+/// of the note); the document is still judged and shown by its best chunk. Returns the
+/// candidates and the retrieval of each kept chunk.
 pub fn shortlist(
     fused: &[Fused],
     k: usize,
@@ -329,15 +336,25 @@ pub fn shortlist(
     let mut retrieval = HashMap::new();
     let mut seen = HashSet::new();
     let mut cands = Vec::with_capacity(k);
-    for f in fused {
+    for (i, f) in fused.iter().enumerate() {
         if cands.len() >= k {
             break;
         }
         let Some(doc) = doc_of(f.chunk) else { continue };
-        if seen.insert(doc) {
-            cands.push(candidate(f, doc));
-            retrieval.insert(f.chunk, f.clone());
+        if !seen.insert(doc) {
+            continue;
         }
+        let mut kept = candidate(f, doc);
+        if kept.lacks.is_some()
+            && fused[i + 1..]
+                .iter()
+                .filter(|g| doc_of(g.chunk) == Some(doc))
+                .any(|g| candidate(g, doc).lacks.is_none())
+        {
+            kept.lacks = None;
+        }
+        cands.push(kept);
+        retrieval.insert(f.chunk, f.clone());
     }
     (cands, retrieval)
 }
@@ -463,6 +480,26 @@ mod tests {
         let docs: Vec<usize> = cands.iter().map(|c| c.doc).collect();
         assert_eq!(docs, vec![0, 2]);
         assert_eq!(retrieval.len(), 2);
+    }
+
+    #[test]
+    fn the_asked_value_is_held_by_any_retrieved_chunk_of_the_document() {
+        use crate::answer::{Asked, Lack};
+        // Doc 0's best chunk (1) lacks the asked value and its later chunk (3) holds it: doc 0
+        // holds it, shown by chunk 1. Doc 1's only chunk (2) lacks it.
+        let fused = crate::fusion::rrf(&[1, 2, 3], &[]);
+        let doc_of = |c: i64| Some(if c == 2 { 1 } else { 0 });
+        let lacking = Some(Lack::Kind(Asked::Money));
+        let (cands, retrieval) = shortlist(&fused, 5, doc_of, |f, d| Candidate {
+            lacks: if f.chunk == 3 { None } else { lacking },
+            ..Candidate::dense(d, f.chunk, 0.5)
+        });
+        let got: Vec<(usize, i64, bool)> = cands
+            .iter()
+            .map(|c| (c.doc, c.chunk, c.lacks.is_some()))
+            .collect();
+        assert_eq!(got, vec![(0, 1, false), (1, 2, true)]);
+        assert!(retrieval.contains_key(&1) && !retrieval.contains_key(&3));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! so they can be tested and benched without Python, and each Python-facing piece in its own
 //! `py_*` module (the store, the corpus of a server backend, hits, errors, free functions).
 
+pub mod answer;
 pub mod dense;
 pub mod errors;
 pub mod evidence;

@@ -138,6 +138,8 @@ pub(crate) fn explanation_dict<'py>(
     d.set_item("lexical", f64::from(e.lexical))?;
     d.set_item("identifiers", e.identifiers)?;
     d.set_item("identifiers_held", e.identifiers_held)?;
+    d.set_item("asks_for", e.asks_for)?;
+    d.set_item("lacks", e.lacks)?;
     d.set_item("alias", e.alias)?;
     let retired = match e.retired {
         Some(r) => {
@@ -291,10 +293,18 @@ impl PyCorpus {
                 (*chunk, score, body)
             })
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        let cand = match best {
+        let mut cand = match best {
             Some((chunk, score, body)) => judgment::candidate(&ev, d, chunk, score, Some(body)),
             None => Candidate::dense(d, -1, f32::NEG_INFINITY),
         };
+        // What the question asks for is the document's to hold, in any of its chunks.
+        if cand.lacks.is_some()
+            && chunks
+                .iter()
+                .any(|(_, _, b)| ev.answer().lacks(b).is_none())
+        {
+            cand.lacks = None;
+        }
         let best = best.map(|(chunk, score, _)| (chunk, score));
         let mut e = crate::explanation::explain(corpus, d, best, &cand, &ev, &policy);
         e.dense_rank = dense_rank;
@@ -403,15 +413,14 @@ impl PyCorpus {
         let hits = PyList::empty(py);
         for h in judged {
             let path_of = |i: usize| corpus.graph.node(i).path.clone();
-            let d = py_hits::judgment(
-                py,
-                &h,
-                h.superseded_by.map(path_of),
-                h.promoted_from.map(path_of),
-                h.displaced_by.map(path_of),
-                corpus.unread_of(h.doc),
-                retrieval.get(&h.chunk),
-            )?;
+            let named = py_hits::Named {
+                superseded_by: h.superseded_by.map(path_of),
+                promoted_from: h.promoted_from.map(path_of),
+                displaced_by: h.displaced_by.map(path_of),
+                lacks: h.lacks.map(|l| ev.answer().describe(l)),
+                unread: corpus.unread_of(h.doc),
+            };
+            let d = py_hits::judgment(py, &h, named, retrieval.get(&h.chunk))?;
             d.set_item("chunk", h.chunk)?;
             d.set_item("doc_id", corpus.doc_ids[h.doc])?;
             d.set_item("retired_in_force", corpus.windows[h.doc].retired)?;

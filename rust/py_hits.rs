@@ -20,19 +20,35 @@ pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<
     Ok(r)
 }
 
-/// What the trust layer decided of a hit, with the documents it names resolved to paths:
-/// verdict, confidence, cosine, evidence (lexical share, identifiers, `proven`), promotion, the
-/// retired best match that displaced it, the statements left unread and the retrieval legs
-/// (None for a fetched successor).
+/// What a judged hit names, resolved for the user: documents as paths, the lack as words.
+pub(crate) struct Named {
+    pub superseded_by: Option<String>,
+    pub promoted_from: Option<String>,
+    /// The retired best match that displaced it.
+    pub displaced_by: Option<String>,
+    /// What the passage lacks of what the question asks for ("an amount of money", "2024").
+    pub lacks: Option<String>,
+    /// (vocabulary, line, statement) the reader could not act on.
+    pub unread: Vec<(String, Option<i64>, String)>,
+}
+
+/// What the trust layer decided of a hit, with what it names resolved (`Named`): verdict,
+/// confidence, cosine, evidence (lexical share, identifiers, `proven`), promotion, the retired
+/// best match that displaced it, what the passage lacks, the statements left unread and the
+/// retrieval legs (None for a fetched successor).
 pub(crate) fn judgment<'py>(
     py: Python<'py>,
     j: &Judged,
-    superseded_by: Option<String>,
-    promoted_from: Option<String>,
-    displaced_by: Option<String>,
-    unread: Vec<(String, Option<i64>, String)>,
+    named: Named,
     retrieval: Option<&Fused>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let Named {
+        superseded_by,
+        promoted_from,
+        displaced_by,
+        lacks,
+        unread,
+    } = named;
     let d = PyDict::new(py);
     d.set_item("verdict", j.verdict.as_str())?;
     d.set_item("confidence", j.confidence)?;
@@ -40,6 +56,7 @@ pub(crate) fn judgment<'py>(
     d.set_item("superseded_by", superseded_by)?;
     d.set_item("promoted_from", promoted_from)?;
     d.set_item("displaced_by", displaced_by)?;
+    d.set_item("lacks", lacks)?;
     d.set_item("promoted", j.promoted)?;
     d.set_item("fetched", j.fetched)?;
     d.set_item("lexical", f64::from(j.lexical))?;
@@ -54,15 +71,14 @@ pub(crate) fn judgment<'py>(
 
 /// A whole hit of the file store: where the passage is and what it says, and its judgment.
 pub(crate) fn hit<'py>(py: Python<'py>, h: HitRow) -> PyResult<Bound<'py, PyDict>> {
-    let d = judgment(
-        py,
-        &h.judged,
-        h.superseded_by,
-        h.promoted_from,
-        h.displaced_by,
-        h.unread,
-        h.retrieval.as_ref(),
-    )?;
+    let named = Named {
+        superseded_by: h.superseded_by,
+        promoted_from: h.promoted_from,
+        displaced_by: h.displaced_by,
+        lacks: h.lacks,
+        unread: h.unread,
+    };
+    let d = judgment(py, &h.judged, named, h.retrieval.as_ref())?;
     d.set_item("source", h.source)?;
     d.set_item("path", h.path)?;
     d.set_item("title", h.title)?;

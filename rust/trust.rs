@@ -5,6 +5,7 @@
 //! the calibration and the clock come in as arguments; no I/O, no clock reads. Does not own:
 //! retrieval (dense.rs), resolution (graph.rs) or wording reasons for people (Python).
 
+use crate::answer::Lack;
 use crate::graph::{At, Graph};
 
 /// SPEC §5.2 verdicts (plus the `unverified` development-mode extension).
@@ -171,6 +172,8 @@ pub struct Candidate {
     pub identifiers_held: bool,
     /// The query asks for identifiers and the chunk holds them all.
     pub identifier_match: bool,
+    /// What the chunk lacks of the value or numbers the question asks for (answer.rs).
+    pub lacks: Option<Lack>,
 }
 
 impl Candidate {
@@ -183,6 +186,7 @@ impl Candidate {
             lexical: 0.0,
             identifiers_held: true,
             identifier_match: false,
+            lacks: None,
         }
     }
 
@@ -230,6 +234,9 @@ pub struct Judged {
     pub lexical: f32,
     pub identifiers_held: bool,
     pub identifier_match: bool,
+    /// What the passage lacks of what the question asks for; an `ok` hit that lacks something
+    /// is `not_entailed` (`lacking_answer`).
+    pub lacks: Option<Lack>,
     /// Relevance proven (`Candidate::proven`): what a stale hit needs to promote its successor.
     pub proven: bool,
 }
@@ -291,7 +298,20 @@ fn judge_one(
         lexical: c.lexical,
         identifiers_held: c.identifiers_held,
         identifier_match: c.identifier_match,
+        lacks: c.lacks,
         proven,
+    }
+}
+
+/// SPEC §6: a near miss the question's words show. An `ok` hit whose passage lacks the kind of
+/// value the question asks for (no amount of money for "what do we charge…") or a number it
+/// names ("…for 50,000 orders?") is on topic and does not answer: it becomes `not_entailed`.
+fn lacking_answer(hits: &mut [Judged]) {
+    for h in hits
+        .iter_mut()
+        .filter(|h| h.verdict == Verdict::Ok && h.lacks.is_some())
+    {
+        h.verdict = Verdict::NotEntailed;
     }
 }
 
@@ -338,8 +358,8 @@ fn retired_best_match(hits: &mut Vec<Judged>, windows: &[Window], policy: &Polic
 }
 
 /// Judge candidates (retrieval order, possibly several chunks per document) into the final hit
-/// list: one hit per document, successor promotion and fetch (SPEC §5.3), a retired best match
-/// (`retired_best_match`), `ok` first.
+/// list: one hit per document, successor promotion and fetch (SPEC §5.3), a passage lacking the
+/// asked value (`lacking_answer`), a retired best match (`retired_best_match`), `ok` first.
 /// `fetch(doc)` returns the best chunk of a document that was not retrieved.
 pub fn judge(
     graph: &Graph,
@@ -406,6 +426,7 @@ pub fn judge(
         }
         i += 1;
     }
+    lacking_answer(&mut hits);
     retired_best_match(&mut hits, windows, policy);
     // Stable partition: ok first, each group in retrieval order.
     let (mut ok, rest): (Vec<_>, Vec<_>) = hits.into_iter().partition(|h| h.verdict == Verdict::Ok);
@@ -737,6 +758,41 @@ mod tests {
         };
         assert_eq!(id.confidence(&p), 0.5);
         assert!(id.confidence(&p) > with(0, 0.25, 0.0, true).confidence(&p));
+    }
+
+    #[test]
+    fn a_passage_lacking_the_asked_value_is_not_entailed() {
+        use crate::answer::Asked;
+        // a and b are on topic and clear the threshold; only b names the asked kind of value.
+        let (g, w) = setup(&[("a.md", None, None), ("b.md", None, None)], &[]);
+        let p = policy("2026-01-01", 0.5);
+        let lacking = Candidate {
+            lacks: Some(Lack::Kind(Asked::Money)),
+            ..Candidate::dense(0, 0, 0.8)
+        };
+        let holding = Candidate::dense(1, 1, 0.6);
+        let out = judge(&g, &w, &[lacking, holding], &p, |_| None);
+        let got: Vec<_> = out.iter().map(|h| (h.doc, h.verdict)).collect();
+        assert_eq!(got, vec![(1, Verdict::Ok), (0, Verdict::NotEntailed)]);
+        // The rule only turns `ok` hits: one below the threshold stays low_confidence.
+        let below = Candidate {
+            lacks: Some(Lack::Number(0)),
+            ..Candidate::dense(0, 0, 0.3)
+        };
+        let out = judge(&g, &w, &[below], &p, |_| None);
+        assert_eq!(out[0].verdict, Verdict::LowConfidence);
+        // A successor promoted in a stale hit's place is held to it too.
+        let (g, w) = setup(&[("a.md", None, None), ("b.md", None, None)], &[(1, "a")]);
+        let stale = Candidate::dense(0, 0, 0.8);
+        let successor = Candidate {
+            lacks: Some(Lack::Kind(Asked::Size)),
+            ..Candidate::dense(1, 1, 0.3)
+        };
+        let out = judge(&g, &w, &[stale, successor], &p, |_| None);
+        assert!(out.iter().all(|h| h.verdict != Verdict::Ok));
+        assert!(out
+            .iter()
+            .any(|h| h.doc == 1 && h.verdict == Verdict::NotEntailed && h.promoted));
     }
 
     #[test]

@@ -403,3 +403,38 @@ def test_a_namespace_in_the_environment_does_not_stop_a_command_on_a_file(tmp_pa
     assert code == 0 and json.loads(out)["documents"] > 0, err
     code, _, err = run("stats", "--db", db, "--namespace", "team", env=env)
     assert code == 2 and "--namespace applies to a postgresql:// store" in err
+
+
+def test_a_near_miss_says_what_the_passage_lacks(tmp_path: Path) -> None:
+    import recall
+
+    write_corpus(
+        tmp_path / "notes",
+        {
+            "edi.md": "# Onboarding an EDI trading partner\n\nTo onboard a new EDI trading "
+            "partner, exchange AS2 identifiers and certificates with the partner.\n"
+        },
+    )
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-512") as mem:
+        mem.index(tmp_path / "notes")
+        mem.import_calibration(
+            {
+                "id": "test",
+                "embedder": mem.embedder.name,
+                "fingerprint": mem.embedder.fingerprint,
+                "threshold": 0.2,
+                "scale": 0.05,
+                "certified": True,
+            }
+        )
+    query = "How much do we charge to onboard a new EDI trading partner?"
+    res = CliRunner().invoke(app, ["search", query, "--db", str(db)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "not_entailed" in said and "does not hold an amount of money" in said
+    res = CliRunner().invoke(app, ["explain", query, "edi.md", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stdout.split())
+    assert "verdict: not_entailed" in said
+    assert "the question asks for an amount of money: an amount of money missing" in said

@@ -477,6 +477,7 @@ def test_a_question_about_a_retired_note_abstains_naming_it(
             "k": 5,
             "verdict": "not_entailed",
             "displaced_by": "0007-graphql-gateway.md",
+            "lacks": None,
         }
         # The neighbour answers its own question.
         own = mem.search(
@@ -484,3 +485,92 @@ def test_a_question_about_a_retired_note_abstains_naming_it(
             now=dt.datetime(2026, 4, 1, tzinfo=dt.timezone.utc),
         )
         assert own.hits[0].provenance.file == "0008-rest-api.md" and own.hits[0].verdict == "ok"
+
+
+def test_a_passage_without_the_asked_value_is_a_near_miss(
+    backend: Callable[[str], str], tmp_path: Path
+) -> None:
+    # SPEC §6: on topic and above the threshold, but the question asks what onboarding costs
+    # and the runbook names no amount of money; or it names 2024 and the note holds no 2024.
+    notes = write_corpus(
+        tmp_path / "notes",
+        {
+            "edi-onboarding.md": "# Onboarding an EDI trading partner\n\nTo onboard a new EDI "
+            "trading partner, exchange AS2 identifiers and certificates with the partner, then "
+            "test their 940 and 945 documents in the EDI console.\n",
+            "support-hours.md": "# Support hours at weekends\n\nSince April 2026 the help desk "
+            "answers customer support calls at weekends from 06:00 to 22:00.\n",
+            "retries.md": "# Carrier retries\n\nWe do not retry on 4xx responses from a "
+            "carrier; we retry 503 responses three times.\n",
+        },
+    )
+    now = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+    with recall.open(backend("m.db")) as mem:
+        mem.index(notes, now=dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc))
+        certified(mem, threshold=0.2)
+        query = "How much do we charge to onboard a new EDI trading partner?"
+        result = mem.search(query, now=now)
+        top = result.hits[0]
+        assert top.provenance.file == "edi-onboarding.md" and top.verdict == "not_entailed"
+        assert top.lacks == "an amount of money" and top.proven
+        assert result.abstained
+        assert result.reason == (
+            "the best match edi-onboarding.md does not hold an amount of money, which the "
+            "question asks for (near miss)"
+        )
+        why = mem.explain(query, "edi-onboarding.md", now=now)
+        assert why["asks_for"] == ["an amount of money"]
+        assert why["lacks"] == "an amount of money" and why["verdict"] == "not_entailed"
+        assert why["in_search"] is not None and why["in_search"]["lacks"] == "an amount of money"
+        # A number the question names and the note does not hold.
+        weekend = mem.search("What were the customer support hours at weekends in 2024?", now=now)
+        hit = by_file(weekend)["support-hours.md"]
+        assert (hit.verdict, hit.lacks) == ("not_entailed", "2024")
+        plain = mem.search("What are the customer support hours at weekends?", now=now)
+        assert plain.hits[0].verdict == "ok" and plain.hits[0].lacks is None
+        # A negation answers a yes/no question: nothing beyond the topic is asked for.
+        no = mem.search("Do we retry on 4xx responses from a carrier?", now=now)
+        assert no.hits[0].provenance.file == "retries.md"
+        assert no.hits[0].verdict == "ok" and no.hits[0].lacks is None
+        # The same cost question about a version of the runbook that names a price is answered.
+        (notes / "edi-onboarding.md").write_text(
+            "# Onboarding an EDI trading partner\n\nTo onboard a new EDI trading partner we "
+            "charge €1,500, then exchange AS2 identifiers and certificates with the partner.\n"
+        )
+        mem.index(notes, now=dt.datetime(2026, 5, 2, tzinfo=dt.timezone.utc))
+        certified(mem, threshold=0.2)
+        answered = mem.search(query, now=now)
+        assert answered.hits[0].verdict == "ok" and answered.hits[0].lacks is None
+
+
+def test_the_asked_value_may_sit_in_another_section_of_the_note(
+    backend: Callable[[str], str], tmp_path: Path
+) -> None:
+    # SPEC §6: the onboarding steps are the best passage; the price is in a later section of
+    # the same note. The note holds what the question asks for, so its hit stays ok.
+    steps = " ".join(
+        f"Step {i}: to onboard a new EDI trading partner, the account manager in charge "
+        "exchanges AS2 identifiers and certificates with the partner."
+        for i in range(1, 9)
+    )
+    notes = write_corpus(
+        tmp_path / "notes",
+        {
+            "edi-onboarding.md": "# Onboarding a new EDI trading partner\n\n"
+            f"## Steps\n\n{steps}\n\n"
+            "## Fees\n\n" + "Invoices follow the monthly billing run. " * 12 + "\n\nA new "
+            "connection is billed €1,500.\n",
+        },
+    )
+    now = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+    with recall.open(backend("m.db")) as mem:
+        mem.index(notes, now=dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc))
+        assert mem.stats().chunks >= 2
+        certified(mem, threshold=0.1)
+        query = "How much do we charge to onboard a new EDI trading partner?"
+        result = mem.search(query, now=now)
+        hit = result.hits[0]
+        assert "€" not in hit.text, "the best passage is the steps, which name no price"
+        assert hit.verdict == "ok" and hit.lacks is None and not result.abstained
+        why = mem.explain(query, "edi-onboarding.md", now=now)
+        assert why["asks_for"] == ["an amount of money"] and why["lacks"] is None

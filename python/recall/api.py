@@ -594,7 +594,12 @@ class Memory:
         raw["in_search"] = (
             None
             if mine is None
-            else {"k": SEARCH_K, "verdict": mine["verdict"], "displaced_by": mine["displaced_by"]}
+            else {
+                "k": SEARCH_K,
+                "verdict": mine["verdict"],
+                "displaced_by": mine["displaced_by"],
+                "lacks": mine["lacks"],
+            }
         )
         raw.update(
             query=query,

@@ -111,6 +111,10 @@ class Hit:
     #: SPEC §6: the retired file that is the best match by a clear margin, which turned this
     #: hit `not_entailed` (the question is about it, not about this on-topic neighbour).
     displaced_by: str | None = None
+    #: SPEC §6: what the passage lacks of what the question asks for beyond its topic: the kind
+    #: of value ("an amount of money", "a size in bytes") or a number it names ("2024"). An
+    #: on-topic hit that lacks it is `not_entailed`.
+    lacks: str | None = None
     #: SPEC §7 evidence: the share of the query's IDF mass this passage holds, and whether it
     #: holds every identifier the query asks for (a hit that does not is never `ok`).
     lexical: float = 0.0
@@ -192,6 +196,7 @@ def hit_of(raw: HitRow) -> Hit:
         fetched=raw["fetched"],
         promoted_from=raw["promoted_from"],
         displaced_by=raw["displaced_by"],
+        lacks=raw["lacks"],
         lexical=raw["lexical"],
         identifiers_held=raw["identifiers_held"],
         proven=raw["proven"],
@@ -329,6 +334,11 @@ def abstention_reason(
         )
     if top.verdict == "not_yet_known":
         return f"the best match {name} was first indexed after the knowledge instant {known_as_of}"
+    if top.verdict == "not_entailed" and top.lacks:
+        return (
+            f"the best match {name} does not hold {top.lacks}, which the question asks for "
+            "(near miss)"
+        )
     if top.verdict == "not_entailed":
         return f"the best match {name} does not answer the question (near miss)"
     return (

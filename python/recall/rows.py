@@ -111,6 +111,8 @@ class HitRow(TypedDict):
     superseded_by: str | None
     promoted_from: str | None
     displaced_by: str | None
+    #: What the passage lacks of what the question asks for ("an amount of money", "2024").
+    lacks: str | None
     promoted: bool
     fetched: bool
     lexical: float

@@ -45,10 +45,19 @@ impl Store {
             None
         };
         let ev = self.query_evidence(text)?;
-        let cand = match best_chunk {
+        let mut cand = match best_chunk {
             Some((chunk, score)) => self.candidate(&ev, d, chunk, score),
             None => Candidate::dense(d, -1, f32::NEG_INFINITY),
         };
+        // What the question asks for is the document's to hold, in any of its chunks.
+        if cand.lacks.is_some()
+            && cache.doc_rows[d].iter().any(|&row| {
+                let chunk = cache.row_chunk[row];
+                self.candidate(&ev, d, chunk, 0.0).lacks.is_none()
+            })
+        {
+            cand.lacks = None;
+        }
         let mut e = explanation::explain(&cache.corpus, d, best_chunk, &cand, &ev, policy);
         e.dense_rank = cache
             .dense

@@ -42,6 +42,8 @@ pub struct HitRow {
     pub promoted_from: Option<String>,
     /// The retired best match that turned this hit `not_entailed` (SPEC §6).
     pub displaced_by: Option<String>,
+    /// What the passage lacks of what the question asks for (answer.rs), as the user reads it.
+    pub lacks: Option<String>,
     /// SPEC §2.5: (vocabulary, line, statement) the reader could not act on.
     pub unread: Vec<(String, Option<i64>, String)>,
 }
@@ -187,6 +189,7 @@ impl Store {
             let displaced_by = h
                 .displaced_by
                 .map(|s| cache.corpus.graph.node(s).path.clone());
+            let lacks = h.lacks.map(|l| ev.answer().describe(l));
             let retired_in_force = cache.corpus.windows[h.doc].retired;
             let unread = cache.corpus.unread_of(h.doc);
             let row = stmt.query_row([h.chunk], |r| {
@@ -222,6 +225,7 @@ impl Store {
                     judged: h.clone(),
                     promoted_from: promoted_from.clone(),
                     displaced_by: displaced_by.clone(),
+                    lacks: lacks.clone(),
                     unread: unread.clone(),
                 })
             });

@@ -51,6 +51,11 @@ def print_explanation(e: dict[str, Any]) -> None:
     held = "held" if e["identifiers_held"] else "[red]missing, so never ok[/]"
     ids = f"; asks for {asked}: {held}" if asked else ""
     out.print(f"  lexical share {e['lexical']:.3f} of the query's IDF mass{ids}")
+    if e["asks_for"]:
+        wanted = escape(", ".join(e["asks_for"]))
+        lacks = e["lacks"]
+        found = "held" if lacks is None else f"[red]{escape(lacks)} missing, so not_entailed[/]"
+        out.print(f"  the question asks for {wanted}: {found}")
     legs = e["retrieval"]
     dense = f"#{legs['dense_rank']}" if legs["dense_rank"] else f"not in top {legs['depth']}"
     lexical = f"#{legs['lexical_rank']}" if legs["lexical_rank"] else f"not in top {legs['depth']}"
@@ -187,6 +192,8 @@ def print_result(result: Result, explain_legs: bool = False) -> None:
             notes.append("fetched as successor")
         if hit.displaced_by:
             notes.append(f"the question is about {shown(hit.displaced_by)}, the best match")
+        elif hit.lacks and hit.verdict == "not_entailed":
+            notes.append(f"does not hold {hit.lacks}, which the question asks for")
         if hit.entailment is not None:
             notes.append(f"answers the question: p = {hit.entailment:.2f}")
         if explain_legs:

@@ -36,8 +36,9 @@ _VERDICTS = (
     "relevance threshold, probably not about the question. invalid_metadata: malformed or empty "
     "validity window. ambiguous_supersession: a supersedes reference names several notes, so "
     "which one is current is unknown. not_yet_known: indexed after known_as_of. not_entailed: "
-    "the passage does not answer the question (the judge says so, or a retired note is the "
-    "clearly better match: the question is about it). unverified: no calibration "
+    "the passage does not answer the question (it lacks the asked value, named in lacks; a "
+    "retired note is the clearly better match: the question is about it; or the judge says "
+    "so). unverified: no calibration "
     "(development mode), nothing can be trusted. Only ok hits may be acted on."
 )
 _ABSTAIN = (
