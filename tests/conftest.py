@@ -22,6 +22,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 os.environ.setdefault("RECALL_EMBEDDER", "hashing-512")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """recall's cache (file digests) in a folder of this test session, not the user's."""
+    before = os.environ.get("RECALL_CACHE_DIR")
+    os.environ["RECALL_CACHE_DIR"] = str(tmp_path_factory.mktemp("recall-cache"))
+    yield
+    if before is None:
+        os.environ.pop("RECALL_CACHE_DIR", None)
+    else:
+        os.environ["RECALL_CACHE_DIR"] = before
+
+
 def write_corpus(root: Path, files: Mapping[str, str | bytes]) -> Path:
     """Write `{relative path: content}` under root and return root."""
     for rel, content in files.items():

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from recall.digests import sha256_file, sha256_of
 from recall.errors import EmbedderError, RecallError
 
 __all__ = [
@@ -42,14 +43,6 @@ _PIPELINE_VERSION = "recall-onnx-v1"
 #: Texts per inference call; a batch is padded to its longest member only.
 BATCH_SIZE = 32
 _DATA = Path(__file__).resolve().parent / "data"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cores() -> int:
@@ -234,7 +227,8 @@ class OnnxEmbedder:
                     f"recall embedder: {path} is missing; an ONNX embedder directory needs "
                     "model.onnx and tokenizer.json"
                 )
-        hashes = {p.name: sha256_file(p) for p in (self.model_path, self.tokenizer_path)}
+        # Pinned and fingerprinted by content, hashed once per file identity (recall.digests).
+        hashes = {p.name: sha256_of(p) for p in (self.model_path, self.tokenizer_path)}
         for file, want in (pins or {}).items():
             if hashes.get(file) != want:
                 path = self.model_path if file == "model.onnx" else self.tokenizer_path
