@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
 
 from recall.cli import app
 
-if TYPE_CHECKING:
-    import recall
-
 from .conftest import EXAMPLES, write_corpus
+from .test_search import certified
 
 runner = CliRunner()
 
@@ -223,20 +220,6 @@ def test_with_json_an_error_is_json_on_stdout_too(tmp_path: Path, args: list[str
     assert error["message"] in res.stderr
 
 
-def certify(mem: recall.Memory, threshold: float) -> None:
-    """A certified calibration at `threshold`, so strict search answers."""
-    mem.import_calibration(
-        {
-            "id": "test",
-            "embedder": mem.embedder.name,
-            "fingerprint": mem.embedder.fingerprint,
-            "threshold": threshold,
-            "scale": 0.05,
-            "certified": True,
-        }
-    )
-
-
 def test_the_answer_shown_is_cut_after_a_whole_word(tmp_path: Path) -> None:
     import recall
 
@@ -245,7 +228,7 @@ def test_the_answer_shown_is_cut_after_a_whole_word(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with recall.open(db, embedder="hashing-512") as mem:
         mem.index(tmp_path / "notes")
-        certify(mem, threshold=0.05)
+        certified(mem, threshold=0.05)
     res = CliRunner().invoke(app, ["search", "alpha3beta alpha4beta", "--db", str(db)])
     assert res.exit_code == 0, res.output
     answer = " ".join(res.stdout.split("answer from long.md:", 1)[1].split())
@@ -427,7 +410,7 @@ def test_a_near_miss_says_what_the_passage_lacks(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with recall.open(db, embedder="hashing-512") as mem:
         mem.index(tmp_path / "notes")
-        certify(mem, threshold=0.2)
+        certified(mem, threshold=0.2)
     query = "How much do we charge to onboard a new EDI trading partner?"
     res = CliRunner().invoke(app, ["search", query, "--db", str(db)], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
