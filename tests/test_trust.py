@@ -670,8 +670,26 @@ TWO_PLACES_TAKEN = {
 }
 
 
+#: A successor retrieved before the stale hit that names it keeps its own, earlier place (r,
+#: promoted through p), ahead of a fetched successor that took a place between the two (u, in
+#: s's place): r stays first.
+OWN_PLACE_KEPT = {
+    "docs": [doc(f"{c}.md") for c in "pqrstuvw"],
+    "edges": [edge(0, "w"), edge(1, "p"), edge(2, "q"), edge(3, "ghost"), edge(4, "s")]
+    + [edge(5, "t"), edge(6, "ghost"), edge(7, "v")],
+    "candidates": [(2, 0.0), (3, 0.30000001192092896), (0, 0.30000001192092896)],
+    "fetchable": {i: 0.30000001192092896 for i in range(8)},
+    "now_us": 1_772_323_199_999_999,
+    "known_as_of_us": None,
+    "threshold": 0.3,
+    "scale": 0.01,
+    "unverified": False,
+}
+
+
 @given(st.one_of(cases(), cases(cyclic=True)))
 @example(TWO_PLACES_TAKEN)
+@example(OWN_PLACE_KEPT)
 def test_invariants(case: dict[str, Any]) -> None:
     hits = run(judge_rust, case)
     docs, threshold, now = case["docs"], case["threshold"], case["now_us"]
@@ -731,7 +749,8 @@ def test_invariants(case: dict[str, Any]) -> None:
     first = {i: order.index(i) for i in retrieved}
 
     def place(g: tuple[Any, ...]) -> int:
-        return first[g[7]] if g[7] is not None else first[g[0]]
+        # A retrieved successor stands in its stale hit's place or keeps its own, the earlier.
+        return min(first[g[0]], first[g[7]]) if g[7] is not None else first[g[0]]
 
     for pos, h in enumerate(hits):
         if h[7] is not None:
