@@ -8,9 +8,9 @@
 //! own: identifiers (evidence.rs) or the verdict the evidence leads to (trust.rs).
 //!
 //! The kinds are the ones a passage cannot hold without writing them in a recognisable form
-//! (a currency, a percentage, a byte unit). Lengths of time and counts were measured and left
-//! out: an answering passage writes them in too many ways ("until the next release", "a
-//! handful") for their absence to show a near miss (benches/RESULTS.md, "Near-miss checks").
+//! (a currency, a percentage, a byte unit). Lengths of time and counts are left out: nearly
+//! every on-topic passage holds some, and an answering one may write them in words ("until the
+//! next release", "a handful"), so their absence shows little (benches/RESULTS.md, "E").
 
 use std::sync::LazyLock;
 

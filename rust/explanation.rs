@@ -203,10 +203,7 @@ pub fn explain(
         }
     };
     let (verdict, successor) = trust::verdict(g, &corpus.windows, d, cand.proven(policy), policy);
-    let verdict = match verdict {
-        trust::Verdict::Ok if cand.lacks.is_some() => trust::Verdict::NotEntailed,
-        v => v,
-    };
+    let verdict = trust::answered(verdict, cand.lacks);
     let answer = ev.answer();
     let asks_for = answer
         .kind()

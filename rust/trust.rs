@@ -307,11 +307,17 @@ fn judge_one(
 /// value the question asks for (no amount of money for "what do we charge…") or a number it
 /// names ("…for 50,000 orders?") is on topic and does not answer: it becomes `not_entailed`.
 fn lacking_answer(hits: &mut [Judged]) {
-    for h in hits
-        .iter_mut()
-        .filter(|h| h.verdict == Verdict::Ok && h.lacks.is_some())
-    {
-        h.verdict = Verdict::NotEntailed;
+    for h in hits.iter_mut() {
+        h.verdict = answered(h.verdict, h.lacks);
+    }
+}
+
+/// The rule of `lacking_answer` for one verdict: `ok` becomes `not_entailed` when the passage
+/// lacks what the question asks for; any other verdict stands. Explain reads a document by it.
+pub fn answered(verdict: Verdict, lacks: Option<Lack>) -> Verdict {
+    match verdict {
+        Verdict::Ok if lacks.is_some() => Verdict::NotEntailed,
+        v => v,
     }
 }
 
