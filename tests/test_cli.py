@@ -92,7 +92,8 @@ def test_db_from_environment(tmp_path: Path) -> None:
 
 def test_cold_search_path_leaves_out_numpy_and_the_model_loaders(tmp_path: Path) -> None:
     """SPEC §10 cold start: a search on a hashing store imports neither numpy nor the ONNX
-    stack nor the indexer; only indexing and models need them."""
+    stack nor the indexer; only indexing and models need them. Nor does the argument parser
+    import a validation library (pydantic, which typer 0.29 imports for every command)."""
     import subprocess
     import sys
 
@@ -105,7 +106,8 @@ def test_cold_search_path_leaves_out_numpy_and_the_model_loaders(tmp_path: Path)
         f"r = CliRunner().invoke(app, ['search', 'rate limit', '--db', {str(db)!r},"
         " '--mode', 'development', '--json'])\n"
         "assert r.exit_code == 0, r.output\n"
-        "heavy = {'numpy', 'onnxruntime', 'tokenizers', 'recall.indexing', 'recall.models'}\n"
+        "heavy = {'numpy', 'onnxruntime', 'tokenizers', 'recall.indexing', 'recall.models',"
+        " 'pydantic'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     out = subprocess.run(

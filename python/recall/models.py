@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from recall.digests import sha256_file, sha256_of
 from recall.errors import EmbedderError, RecallError
+from recall.graphs import saved_graph
 
 __all__ = [
     "BUILTINS",
@@ -67,7 +68,8 @@ def _runtime(what: str, error: type[RecallError]) -> tuple[Any, Any]:
 
 
 def open_session(model: Path, what: str, error: type[RecallError], *, spinning: bool = True) -> Any:
-    """An onnxruntime session on all cores; a file that will not load is refused with its path.
+    """An onnxruntime session on all cores, opened on the model's saved optimised graph
+    (`recall.graphs`) when there is one; a file that will not load is refused with its path.
 
     `spinning=False` lets the session's worker threads sleep as soon as a call returns: for a
     model called once in a while next to another (the judge beside the embedder), whose
@@ -83,6 +85,15 @@ def open_session(model: Path, what: str, error: type[RecallError], *, spinning: 
     options.log_severity_level = 3
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # The graph optimised once (recall.graphs); the model file itself when that is not to be had.
+    graph = saved_graph(ort, model)
+    if graph is not None:
+        try:
+            return ort.InferenceSession(
+                str(graph), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception:  # a saved graph this runtime will not open: the model file decides
+            pass
     try:
         return ort.InferenceSession(
             str(model), sess_options=options, providers=["CPUExecutionProvider"]

@@ -12,6 +12,11 @@ its own: everything the command line prints comes from `recall.api` and the modu
 
 from __future__ import annotations
 
+import atexit
+import os
+import sys
+import threading
+
 import typer
 
 from recall.cli import (
@@ -74,5 +79,26 @@ migrate.register(app)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A command that has finished ends the process at once, once its exit handlers have run and
+    its output is flushed: tearing down the interpreter's modules and objects (the model's
+    session, numpy) only frees memory the process is about to give back, and costs a cold
+    `recall search` tens of milliseconds (benches/RESULTS.md). Stores are closed by the
+    commands themselves. A command that leaves another thread running, or output that cannot
+    be flushed, ends the ordinary way.
+    """
+    try:
+        app()
+        code: str | int | None = 0
+    except SystemExit as end:
+        code = end.code
+    if threading.active_count() > 1 or isinstance(code, str):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    os._exit(code or 0)

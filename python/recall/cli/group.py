@@ -9,6 +9,8 @@ commands (their modules), the app (`recall.cli`) or the exit-code table (`recall
 
 from __future__ import annotations
 
+import copy
+import importlib
 import re
 import sys
 from collections.abc import Sequence
@@ -21,6 +23,18 @@ from recall.cli.exits import EXIT_ERRORS, EXIT_OK, emit_json
 
 __all__ = ["HELP", "RecallGroup"]
 
+
+def _click(module: str) -> Any:
+    """A module of the click that typer runs on: typer 0.28's own copy, or click itself under
+    the older typer that Python 3.9 installs."""
+    try:
+        return importlib.import_module(f"typer._click.{module}")
+    except ImportError:
+        return importlib.import_module(f"click.{module}")
+
+
+_TYPES, _ERRORS = _click("types"), _click("exceptions")
+
 #: `-h` beside `--help`, on every command.
 HELP = {"help_option_names": ["-h", "--help"]}
 
@@ -28,33 +42,26 @@ HELP = {"help_option_names": ["-h", "--help"]}
 _PLACEHOLDERS = {"as_of": "WHEN", "known_as_of": "WHEN", "older_than": "WHEN"}
 #: The argument library's wording of a value it cannot read, in recall's.
 _PLAIN = (
-    (
-        re.compile(r"Input should be a valid integer, unable to parse string as an integer"),
-        "not a whole number",
-    ),
-    (
-        re.compile(r"Input should be a valid number, unable to parse string as a number"),
-        "not a number",
-    ),
-    (re.compile(r"Input should be a valid boolean, unable to interpret input"), "not yes or no"),
-    (re.compile(r"^Input should be "), "should be "),
+    (re.compile(r"\S.* is not a valid int(?:eger)?(?: range)?\.$"), "not a whole number"),
+    (re.compile(r"\S.* is not a valid float(?: range)?\.$"), "not a number"),
+    (re.compile(r"\S.* is not a valid boolean\..*$"), "not yes or no"),
 )
 
 
 def _placeholders(command: Any) -> None:
     """Name every value in help and usage lines as a placeholder (`PATHS...`, `-k N`,
-    `--db DB`), where the argument library shows Python types (`<list[Path]>`, `{query}`)."""
+    `--db DB`), where the argument library shows Python types (`PATHS:PATH...`, `{QUERY}`)."""
     for param in command.params:
-        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        kind = param.type
         if param.metavar is not None:
             pass  # named where it is declared
-        elif getattr(param, "is_flag", False) or annotation is bool:
+        elif getattr(param, "is_flag", False) or isinstance(kind, _TYPES.BoolParamType):
             param.metavar = ""
             continue
         else:
-            if annotation is int:
+            if isinstance(kind, _TYPES.IntParamType):
                 name = "N"
-            elif annotation is float:
+            elif isinstance(kind, _TYPES.FloatParamType):
                 name = "X"
             else:
                 name = _PLACEHOLDERS.get(param.name or "", (param.name or "value").upper())
@@ -63,11 +70,15 @@ def _placeholders(command: Any) -> None:
             param.metavar += "..."
         if param.param_type_name != "argument":
             continue
-        # An argument is its placeholder alone: usage `QUERY` / `[PATHS...]` and no Python
-        # type beside it in the help (the library writes `{query}` and `QUERY <str>`).
+        # An argument is its placeholder alone: usage `QUERY` / `[PATHS...]` and no type beside
+        # it in the help (the library writes `{QUERY}` and `QUERY <text>`). Its type is its own
+        # copy, so the shared instance keeps its name for every other parameter.
         usage = param.metavar if param.required else f"[{param.metavar}]"
-        param._usage_display_name = lambda usage=usage: usage
-        param.display_type_rich = lambda ctx: None
+        param.make_metavar = lambda ctx=None, usage=usage, name=param.metavar, **kw: (
+            usage if kw.get("usage") else name
+        )
+        param.type = copy.copy(kind)
+        param.type.get_metavar = lambda param, ctx=None: ""
     # `-h` / `--help` is made per invocation, outside `params`: a flag too.
     made = command.get_help_option
 
@@ -106,10 +117,9 @@ class RecallGroup(TyperGroup):
         argv = list(sys.argv[1:] if args is None else args)
         try:
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except typer.TyperException as err:
-            # The argument library's errors (a bad value, a missing argument, an unknown
-            # command) are its ClickException, a TyperException with an exit code.
-            if not standalone_mode or not hasattr(err, "exit_code"):
+        except _ERRORS.ClickException as err:
+            # The argument library's errors: a bad value, a missing argument, an unknown command.
+            if not standalone_mode:
                 raise
             for pattern, words in _PLAIN:
                 err.message = pattern.sub(words, err.message)
@@ -127,7 +137,7 @@ class RecallGroup(TyperGroup):
                 )
             from typer import rich_utils
 
-            rich_utils.rich_format_error(err)  # type: ignore[arg-type]
+            rich_utils.rich_format_error(err)
             sys.exit(err.exit_code)
         except typer.Abort:
             if not standalone_mode:
