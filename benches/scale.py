@@ -6,7 +6,13 @@ process so nothing is shared with the indexer: store open, cold first search (lo
 and the lexical index), resident memory after it, and warm `Memory.search` p50/p95 over the
 queries in development mode (no calibration needed; the path is the same as strict).
 
+With `--baseline PYTHON` (an interpreter with another build of recall installed, e.g. a wheel of
+the previous commit), each size's store, indexed once by this build, is also read by that
+build: `--rounds` fresh processes of each, in turns, and the medians of both with their ratio
+(baseline / this build).
+
 Usage: python benches/scale.py [--sizes 10000 100000 1000000] [--queries 200] [--workdir DIR]
+       [--baseline PYTHON] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,7 +69,26 @@ print(json.dumps({
 """
 
 
-def bench(n: int, n_queries: int, workdir: Path) -> dict[str, float]:
+def fresh_process(python: str, db: Path, queries: list[str]) -> dict[str, float]:
+    """Open, first search, resident memory and warm searches in a new process of `python`."""
+    child = subprocess.run(
+        [python, "-c", CHILD, str(db)],
+        input=json.dumps(queries),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out: dict[str, float] = json.loads(child.stdout)
+    return out
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
+def bench(
+    n: int, n_queries: int, workdir: Path, baseline: str | None, rounds: int
+) -> dict[str, float]:
     corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
     root, db = workdir / f"notes-{n}", workdir / f"store-{n}.db"
     print(f"\n== about {n:,} chunks ({corpus.n:,} notes) ==", flush=True)
@@ -82,14 +108,24 @@ def bench(n: int, n_queries: int, workdir: Path) -> dict[str, float]:
         flush=True,
     )
     queries = [q for q, _ in corpus.queries(n_queries + WARMUP + 1)]
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(db)],
-        input=json.dumps(queries),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    out = json.loads(child.stdout)
+    ours: list[dict[str, float]] = []
+    theirs: list[dict[str, float]] = []
+    for _ in range(rounds if baseline else 1):
+        ours.append(fresh_process(sys.executable, db, queries))
+        if baseline:
+            theirs.append(fresh_process(baseline, db, queries))
+    out = median_of(ours)
+    if baseline:
+        base = median_of(theirs)
+        print(
+            f"  baseline {baseline}, medians of {rounds} processes each, in turns: cold first "
+            f"search {base['cold_ms']:,.0f} ms against {out['cold_ms']:,.0f} ms "
+            f"({base['cold_ms'] / out['cold_ms']:.2f}x); resident {base['rss_mb']:,.0f} MB "
+            f"against {out['rss_mb']:,.0f} MB; p50 {base['p50']:.2f} against {out['p50']:.2f} "
+            f"ms ({base['p50'] / out['p50']:.2f}x); p95 {base['p95']:.2f} against "
+            f"{out['p95']:.2f} ms",
+            flush=True,
+        )
     print(
         f"  fresh process: open {out['open_ms']:.1f} ms, cold first search {out['cold_ms']:,.0f} "
         f"ms, resident {out['rss_mb']:,.0f} MB after it ({out['rss_before_mb']:,.0f} MB before "
@@ -113,6 +149,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--baseline", default=None, help="python with another build of recall")
+    ap.add_argument("--rounds", type=int, default=3, help="processes per build with --baseline")
     args = ap.parse_args()
     print(
         f"machine: {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, Python "
@@ -121,7 +159,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="recall-scale-", dir=args.workdir) as tmp:
         for n in args.sizes:
-            rows.append(bench(n, args.queries, Path(tmp)))
+            rows.append(bench(n, args.queries, Path(tmp), args.baseline, args.rounds))
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print(
         f"{'chunks':>10} {'index/s':>8} {'B/chunk':>8} {'cold ms':>8} {'RSS MB':>7} "

@@ -5,7 +5,7 @@
 //! knowledge instant, and walking chains to the terminal successor. Pure: no I/O, no clock.
 //! Does not own: verdicts (trust.rs) or storing edges (store/write.rs).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// SPEC §2.3: trim; while ≥ 2 chars and wrapped in `[` … `]`, unwrap and trim; drop a trailing
 /// `.md` in any case; keep the last `/` or `\` segment; trim.
@@ -197,8 +197,8 @@ impl Graph {
     /// Build from documents and declared edges of either direction. A reference matches a
     /// document by its key or its alias, exactly (SPEC §2.3).
     pub fn build_declared(nodes: Vec<Node>, edges: &[Declared]) -> Graph {
-        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
-        let mut by_number: HashMap<u64, Vec<(&str, usize)>> = HashMap::new();
+        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::default();
+        let mut by_number: HashMap<u64, Vec<(&str, usize)>> = HashMap::default();
         for (i, n) in nodes.iter().enumerate() {
             by_key.entry(n.key.as_str()).or_default().push(i);
             if let Some(alias) = n.alias.as_deref().filter(|a| *a != n.key) {
@@ -231,7 +231,7 @@ impl Graph {
         };
         let folders: Vec<Vec<&str>> = nodes.iter().map(|n| segments(&n.folder)).collect();
         // Each document's file, as folder segments and its name, for links by relative path.
-        let mut files: HashMap<Vec<&str>, usize> = HashMap::new();
+        let mut files: HashMap<Vec<&str>, usize> = HashMap::default();
         for (i, n) in nodes.iter().enumerate() {
             if let Some(name) = n
                 .path

@@ -10,6 +10,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use crate::evidence::QueryEvidence;
 use crate::fusion::Fused;
 use crate::graph::{Declared, Graph, Node, Resolution};
@@ -93,7 +95,7 @@ pub struct Tally {
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
     pub doc_ids: Vec<i64>,
-    pub index_of: HashMap<i64, usize>,
+    pub index_of: FxHashMap<i64, usize>,
     pub graph: Graph,
     pub windows: Vec<Window>,
     /// Per document: (source, path); per edge in force (as given to the graph): where it was

@@ -16,7 +16,7 @@ pub(crate) struct SearchCache {
     pub(crate) generation: i64,
     pub(crate) dense: DenseIndex,
     pub(crate) row_chunk: Vec<i64>,
-    pub(crate) chunk_row: std::collections::HashMap<i64, usize>,
+    pub(crate) chunk_row: rustc_hash::FxHashMap<i64, usize>,
     pub(crate) row_doc: Vec<usize>,
     pub(crate) doc_rows: Vec<Vec<usize>>,
     /// Documents, windows and the graph of the edges in force.
@@ -54,12 +54,23 @@ impl Store {
     fn load_cache(&self) -> Result<SearchCache> {
         let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
-        let corpus = self.load_corpus()?;
-        let (ids, dense) = if dim > 0 {
-            self.load_vectors(dim, |doc| corpus.index_of.contains_key(&doc))?
-        } else {
-            (Vec::new(), DenseIndex::new(0))
-        };
+        let (docs, edges, setting) = self.read_corpus()?;
+        let known: rustc_hash::FxHashSet<i64> = docs.iter().map(|d| d.id).collect();
+        // The corpus is built on another core while this one reads the vectors (the
+        // connection stays on this thread); both are a large share of a first search.
+        let (corpus, vectors) = std::thread::scope(|scope| {
+            let building = scope.spawn(move || Corpus::build(docs, edges, &setting));
+            let vectors = if dim > 0 {
+                self.load_vectors(dim, |doc| known.contains(&doc))
+            } else {
+                Ok((Vec::new(), DenseIndex::new(0)))
+            };
+            let corpus = building
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (corpus, vectors)
+        });
+        let (ids, dense) = vectors?;
         let mut row_chunk = Vec::with_capacity(ids.len());
         let mut row_doc = Vec::with_capacity(ids.len());
         let mut doc_rows = vec![Vec::new(); corpus.doc_ids.len()];
@@ -87,6 +98,12 @@ impl Store {
     /// Documents, windows and the graph of the edges in force under the store's setting, as
     /// the trust layer sees them (judgment.rs), without the vectors.
     pub(crate) fn load_corpus(&self) -> Result<Corpus> {
+        let (docs, edges, setting) = self.read_corpus()?;
+        Ok(Corpus::build(docs, edges, &setting))
+    }
+
+    /// The rows `load_corpus` builds from: documents, edges and the vocabularies setting.
+    fn read_corpus(&self) -> Result<(Vec<DocumentRecord>, Vec<EdgeRecord>, String)> {
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
         let mut docs = Vec::new();
         {
@@ -150,6 +167,6 @@ impl Store {
                 });
             }
         }
-        Ok(Corpus::build(docs, edges, &setting))
+        Ok((docs, edges, setting))
     }
 }

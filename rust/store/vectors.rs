@@ -5,7 +5,7 @@
 //! positions contradict each other. Does not own: writing vectors (write.rs) or what the cache
 //! does with them (cache.rs).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use rusqlite::OptionalExtension;
 
@@ -147,7 +147,7 @@ impl Store {
             ));
         }
         let width = dim * 4;
-        let mut blocks: HashMap<i64, Block> = HashMap::new();
+        let mut blocks: HashMap<i64, Block> = HashMap::default();
         {
             let mut stmt = self.conn.prepare(&format!(
                 "SELECT chunk_id, size, validity, rowids FROM \"{VEC_TABLE}_chunks\""
