@@ -84,11 +84,15 @@ def test_a_damaged_graph_is_saved_again_and_an_unusable_cache_is_skipped(
     assert len(saved) == 2 and np.array_equal(got, want)
 
     # A graph left by another onnxruntime version of the same model is removed on saving.
-    stale = graphs.graph_folder() / f"{folder.name.split('-ort')[0]}-ort0.0.1-cpu"
+    prefix = folder.name.split("-ort")[0]
+    stale = graphs.graph_folder() / f"{prefix}-ort0.0.1-cpu"
     stale.mkdir()
+    loose = graphs.graph_folder() / f"{prefix}-ort0.0.2-cpu.onnx"
+    loose.write_bytes(b"left by another version")
     (folder / graphs.SEAL).unlink()
     OnnxEmbedder(tmp_path / "tiny")
-    assert len(saved) == 3 and not stale.exists() and folder.is_dir()
+    assert len(saved) == 3 and folder.is_dir()
+    assert not stale.exists() and not loose.exists()
 
     # A cache folder that is a file: nothing is saved and the model loads from its own file.
     unusable = tmp_path / "not-a-folder"

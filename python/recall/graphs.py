@@ -24,6 +24,7 @@ options or errors (`recall.models.open_session`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -94,7 +95,11 @@ def _save(ort: Any, model: Path, root: Path, name: str, prefix: str) -> Path:
     (folder / SEAL).write_text(_seal_of(folder), encoding="ascii")
     for old in root.glob(f"{prefix}-*"):
         if old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                if old.is_dir():
+                    shutil.rmtree(old)
+                else:
+                    old.unlink()
     return folder / GRAPH
 
 
