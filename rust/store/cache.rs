@@ -23,6 +23,22 @@ pub(crate) struct SearchCache {
     pub(crate) corpus: Corpus,
 }
 
+/// Hand the memory a cache load freed back to the system: the rows read to build the corpus
+/// and the blocks read for the vectors are gone, but the allocator keeps what it freed (a
+/// second thread's arena above all) unless asked.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: glibc's malloc_trim only returns free pages; it touches no live allocation.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 impl Store {
     /// (Re)load the search cache when the committed generation moved (another process may have
     /// indexed since). Returns whether a load happened.
@@ -48,6 +64,7 @@ impl Store {
             let _ = self.conn.execute_batch("COMMIT");
         }
         self.cache = Some(loaded?);
+        release_free_memory();
         Ok(true)
     }
 
