@@ -89,10 +89,17 @@ def test_a_damaged_graph_is_saved_again_and_an_unusable_cache_is_skipped(
     stale.mkdir()
     loose = graphs.graph_folder() / f"{prefix}-ort0.0.2-cpu.onnx"
     loose.write_bytes(b"left by another version")
+    # Work folders of saves that were killed: an old one goes, a recent one may still be in use.
+    killed, saving = (graphs.graph_folder() / f".{folder.name}-{n}" for n in ("a", "b"))
+    for work in (killed, saving):
+        work.mkdir()
+        (work / graphs.WEIGHTS).write_bytes(b"partial")
+    os.utime(killed, (1_000_000_000, 1_000_000_000))
     (folder / graphs.SEAL).unlink()
     OnnxEmbedder(tmp_path / "tiny")
     assert len(saved) == 3 and folder.is_dir()
     assert not stale.exists() and not loose.exists()
+    assert not killed.exists() and saving.is_dir()
 
     # A cache folder that is a file: nothing is saved and the model loads from its own file.
     unusable = tmp_path / "not-a-folder"

@@ -29,6 +29,7 @@ import os
 import platform
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -93,14 +94,23 @@ def _save(ort: Any, model: Path, root: Path, name: str, prefix: str) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     (folder / SEAL).write_text(_seal_of(folder), encoding="ascii")
-    for old in root.glob(f"{prefix}-*"):
-        if old.name != name:
+    # Other runtimes' graphs of this model, and work folders a killed save left behind.
+    for old in [*root.glob(f"{prefix}-*"), *root.glob(f".{prefix}-*")]:
+        if old.name != name and not (old.name.startswith(".") and _recent(old)):
             with contextlib.suppress(OSError):
                 if old.is_dir():
                     shutil.rmtree(old)
                 else:
                     old.unlink()
     return folder / GRAPH
+
+
+def _recent(path: Path) -> bool:
+    """Changed within the last hour: a work folder another process may still be saving into."""
+    try:
+        return time.time() - path.stat().st_mtime < 3600
+    except OSError:
+        return True
 
 
 def saved_graph(ort: Any, model: Path) -> Path | None:

@@ -83,10 +83,9 @@ def main() -> None:
 
     A command that has finished ends the process at once, once its exit handlers have run and
     its output is flushed: tearing down the interpreter's modules and objects (the model's
-    session, numpy) only frees memory the process is about to give back, and costs a cold
-    `recall search` tens of milliseconds (benches/RESULTS.md). Stores are closed by the
-    commands themselves. A command that leaves another thread running, or output that cannot
-    be flushed, ends the ordinary way.
+    session, numpy) would only free memory the process is about to give back, at a cost a cold
+    `recall search` feels. Stores are closed by the commands themselves. A command that leaves
+    another thread running, or output that cannot be flushed, ends the ordinary way.
     """
     try:
         app()
