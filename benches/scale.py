@@ -130,7 +130,7 @@ def bench(
         f"  fresh process: open {out['open_ms']:.1f} ms, cold first search {out['cold_ms']:,.0f} "
         f"ms, resident {out['rss_mb']:,.0f} MB after it ({out['rss_before_mb']:,.0f} MB before "
         f"opening); Memory.search p50 {out['p50']:.2f} ms, p95 {out['p95']:.2f} ms "
-        f"({out['queries']} queries)",
+        f"({out['queries']:.0f} queries)",
         flush=True,
     )
     # Free the disk for the next size.
