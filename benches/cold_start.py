@@ -16,11 +16,11 @@ figures are the import and process overhead plus one search). With an ONNX embed
 folder (the model files' digests remembered, `recall.digests`, and the model's optimised graph
 saved, `recall.graphs`; both made by the warm-up runs) and with a cache folder that cannot be
 written, so every start hashes the model files and optimises the graph again (the baseline, in
-the same run). Also
-printed: the modules that `python -X importtime -c "import recall.cli"` spends the most time in.
+the same run). Also printed: the modules that `python -X importtime -c "import recall.cli"`
+spends the most time in.
 
 Usage: python benches/cold_start.py [--chunks 10000] [--runs 15] [--embedder hashing-512]
-       (with minilm-l6, --chunks 1000 indexes in about 15 s)
+       (with minilm-l6, --chunks 1000 indexes in 15–30 s)
 """
 
 from __future__ import annotations
