@@ -562,6 +562,28 @@ impl PyStore {
         self.with(|s| s.freshness())
     }
 
+    /// What a search reads before it embeds, in one call: `freshness()`, `embedder()`, and the
+    /// record stored under `record_prefix` followed by the embedder's fingerprint.
+    #[allow(clippy::type_complexity)]
+    fn search_state(
+        &self,
+        record_prefix: &str,
+    ) -> PyResult<(
+        (i64, Option<String>, Option<String>, i64),
+        Option<(String, usize, String)>,
+        Option<String>,
+    )> {
+        self.with(|s| {
+            let fresh = s.freshness()?;
+            let bound = s.embedder()?;
+            let record = match &bound {
+                Some(e) => s.meta(&format!("{record_prefix}{}", e.fingerprint))?,
+                None => None,
+            };
+            Ok((fresh, bound.map(|e| (e.name, e.dim, e.fingerprint)), record))
+        })
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let st = py.detach(|| self.with(|s| s.stats()))?;
         let d = PyDict::new(py);

@@ -17,10 +17,12 @@ from typer.testing import CliRunner
 import recall
 from recall import _core
 from recall.calibration import (
+    RECORD_PREFIX,
     _leave_one_out,
     auc,
     fit,
     hanley_mcneil,
+    meta_key,
     quantile,
     scale_for,
     threshold_for,
@@ -196,8 +198,19 @@ def test_calibrate_stores_a_record_and_search_uses_it(backend: Callable[[str], s
             res = mem.search(RATE)
             assert res.calibrated and res.trust_state == "trusted"
             assert res.calibration is not None and res.calibration["stale"] is False
+        # What a search reads before it embeds, in one call, is what the three reads give.
+        store = mem._store
+        before = (
+            store.freshness(),
+            store.embedder(),
+            store.meta(meta_key(exported["fingerprint"])),
+        )
+        assert before[2] is not None
+        assert store.search_state(RECORD_PREFIX) == before
     with recall.open(backend("other.db")) as other:
+        assert other._store.search_state(RECORD_PREFIX) == ((0, None, None, 0), None, None)
         other.index(EXAMPLES)
+        assert other._store.search_state(RECORD_PREFIX)[2] is None
         assert other.import_calibration(exported).threshold == calibration.threshold
 
 

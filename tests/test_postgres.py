@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -399,10 +399,17 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
         recall.open("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
 
 
-def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> None:
+@pytest.mark.parametrize("pool", [None, 3])
+def test_both_legs_rank_as_the_file_store_does(
+    tmp_path: Path, pg_url: str, pool: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a migration the chunk ids are the same, so each leg's order can be compared: the
     lexical leg's exactly (BM25 as the file store's index scores it), the dense leg's above
-    the cut (the HNSW graph finds every chunk of this small corpus)."""
+    the cut (the HNSW graph finds every chunk of this small corpus). With a pool of 3 the
+    lexical leg scores the chunks holding the rarest words first and looks further when they
+    cannot decide the top, as it does at scale."""
+    if pool is not None:
+        monkeypatch.setattr("recall.postgres.search.RARE_POOL", pool)
     notes = write_corpus(
         tmp_path / "zipf",
         {
@@ -413,7 +420,7 @@ def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> N
     )
     with recall.open(tmp_path / "a.db") as mem:
         mem.index([EXAMPLES, notes])
-    pg = pg_target(pg_url, "legs")
+    pg = pg_target(pg_url, f"legs{pool}")
     migrate(str(tmp_path / "a.db"), pg)
     queries = [*QUERIES, "w5 w17 common1", "common0 common2", "w3", "w96 w11 w40 common1 w2"]
     with recall.open(tmp_path / "a.db") as file, recall.open(pg) as server:
@@ -497,3 +504,34 @@ def test_a_namespace_an_earlier_release_wrote_is_read_then_upgraded(
         assert [u.statement for u in hit.validity.unread] == ["🚧 Parked pending legal"]
         (schema,) = [c for c in mem.doctor().checks if c.name == "schema"]
         assert schema.status == "ok"
+
+
+def test_a_search_takes_three_round_trips(corpus: Path, pg_url: str) -> None:
+    """Memory.search on a server: what it reads before it embeds, both legs' retrieval, and
+    the rows of the lexical leg's chunks the dense leg did not bring, each one round trip
+    (counted as the client's Sync messages in libpq's trace of the pool's one connection)."""
+    write_corpus(
+        corpus,
+        {
+            "a.md": "# Limits\n\nThe public API allows 600 requests per second.\n",
+            "b.md": "# On call\n\nThe weekly rotation escalates to the lead.\n",
+        },
+    )
+    url = pg_target(pg_url, "trips")
+    with recall.open(url) as mem:
+        mem.index(corpus)
+        mem.search("warm up: the corpus is loaded once per generation", mode="development")
+        store = cast(Any, mem._store)
+        conn = store._pool.getconn()
+        trace = corpus.parent / "trace.txt"
+        with trace.open("w") as out:
+            conn.pgconn.trace(out.fileno())
+            store._pool.putconn(conn)
+            try:
+                for q in QUERIES:
+                    assert mem.search(q, mode="development").hits is not None
+            finally:
+                conn.pgconn.untrace()
+        assert store._pool.get_stats()["pool_size"] == 1
+        syncs = trace.read_text().count("\tSync")
+        assert 0 < syncs <= 3 * len(QUERIES), syncs

@@ -36,6 +36,7 @@ from recall.calibration import (
     CERTIFY_MIN_PER_CLASS,
     DEFAULT_SCALE,
     DEFAULT_THRESHOLD,
+    RECORD_PREFIX,
     Calibration,
     CalibrationEntry,
     Fit,
@@ -298,8 +299,10 @@ class Memory:
         bound = bound or self._store.embedder()
         if bound is None:
             return None, "nothing indexed yet"
-        fingerprint = bound[2]
-        raw = self._store.meta(meta_key(fingerprint))
+        return self._parsed(bound[2], self._store.meta(meta_key(bound[2])))
+
+    def _parsed(self, fingerprint: str, raw: str | None) -> tuple[Calibration | None, str]:
+        """The stored record `raw` of `fingerprint`'s embedder, checked and parsed."""
         # Parsed once per stored record: a search reads it every time.
         key = (fingerprint, raw)
         if self._calibration_memo is None or self._calibration_memo[0] != key:
@@ -491,15 +494,15 @@ class Memory:
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
         # The cheap summary, not stats(): its edge and vector counts scan whole tables.
-        documents, newest_indexed_at, last_run_at, churn = self._store.freshness()
-        bound = self._store.embedder()
+        freshness, bound, record = self._store.search_state(RECORD_PREFIX)
+        documents, newest_indexed_at, last_run_at, churn = freshness
         refusal = not_ready(documents, bound)
         if refusal is not None and (chosen == "strict" or bound is None):
             raise TrustRefusal(*refusal)
         assert bound is not None
         embedder = self.embedder
         check_lineage(self.path, bound, embedder)
-        calibration, why = self.calibration(bound)
+        calibration, why = self._parsed(bound[2], record)
         refusal = refusal or calibration_refusal(calibration, why, churn)
         judge, unavailable = self._judge_if(entail)
         refusal = refusal or unavailable

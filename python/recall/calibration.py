@@ -118,9 +118,13 @@ class Calibration:
         return churn_now - self.churn > STALE_FRACTION * max(self.chunk_count, 1)
 
 
+#: The meta key of an embedder's record in use is this, then its fingerprint (SPEC §7).
+RECORD_PREFIX = "calibration:"
+
+
 def meta_key(fingerprint: str) -> str:
     """Records are keyed by the embedder fingerprint (SPEC §7)."""
-    return f"calibration:{fingerprint}"
+    return RECORD_PREFIX + fingerprint
 
 
 def _opt_int(value: object) -> int | None:

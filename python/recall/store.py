@@ -78,6 +78,14 @@ class Store(Protocol):
         chunks changed since the calibration was fitted)."""
         ...
 
+    def search_state(
+        self, record_prefix: str
+    ) -> tuple[tuple[int, str | None, str | None, int], tuple[str, int, str] | None, str | None]:
+        """What a search reads before it embeds, read together (one round trip where the store
+        is a server): `freshness()`, `embedder()`, and `meta(record_prefix + fingerprint)` of
+        that embedder (None before the first commit)."""
+        ...
+
     def stats(self) -> dict[str, Any]:
         """The full summary `recall stats` shows (counts, declarations, sizes, embedder)."""
         ...

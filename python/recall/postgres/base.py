@@ -21,7 +21,17 @@ from recall.errors import StoreError
 from recall.postgres import shown_db
 from recall.postgres.schema import DEFAULT_NAMESPACE, check_namespace
 
-__all__ = ["Namespace", "le_vector", "split_url"]
+__all__ = ["EMBEDDER_KEYS", "Namespace", "bound_of", "le_vector", "split_url"]
+
+#: The meta records naming the embedder a namespace is bound to.
+EMBEDDER_KEYS = ("embedder_name", "embedder_dim", "embedder_fingerprint")
+
+
+def bound_of(rows: dict[str, str]) -> tuple[str, int, str] | None:
+    """(name, dim, fingerprint) from the meta records, or None before the first commit."""
+    if "embedder_name" not in rows:
+        return None
+    return rows["embedder_name"], int(rows["embedder_dim"]), rows["embedder_fingerprint"]
 
 
 def split_url(url: str, namespace: str | None = None) -> tuple[str, str, str]:
@@ -118,13 +128,11 @@ class Namespace:
                 return None
             rows = dict(
                 c.execute(
-                    f"SELECT key, value FROM {self._t('meta')} WHERE key IN "
-                    "('embedder_name', 'embedder_dim', 'embedder_fingerprint')"
+                    f"SELECT key, value FROM {self._t('meta')} WHERE key = ANY(%s)",
+                    (list(EMBEDDER_KEYS),),
                 ).fetchall()
             )
-        if "embedder_name" not in rows:
-            return None
-        return rows["embedder_name"], int(rows["embedder_dim"]), rows["embedder_fingerprint"]
+        return bound_of(rows)
 
     def _int_meta(self, c: Any, key: str) -> int:
         row = c.execute(f"SELECT value FROM {self._t('meta')} WHERE key = %s", (key,)).fetchone()
@@ -133,9 +141,11 @@ class Namespace:
         except ValueError:
             return 0
 
-    def _corpus_for(self, c: Any) -> tuple[int, _core.Corpus]:
-        """The trust layer's corpus for the committed generation, rebuilt when it moved."""
-        generation = self._int_meta(c, "generation")
+    def _corpus_for(self, c: Any, generation: int | None = None) -> tuple[int, _core.Corpus]:
+        """The trust layer's corpus for the committed generation (read here unless given),
+        rebuilt when it moved."""
+        if generation is None:
+            generation = self._int_meta(c, "generation")
         with self._corpus_lock:
             if self._corpus is not None and self._corpus[0] == generation:
                 return self._corpus

@@ -50,18 +50,36 @@ class Searching(Namespace):
         policy: _core.Policy,
     ) -> SearchOutcome:
         t0 = time.perf_counter()
+        terms = _core.lexical_terms(text)
+        tsquery = _core.tsquery_literal(text)
         with self._conn() as c:
             if not self._exists(c, "chunks"):
                 return _empty_outcome()
-            generation, corpus = self._corpus_for(c)
+            # One round trip: the counts and the query terms' frequencies, the dense leg with
+            # its rows, and the chunks holding the query's rarest words.
+            with c.pipeline():
+                counted = self._send_lexicon(c, terms)
+                nearest = self._send_dense(c, query, candidates)
+                rare = self._send_rare(c, terms, tsquery) if tsquery else None
+            generation, term_dfs, chunk_count, tokens = _counts(terms, counted.fetchall())
+            rows = _rows(nearest.fetchall())
+            dense = list(rows)
+            t_sent = time.perf_counter()
+            _, corpus = self._corpus_for(c, generation)
             t_loaded = time.perf_counter()
-            dense = self._dense(c, query, candidates)
-            t_dense = time.perf_counter()
-            term_dfs, chunk_count, tokens = self._lexicon(c, text)
-            lexical = self._lexical(c, text, candidates, term_dfs, chunk_count, tokens)
+            lexical = self._lexical(
+                c,
+                text,
+                candidates,
+                term_dfs,
+                chunk_count,
+                tokens,
+                first=_matches(rare.fetchall()) if rare is not None else None,
+            )
             t_lexical = time.perf_counter()
-            ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
-            rows = self._chunk_rows(c, "c.id = ANY(%s)", (ids,))
+            missing = [i for i, _ in lexical if i not in rows]
+            if missing:
+                rows.update(self._chunk_rows(c, "c.id = ANY(%s)", (missing,)))
 
             def fetch(doc_id: int) -> list[tuple[int, bytes, str]]:
                 found = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
@@ -97,50 +115,70 @@ class Searching(Namespace):
             "lexical": lexical,
             "generation": generation,
             "documents": len(corpus),
-            "load_ms": (t_loaded - t0) * ms,
-            "dense_ms": (t_dense - t_loaded) * ms,
-            "lexical_ms": (t_lexical - t_dense) * ms,
+            # Both legs' retrieval is one round trip, timed as the dense leg's; the lexical
+            # leg's time is its ordering (and a second look when the rarest words fall short).
+            "load_ms": (t_loaded - t_sent) * ms,
+            "dense_ms": (t_sent - t0) * ms,
+            "lexical_ms": (t_lexical - t_loaded) * ms,
             "fuse_ms": 0.0,
             "trust_ms": (t_done - t_lexical) * ms,
         }
 
+    def _send_lexicon(self, c: Any, terms: list[str]) -> Any:
+        """Queue the generation, the chunk and token counts, and each term's document
+        frequency (read by `_counts`)."""
+        return c.execute(
+            f"SELECT key, value::bigint FROM {self._t('meta')}"
+            " WHERE key IN ('generation', 'chunks', 'tokens')"
+            f" UNION ALL SELECT '.' || term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)",
+            (terms,),
+        )
+
+    def _send_dense(self, c: Any, query: bytes, n: int) -> Any:
+        """Queue the rows of the chunks the HNSW index finds nearest the query: twice the `n`
+        the core keeps after ordering them by cosine (so chunks tied at the cut are there to be
+        ordered as the file store's scan orders them)."""
+        c.execute("BEGIN")
+        # The planner prices a wide ef_search above a scan of every vector on a small table;
+        # the scan's cost grows with the corpus, the graph's does not. Both settings end with
+        # this transaction.
+        c.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true),"
+            " set_config('enable_seqscan', 'off', true)",
+            (str(max(EF_SEARCH, 4 * n)),),
+        )
+        found = c.execute(
+            f"WITH near AS MATERIALIZED (SELECT id FROM {self._t('chunks')}"
+            " ORDER BY embedding <=> %s::vector LIMIT %s)"
+            f" SELECT {_ROW} FROM near JOIN {self._t('chunks')} c ON c.id = near.id"
+            f" JOIN {self._t('documents')} d ON d.id = c.doc_id",
+            (vector_text(np.frombuffer(query, dtype="<f4")), 2 * n),
+        )
+        c.execute("COMMIT")
+        return found
+
+    def _send_rare(self, c: Any, terms: list[str], tsquery: str) -> Any:
+        """Queue the chunks `_lexical` scores first, with what `_matching` reads of each: all
+        those holding one of the query's words when they number at most RARE_POOL, else those
+        holding one of its rarest words (the rarest first while their chunks add up to at most
+        RARE_POOL; none when even the rarest is commoner). The server chooses them from the
+        lexicon as `_lexical` chooses from the same frequencies."""
+        return c.execute(
+            _RARE_SQL.format(lexicon=self._t("lexicon"), chunks=self._t("chunks")),
+            {"terms": terms, "searched": MAX_QUERY_TERMS, "pool": RARE_POOL, "all": tsquery},
+        )
+
     def _dense(self, c: Any, query: bytes, n: int) -> list[int]:
-        """Chunk ids near the query by the HNSW index, twice the `n` the core keeps after
-        ordering them by cosine (so chunks tied at the cut are there to be ordered as the
-        file store's scan orders them)."""
-        with c.transaction():
-            # The planner prices a wide ef_search above a scan of every vector on a small
-            # table; the scan's cost grows with the corpus, the graph's does not.
-            c.execute(
-                f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, 4 * n)};"
-                " SET LOCAL enable_seqscan = off"
-            )
-            return [
-                int(r[0])
-                for r in c.execute(
-                    f"SELECT id FROM {self._t('chunks')} ORDER BY embedding <=> %s::vector"
-                    " LIMIT %s",
-                    (vector_text(np.frombuffer(query, dtype="<f4")), 2 * n),
-                ).fetchall()
-            ]
+        """Chunk ids near the query by the HNSW index (`_send_dense`'s)."""
+        with c.pipeline():
+            found = self._send_dense(c, query, n)
+        return list(_rows(found.fetchall()))
 
     def _lexicon(self, c: Any, text: str) -> tuple[list[tuple[str, int]], int, int]:
         """Each analysed query term's document frequency, the chunks and their tokens."""
         terms = _core.lexical_terms(text)
-        # One round trip: the terms' frequencies and the corpus's counts beside them.
-        rows = c.execute(
-            f"SELECT false, term, df FROM {self._t('lexicon')} WHERE term = ANY(%s)"
-            f" UNION ALL SELECT true, key, value::bigint FROM {self._t('meta')}"
-            " WHERE key IN ('chunks', 'tokens')",
-            (terms,),
-        ).fetchall()
-        dfs = {name: int(n) for counted, name, n in rows if not counted}
-        counts = {name: int(n) for counted, name, n in rows if counted}
-        return (
-            [(t, dfs.get(t, 0)) for t in terms],
-            counts.get("chunks", 0),
-            counts.get("tokens", 0),
-        )
+        _, term_dfs, chunk_count, tokens = _counts(terms, self._send_lexicon(c, terms).fetchall())
+        return term_dfs, chunk_count, tokens
 
     def _lexical(
         self,
@@ -150,13 +188,15 @@ class Searching(Namespace):
         term_dfs: list[tuple[str, int]],
         chunk_count: int,
         tokens: int,
+        first: dict[int, tuple[int, str]] | None = None,
     ) -> list[tuple[int, float]]:
         """The lexical leg's best `n` (chunk id, BM25), ordered by the core as the file store's
         index scores them. Full-text search finds the chunks; each comes with the positions of
         the query's terms and its length. When few chunks hold any of the words, all of them
         are scored. Otherwise every chunk holding one of the rarest terms is; when the n-th of
         those outscores what the other terms could add up to, no other chunk can enter the top
-        n. Failing that, the chunks full-text search's own rank puts first join them."""
+        n. Failing that, the chunks full-text search's own rank puts first join them. `first`:
+        the chunks scored first, when `_send_rare` fetched them already."""
         tsquery = _core.tsquery_literal(text)
         if tsquery is None:
             return []
@@ -168,7 +208,7 @@ class Searching(Namespace):
             return _core.bm25_rank(text, rows, term_dfs, chunk_count, tokens, n)
 
         if sum(df for _, df in searched) <= RARE_POOL:
-            return ranked(self._matching(c, tsquery, terms, None))
+            return ranked(first if first is not None else self._matching(c, tsquery, terms, None))
         rare: list[str] = []
         held = 0
         for term, df in sorted(searched, key=lambda x: x[1]):
@@ -178,7 +218,9 @@ class Searching(Namespace):
             held += df
         pool: dict[int, tuple[int, str]] = {}
         if rare:
-            pool.update(self._matching(c, _or_query(rare), terms, None))
+            pool.update(
+                first if first is not None else self._matching(c, _or_query(rare), terms, None)
+            )
             best = ranked(pool)
             rest = sum(_core.bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
             if len(best) >= n and best[n - 1][1] > rest * (1 + 1e-6):
@@ -197,40 +239,16 @@ class Searching(Namespace):
             f" FROM {self._t('chunks')} WHERE body @@ %(q)s::tsquery{order}",
             {"q": tsquery, "t": terms, "n": limit},
         ).fetchall()
-        return {int(i): (int(n), v) for i, n, v in rows}
+        return _matches(rows)
 
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
-        rows: dict[int, dict[str, Any]] = {}
-        for r in c.execute(
-            "SELECT c.id, c.doc_id, vector_send(c.embedding), d.source, d.path, d.title,"
-            " c.ordinal, c.text, c.heading_path, c.line_start, c.line_end, d.indexed_at,"
-            " d.first_indexed_at, d.valid_from_raw, d.valid_until_raw, d.retired_state,"
-            " d.retired_since, d.retired_vocabulary, d.retired_line, d.retired_statement"
-            f" FROM {self._t('chunks')} c JOIN {self._t('documents')} d ON d.id = c.doc_id"
-            f" WHERE {where}",
-            args,
-        ).fetchall():
-            rows[int(r[0])] = {
-                "doc_id": int(r[1]),
-                "vector": le_vector(bytes(r[2])),
-                "body": _core.lexical_body(r[5], r[8], r[7]),
-                "retired": (r[15], r[16], r[17] or "", r[18], r[19] or "") if r[15] else None,
-                "shown": {
-                    "source": r[3],
-                    "path": r[4],
-                    "title": r[5],
-                    "ordinal": r[6],
-                    "text": r[7],
-                    "heading_path": r[8],
-                    "line_start": r[9],
-                    "line_end": r[10],
-                    "indexed_at": r[11] or "",
-                    "first_indexed_at": r[12] or "",
-                    "valid_from": r[13],
-                    "valid_until": r[14],
-                },
-            }
-        return rows
+        return _rows(
+            c.execute(
+                f"SELECT {_ROW} FROM {self._t('chunks')} c"
+                f" JOIN {self._t('documents')} d ON d.id = c.doc_id WHERE {where}",
+                args,
+            ).fetchall()
+        )
 
     def explain(
         self,
@@ -299,6 +317,86 @@ class Searching(Namespace):
             (ids,),
         ).fetchall()
         return _core.dense_order(query, [(int(i), le_vector(bytes(v))) for i, v in rows])
+
+
+#: The columns of a chunk's row a search reads (`c` the chunk, `d` its document; `_rows`).
+_ROW = (
+    "c.id, c.doc_id, vector_send(c.embedding), d.source, d.path, d.title, c.ordinal, c.text,"
+    " c.heading_path, c.line_start, c.line_end, d.indexed_at, d.first_indexed_at,"
+    " d.valid_from_raw, d.valid_until_raw, d.retired_state, d.retired_since,"
+    " d.retired_vocabulary, d.retired_line, d.retired_statement"
+)
+
+#: `_send_rare`'s statement: the query's terms the lexicon holds (of its first `searched`),
+#: the plan (`all` when their chunks add up to at most `pool`, else the OR of the rarest while
+#: they do, each quoted as `_or_query` quotes it: chr(39) a quote, chr(92) a backslash), and
+#: what `_matching` reads of each chunk it finds.
+_RARE_SQL = """
+WITH known AS (
+    SELECT u.term, u.ord, l.df
+    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, ord)
+    JOIN {lexicon} l ON l.term = u.term
+    WHERE u.ord <= %(searched)s AND l.df > 0
+), plan AS (
+    SELECT CASE WHEN coalesce(sum(df), 0) <= %(pool)s THEN %(all)s::tsquery ELSE (
+        SELECT string_agg(
+            chr(39) || replace(replace(term, chr(92), chr(92) || chr(92)), chr(39),
+                               chr(39) || chr(39)) || chr(39), ' | ')::tsquery
+        FROM (SELECT term, sum(df) OVER (ORDER BY df, ord) AS held FROM known) r
+        WHERE held <= %(pool)s
+    ) END AS q, array_agg(term ORDER BY ord) AS searched
+    FROM known
+)
+SELECT c.id, c.tokens, ts_filter(setweight(c.body, 'A', plan.searched), '{{a}}')::text
+FROM plan JOIN {chunks} c ON c.body @@ plan.q
+"""
+
+
+def _counts(
+    terms: list[str], rows: list[tuple[str, int]]
+) -> tuple[int, list[tuple[str, int]], int, int]:
+    """(generation, each term's document frequency, chunks, tokens) from `_send_lexicon`'s
+    rows (a term's row is named `.term`)."""
+    dfs = {name[1:]: int(n) for name, n in rows if name.startswith(".")}
+    counts = {name: int(n) for name, n in rows if not name.startswith(".")}
+    return (
+        counts.get("generation", 0),
+        [(t, dfs.get(t, 0)) for t in terms],
+        counts.get("chunks", 0),
+        counts.get("tokens", 0),
+    )
+
+
+def _matches(rows: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
+    return {int(i): (int(n), v) for i, n, v in rows}
+
+
+def _rows(found: list[tuple[Any, ...]]) -> dict[int, dict[str, Any]]:
+    """Chunk id → the row a search reads (`_ROW`'s columns), as the judge and the hit take
+    them."""
+    rows: dict[int, dict[str, Any]] = {}
+    for r in found:
+        rows[int(r[0])] = {
+            "doc_id": int(r[1]),
+            "vector": le_vector(bytes(r[2])),
+            "body": _core.lexical_body(r[5], r[8], r[7]),
+            "retired": (r[15], r[16], r[17] or "", r[18], r[19] or "") if r[15] else None,
+            "shown": {
+                "source": r[3],
+                "path": r[4],
+                "title": r[5],
+                "ordinal": r[6],
+                "text": r[7],
+                "heading_path": r[8],
+                "line_start": r[9],
+                "line_end": r[10],
+                "indexed_at": r[11] or "",
+                "first_indexed_at": r[12] or "",
+                "valid_from": r[13],
+                "valid_until": r[14],
+            },
+        }
+    return rows
 
 
 def _or_query(terms: list[str]) -> str:
