@@ -2,21 +2,26 @@
 
 On one Zipf corpus (benches/zipf_corpus.py) of about N chunks:
 
-- embedding, once: every chunk is embedded by a first index run into a scratch file, and both
+- embedding, once: every chunk is embedded by a first index run into a scratch file, and the
   stores below are then written from those vectors (an embedder that remembers them), so their
-  index figures are the store's write path alone: SQLite + Tantivy against COPY + the lexicon,
-  then the GIN and HNSW indexes built at the end of a namespace's first run;
+  index figures are the store's write path alone;
+- the first search of a fresh handle (for PostgreSQL: reading the corpus and the vectors);
 - `Memory.search` end to end, warm, strict mode with the same certified calibration, p50/p95,
-  the two backends interleaved query by query (the query embedded each time, as a user's is);
-- the HNSW index's recall@10 against the exact scan of the same vectors (numpy), queried as the
-  store queries it (its `hnsw.ef_search`, the index forced), ties with the exact 10th found;
-- agreement: the share of queries whose hits (file, verdict) are the same on both backends.
+  the stores interleaved query by query (the query embedded each time, as a user's is);
+- the dense leg's recall@10 against numpy's exact scan of the vectors read back from the
+  namespace (ties with the exact 10th counted as found);
+- agreement: the share of queries whose hits (file, verdict) are the file store's.
+
+`--baseline PYTHON`: another build (a virtual environment's interpreter with recall installed)
+indexes the same notes into its own namespace of the same server and answers the same queries,
+interleaved with this build's, in a process of its own; its figures print beside these.
 
 The server is the one the test extras install (`pgserver`: PostgreSQL 16 + pgvector 0.6.2 on
 Python 3.9-3.12), started in a temporary folder on this machine (so it shares the cores with the
 benchmark); the run prints both versions.
 
 Usage: python benches/postgres.py [--chunks 100000] [--queries 200] [--embedder hashing-512]
+                                  [--baseline PYTHON]
 """
 
 from __future__ import annotations
@@ -26,32 +31,34 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
-import pgserver  # type: ignore[import-untyped]  # noqa: E402
-import psycopg  # noqa: E402
-from machine import cpu_model, p95  # noqa: E402
-from zipf_corpus import ZipfCorpus  # noqa: E402
 
 import recall  # noqa: E402
+from recall import _core  # noqa: E402
 from recall.embedders import Embedder, get_embedder  # noqa: E402
-from recall.postgres.search import EF_SEARCH  # noqa: E402
 
 WARMUP = 10
 LABELLED = 40
 TIE = 1e-6
+CANDIDATES = 40
 
 
 class Remembered:
     """An embedder that embeds each text once and gives the same vector after (same name, dim
-    and fingerprint, so both stores are bound to the same lineage)."""
+    and fingerprint, so every store is bound to the same lineage); `save`/`load` hand the
+    vectors to another process."""
 
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
@@ -81,6 +88,15 @@ class Remembered:
         query = getattr(self.inner, "embed_query", None) or self.inner.embed
         return np.asarray(query(texts), dtype=np.float32)
 
+    def save(self, path: Path) -> None:
+        texts = list(self.seen)
+        np.save(path, np.stack([self.seen[t] for t in texts]).astype(np.float32))
+        path.with_suffix(".json").write_text(json.dumps(texts))
+
+    def load(self, path: Path) -> None:
+        texts = json.loads(path.with_suffix(".json").read_text())
+        self.seen.update(zip(texts, np.load(path)))
+
 
 def negatives(count: int, seed: int) -> list[str]:
     rng = random.Random(seed)
@@ -93,18 +109,94 @@ def negatives(count: int, seed: int) -> list[str]:
 
 
 def median(xs: list[float]) -> float:
-    return float(np.median(np.asarray(xs)))
+    return float(np.median(np.asarray(xs))) if xs else float("nan")
 
 
-def shown(result: recall.Result) -> list[tuple[str, str]]:
-    return [(h.provenance.file, h.verdict) for h in result.hits]
+def shown(result: Any) -> list[list[str]]:
+    return [[h.provenance.file, h.verdict] for h in result.hits]
+
+
+def dense_top(mem: Any, vector: npt.NDArray[np.float32], text: str) -> list[int]:
+    """The store's own dense leg for one query: its best 10 chunk ids."""
+    policy = _core.Policy(
+        now_us=0, threshold=0.5, scale=0.05, lexical_weight=0.15, identifier_weight=0.3
+    )
+    out = mem._store.search(
+        vector.astype("<f4").tobytes(), text=text, k=10, candidates=CANDIDATES, policy=policy
+    )
+    return [int(c) for c, _ in out["dense"][:10]]
+
+
+def worker(url: str, root: str, vectors: str, embedder_name: str) -> None:
+    """The baseline's side: commands as JSON lines on stdin, answers on stdout."""
+    embedder = Remembered(get_embedder(embedder_name))
+    embedder.load(Path(vectors))
+    mem: Any = None
+    for line in sys.stdin:
+        ask = json.loads(line)
+        answer: dict[str, Any] = {}
+        if "index" in ask:
+            with recall.open(url, embedder=embedder) as m:
+                t0 = time.perf_counter()
+                report = m.index(root, calibrate=False)
+                answer = {"seconds": time.perf_counter() - t0, "chunks": report.chunks}
+        elif "calibration" in ask:
+            with recall.open(url, embedder=embedder) as m:
+                m.import_calibration(ask["calibration"])
+        elif "open" in ask:
+            mem = recall.open(url, embedder=embedder)
+            t0 = time.perf_counter()
+            mem.search(ask["open"])
+            answer = {"ms": (time.perf_counter() - t0) * 1e3}
+        elif "search" in ask:
+            t0 = time.perf_counter()
+            result = mem.search(ask["search"])
+            answer = {"ms": (time.perf_counter() - t0) * 1e3, "shown": shown(result)}
+        elif "dense" in ask:
+            vector = np.asarray(ask["vector"], dtype=np.float32)
+            answer = {"top": dense_top(mem, vector, ask["dense"])}
+        print(json.dumps(answer), flush=True)
+
+
+class Baseline:
+    """The other build, in its own process (`worker`), asked one command at a time."""
+
+    def __init__(self, python: str, url: str, root: Path, vectors: Path, name: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, __file__, "--worker", url, str(root), str(vectors), name],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, **command: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the baseline process ended; its error is above")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(*sys.argv[2:6])
+        return
+    import pgserver  # type: ignore[import-untyped]
+    from machine import cpu_model
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embedder", default="hashing-512")
+    ap.add_argument("--baseline", default=None, help="another build's Python, run beside this")
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
     print(
@@ -116,12 +208,17 @@ def main() -> None:
         os.environ.setdefault("XDG_RUNTIME_DIR", str(work))
         server = pgserver.get_server(work / "pg", cleanup_mode="stop")
         try:
-            run(server.get_uri(), work, args.chunks, args.queries, args.embedder)
+            run(server.get_uri(), work, args)
         finally:
             server.cleanup()
 
 
-def run(url: str, work: Path, chunks: int, n_queries: int, embedder_name: str) -> None:
+def run(url: str, work: Path, args: argparse.Namespace) -> None:
+    import psycopg
+    from machine import p95
+    from zipf_corpus import ZipfCorpus
+
+    chunks, embedder_name = args.chunks, args.embedder
     with psycopg.connect(url) as con:
         con.execute("CREATE EXTENSION IF NOT EXISTS vector")
         con.commit()
@@ -143,99 +240,179 @@ def run(url: str, work: Path, chunks: int, n_queries: int, embedder_name: str) -
         f"  embedding pass (a first index run into a scratch file): {report.chunks:,} chunks in "
         f"{embed_s:.1f} s ({report.chunks / embed_s:,.0f} chunks/s)"
     )
+    remembered = work / "vectors.npy"
+    embedder.save(remembered)
     targets = {"sqlite": str(work / "store.db"), "postgres": f"{url}&namespace=bench"}
+    base = None
+    if args.baseline:
+        base = Baseline(args.baseline, f"{url}&namespace=base", root, remembered, embedder_name)
+    try:
+        measure(corpus, embedder, targets, base, args, p95)
+    finally:
+        if base is not None:
+            base.close()
+
+
+def measure(
+    corpus: Any,
+    embedder: Remembered,
+    targets: dict[str, str],
+    base: Baseline | None,
+    args: argparse.Namespace,
+    p95: Any,
+) -> None:
+    chunks, root = args.chunks, Path(targets["sqlite"]).parent / "notes"
     index_s: dict[str, float] = {}
+    counted: dict[str, int] = {}
     for name, target in targets.items():
         with recall.open(target, embedder=embedder) as mem:
             t0 = time.perf_counter()
-            report = mem.index(root, calibrate=False)
+            counted[name] = mem.index(root, calibrate=False).chunks
             index_s[name] = time.perf_counter() - t0
+    if base is not None:
+        done = base.ask(index=True)
+        index_s["baseline"], counted["baseline"] = done["seconds"], done["chunks"]
+    for name, seconds in index_s.items():
         print(
-            f"  index into {name:8} from the remembered vectors: {report.chunks:,} chunks in "
-            f"{index_s[name]:.1f} s ({report.chunks / index_s[name]:,.0f} chunks/s)"
+            f"  index into {name:8} from the remembered vectors: {counted[name]:,} chunks in "
+            f"{seconds:.1f} s ({counted[name] / seconds:,.0f} chunks/s)"
         )
-    pairs = corpus.queries(LABELLED + n_queries + WARMUP, seed=chunks)
+    pairs = corpus.queries(LABELLED + args.queries + WARMUP, seed=chunks)
     labelled = [(q, True) for q, _ in pairs[:LABELLED]]
     labelled += [(q, False) for q in negatives(LABELLED, seed=chunks)]
     with recall.open(targets["sqlite"], embedder=embedder) as mem:
-        calibration, fit = mem.calibrate(labelled)
+        _, fit = mem.calibrate(labelled)
         record = mem.export_calibration()
     if not fit.certified:
         raise SystemExit(f"the calibration is not certified ({fit.certified_reason})")
     with recall.open(targets["postgres"], embedder=embedder) as mem:
         mem.import_calibration(record)
+    if base is not None:
+        base.ask(calibration=record)
     queries = [q for q, _ in pairs[LABELLED:]]
 
-    mems = {name: recall.open(target, embedder=embedder) for name, target in targets.items()}
-    times: dict[str, list[float]] = {name: [] for name in mems}
-    parts: dict[str, list[float]] = {p: [] for p in ("embed", "dense", "lexical", "trust")}
-    same = 0
+    first: dict[str, float] = {}
+    mems: dict[str, Any] = {}
+    for name, target in targets.items():
+        mems[name] = recall.open(target, embedder=embedder)
+        t0 = time.perf_counter()
+        mems[name].search(queries[0])
+        first[name] = (time.perf_counter() - t0) * 1e3
+    if base is not None:
+        first["baseline"] = base.ask(open=queries[0])["ms"]
+    names = [*mems, *(["baseline"] if base is not None else [])]
+    times: dict[str, list[float]] = {name: [] for name in names}
+    parts: dict[str, list[float]] = {p: [] for p in ("embed", "load", "dense", "lexical", "trust")}
+    same = dict.fromkeys(names, 0)
     try:
-        for q in queries[:WARMUP]:
+        for q in queries[1:WARMUP]:
             for m in mems.values():
                 m.search(q)
+            if base is not None:
+                base.ask(search=q)
         for q in queries[WARMUP:]:
-            results = {}
+            results: dict[str, list[list[str]]] = {}
             for name, m in mems.items():
                 t0 = time.perf_counter()
-                results[name] = m.search(q)
+                result = m.search(q)
                 times[name].append((time.perf_counter() - t0) * 1e3)
-            same += shown(results["sqlite"]) == shown(results["postgres"])
-            for p in parts:
-                parts[p].append(results["postgres"].timings_ms[p])
+                results[name] = shown(result)
+                if name == "postgres":
+                    for p in parts:
+                        parts[p].append(result.timings_ms.get(p, 0.0))
+            if base is not None:
+                answer = base.ask(search=q)
+                times["baseline"].append(answer["ms"])
+                results["baseline"] = answer["shown"]
+            for name in names:
+                same[name] += results[name] == results["sqlite"]
+        vectors = embedder.embed_query(queries[WARMUP:])
+        tops = {
+            "postgres": [
+                dense_top(mems["postgres"], v, q) for v, q in zip(vectors, queries[WARMUP:])
+            ]
+        }
+        if base is not None:
+            tops["baseline"] = [
+                base.ask(dense=q, vector=v.tolist())["top"]
+                for v, q in zip(vectors, queries[WARMUP:])
+            ]
     finally:
         for m in mems.values():
             m.close()
-    vectors = embedder.embed_query(queries[WARMUP:])
+    found = recall_at_10(targets["postgres"], tops, vectors)
     timed = len(queries) - WARMUP
+    label = {"sqlite": "file", "postgres": "PostgreSQL", "baseline": "PostgreSQL, baseline build"}
     print(f"  {timed} queries after {WARMUP} warm-up, interleaved, strict mode")
-    print(f"  {'Memory.search':28} {'p50 ms':>8} {'p95 ms':>8}")
-    for name, xs in times.items():
-        print(f"  {'  on ' + name:28} {median(xs):8.3f} {p95(xs):8.3f}")
     print(
-        "    on postgres, p50 of each part: "
-        + ", ".join(f"{p} {median(xs):.2f}" for p, xs in parts.items())
-        + " (trust: reading the candidates' rows, then judging)"
+        f"  {'Memory.search':34} {'first ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'same as file':>13}"
     )
-    ratio = median(times["postgres"]) / median(times["sqlite"])
-    print(f"  PostgreSQL / file at p50: {ratio:.1f}x; same hits and verdicts on {same}/{timed}")
+    for name in names:
+        print(
+            f"    {label[name]:32} {first[name]:9.1f} {median(times[name]):8.3f} "
+            f"{p95(times[name]):8.3f} {same[name]:>9}/{timed}"
+        )
+    print(
+        "    PostgreSQL, p50 of each part: "
+        + ", ".join(f"{p} {median(xs):.2f}" for p, xs in parts.items())
+        + " (lexical: the first round trip and the BM25 order; trust: the rows, then judging)"
+    )
+    nonzero = float(np.mean(np.count_nonzero(vectors, axis=1)))
+    for name, share in found.items():
+        print(
+            f"  dense leg recall@10 vs numpy's exact scan, {label[name]}: {share:.3f} over "
+            f"{timed} queries (query vectors: {nonzero:.0f} of {vectors.shape[1]} components "
+            "non-zero)"
+        )
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
+    pg, ms = "postgres", median
+    print(
+        f"summary: {chunks:,} chunks, {args.embedder}; index {index_s['sqlite']:.1f} s file, "
+        f"{index_s[pg]:.1f} s PostgreSQL"
+        + (f" ({index_s['baseline']:.1f} s baseline)" if base is not None else "")
+        + f"; search p50 {ms(times['sqlite']):.2f} / {ms(times[pg]):.2f} ms"
+        + (f" ({ms(times['baseline']):.2f} ms baseline)" if base is not None else "")
+        + f"; recall@10 {found[pg]:.3f}"
+        + (f" ({found['baseline']:.3f} baseline)" if base is not None else "")
+        + f"; same hits {same[pg]}/{timed}"
+    )
 
-    with psycopg.connect(url) as con:
-        rows = con.execute("SELECT id, vector_send(embedding) FROM bench.chunks").fetchall()
-        ids = np.asarray([r[0] for r in rows])
-        matrix = np.stack([np.frombuffer(bytes(r[1]), dtype=">f4", offset=4) for r in rows])
-        matrix = matrix.astype(np.float32)
-        row = {int(c): i for i, c in enumerate(ids)}
-        # As the store asks (its search sets both per query).
-        con.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-        con.execute("SET enable_seqscan = off")
-        found = []
-        for v in vectors:
-            text = "[" + ",".join(map(repr, v.astype(np.float32).tolist())) + "]"
-            got = [
-                r[0]
-                for r in con.execute(
-                    "SELECT id FROM bench.chunks ORDER BY embedding <=> %s::vector LIMIT 10",
-                    (text,),
-                ).fetchall()
-            ]
+
+def recall_at_10(
+    url: str, tops: dict[str, list[list[int]]], vectors: npt.NDArray[np.float32]
+) -> dict[str, float]:
+    """Each build's share of numpy's exact top 10 its dense leg found (ties with the exact
+    10th counted), over the vectors read back from this build's namespace (both namespaces
+    hold the same notes, so the same chunk has the same vector; ids are matched by text)."""
+    import psycopg
+
+    conninfo, _, _ = url.partition("&namespace=")
+    with psycopg.connect(conninfo) as con:
+        rows = con.execute(
+            "SELECT c.id, d.path, c.ordinal, vector_send(c.embedding) FROM bench.chunks c"
+            " JOIN bench.documents d ON d.id = c.doc_id"
+        ).fetchall()
+        key = {int(r[0]): (r[1], r[2]) for r in rows}
+        if "baseline" in tops:
+            for i, path, ordinal in con.execute(
+                "SELECT c.id, d.path, c.ordinal FROM base.chunks c"
+                " JOIN base.documents d ON d.id = c.doc_id"
+            ).fetchall():
+                key[-int(i)] = (path, ordinal)
+    matrix = np.stack([np.frombuffer(bytes(r[3]), dtype=">f4", offset=4) for r in rows])
+    matrix = matrix.astype(np.float32)
+    row = {key[int(r[0])]: i for i, r in enumerate(rows)}
+    found: dict[str, float] = {}
+    for name, per_query in tops.items():
+        sign = -1 if name == "baseline" else 1
+        shares = []
+        for v, got in zip(vectors, per_query):
             scores = matrix @ v.astype(np.float32)
             tenth = np.sort(scores)[-10]
-            found.append(sum(scores[row[c]] >= tenth - TIE for c in got) / 10)
-    nonzero = float(np.mean(np.count_nonzero(vectors, axis=1)))
-    print(
-        f"  HNSW recall@10 vs the exact scan (ef_search {EF_SEARCH}, ties counted): "
-        f"{np.mean(found):.3f} over {len(found)} queries (query vectors: {nonzero:.0f} of "
-        f"{vectors.shape[1]} components non-zero)"
-    )
-    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
-    print(
-        f"summary: {chunks:,} chunks, {embedder_name}; index {index_s['sqlite']:.1f} s file, "
-        f"{index_s['postgres']:.1f} s PostgreSQL; search p50 {median(times['sqlite']):.2f} / "
-        f"{median(times['postgres']):.2f} ms, p95 {p95(times['sqlite']):.2f} / "
-        f"{p95(times['postgres']):.2f} ms; HNSW recall@10 {np.mean(found):.3f}; same hits "
-        f"{same}/{timed}"
-    )
+            hit = [scores[row[key[sign * c]]] >= tenth - TIE for c in got if sign * c in key]
+            shares.append(sum(hit) / 10)
+        found[name] = float(np.mean(shares))
+    return found
 
 
 if __name__ == "__main__":

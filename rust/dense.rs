@@ -292,6 +292,42 @@ impl DenseIndex {
         self.units.push(unit);
     }
 
+    /// Append rows (row-major, a whole number of `dim`-float rows), coded on all cores when
+    /// the index is empty (a first load), else one by one.
+    pub fn extend(&mut self, data: Vec<f32>) {
+        assert!(
+            self.dim > 0 && data.len().is_multiple_of(self.dim),
+            "data must hold whole rows"
+        );
+        if self.is_empty() {
+            *self = DenseIndex::from_data(self.dim, data);
+        } else {
+            for row in data.chunks_exact(self.dim) {
+                self.push(row);
+            }
+        }
+    }
+
+    /// Keep the rows whose `keep` is true, in their order (`keep` has one flag per row).
+    pub fn retain_rows(&mut self, keep: &[bool]) {
+        assert_eq!(keep.len(), self.len(), "one flag per row");
+        let (dim, stride) = (self.dim, MASKS * words_for(self.dim));
+        let mut to = 0;
+        for (from, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
+            if from != to {
+                self.data
+                    .copy_within(from * dim..(from + 1) * dim, to * dim);
+                self.codes
+                    .copy_within(from * stride..(from + 1) * stride, to * stride);
+                self.units[to] = self.units[from];
+            }
+            to += 1;
+        }
+        self.data.truncate(to * dim);
+        self.codes.truncate(to * stride);
+        self.units.truncate(to);
+    }
+
     pub fn row(&self, i: usize) -> &[f32] {
         &self.data[i * self.dim..(i + 1) * self.dim]
     }
@@ -650,6 +686,37 @@ mod tests {
             assert_eq!(index.top_k_exact(&q, k), brute(&index, &q, k), "k = {k}");
             assert_eq!(index.top_k(&q, k), brute(&index, &q, k), "k = {k}");
         }
+    }
+
+    #[test]
+    fn retained_rows_score_as_an_index_built_from_them() {
+        let dim = 70;
+        let mut x = 7u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        };
+        let rows = QUANTISE_FROM + 300;
+        let data: Vec<f32> = (0..rows * dim).map(|_| next()).collect();
+        let mut index = DenseIndex::new(dim);
+        index.extend(data[..dim * 10].to_vec());
+        index.extend(data[dim * 10..].to_vec());
+        let keep: Vec<bool> = (0..rows).map(|i| i % 3 != 1).collect();
+        index.retain_rows(&keep);
+        let kept: Vec<f32> = data
+            .chunks_exact(dim)
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .flat_map(|(r, _)| r.to_vec())
+            .collect();
+        let built = DenseIndex::from_data(dim, kept);
+        assert_eq!(index.len(), built.len());
+        assert_eq!(index.codes, built.codes);
+        assert_eq!(index.units, built.units);
+        let q: Vec<f32> = (0..dim).map(|_| next()).collect();
+        assert_eq!(index.top_k(&q, 25), built.top_k(&q, 25));
     }
 
     #[test]

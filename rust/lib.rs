@@ -1,6 +1,7 @@
 //! `recall._core`: the PyO3 module. Declarations only: the work lives in the plain Rust modules
 //! so they can be tested and benched without Python, and each Python-facing piece in its own
-//! `py_*` module (the store, the corpus of a server backend, hits, errors, free functions).
+//! `py_*` module (the store, the corpus and vectors of a server backend, hits, errors, free
+//! functions).
 
 pub mod answer;
 pub mod dense;
@@ -18,6 +19,7 @@ mod py_functions;
 mod py_hits;
 mod py_policy;
 mod py_store;
+mod py_vectors;
 pub mod store;
 pub mod triggers;
 pub mod trust;
@@ -56,6 +58,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;
+    m.add_class::<py_vectors::PyVectors>()?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_terms, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::bm25_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_row, m)?)?;

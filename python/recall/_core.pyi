@@ -7,6 +7,7 @@ from recall.rows import DocumentRow, ExportedDocument, JournalRow, KnownRow, Sea
 
 __all__ = [
     "Corpus",
+    "Vectors",
     "EmbedderMismatchError",
     "RecallError",
     "EXPLAIN_DEPTH",
@@ -193,6 +194,19 @@ _DocumentRow = tuple[
 ]
 # (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden)
 _CorpusEdgeRow = tuple[int, str, str, bool, str, int | None, str, bool, str | None]
+
+@final
+class Vectors:
+    def __new__(cls, dim: int) -> Vectors: ...
+    @property
+    def dim(self) -> int: ...
+    def __len__(self) -> int: ...
+    @property
+    def last_id(self) -> int: ...
+    def extend(self, ids: list[int], data: bytes) -> None: ...
+    def remove(self, ids: list[int]) -> int: ...
+    def get(self, id: int) -> bytes | None: ...
+    def nearest(self, query: bytes, n: int) -> list[tuple[int, float]]: ...
 
 @final
 class Corpus:

@@ -19,6 +19,7 @@ import numpy as np
 from recall import _core
 from recall.errors import StoreError
 from recall.postgres import shown_db
+from recall.postgres.replica import Replica
 from recall.postgres.schema import DEFAULT_NAMESPACE, check_namespace
 
 __all__ = ["EMBEDDER_KEYS", "Namespace", "bound_of", "le_vector", "split_url"]
@@ -71,8 +72,8 @@ class Namespace:
     _write: Any
     _closed: bool
     _tables: set[str]
-    _corpus: tuple[int, _core.Corpus] | None
-    _corpus_lock: threading.Lock
+    _replica: Replica | None
+    _replica_lock: threading.RLock
     _has_standing: bool
 
     @contextmanager
@@ -141,39 +142,20 @@ class Namespace:
         except ValueError:
             return 0
 
-    def _corpus_for(self, c: Any, generation: int | None = None) -> tuple[int, _core.Corpus]:
-        """The trust layer's corpus for the committed generation (read here unless given),
-        rebuilt when it moved."""
+    def _replica_for(
+        self, c: Any, generation: int | None = None, *, vectors: bool = False
+    ) -> Replica:
+        """What the process holds of the namespace, brought to the committed generation (read
+        here unless given); with the vectors when `vectors`. The caller holds
+        `_replica_lock` while it reads the vectors (a later call moves them forward)."""
         if generation is None:
             generation = self._int_meta(c, "generation")
-        with self._corpus_lock:
-            if self._corpus is not None and self._corpus[0] == generation:
-                return self._corpus
-        # One snapshot: documents and edges of the same commit.
-        with c.transaction():
-            c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            generation = self._int_meta(c, "generation")
-            setting = c.execute(
-                f"SELECT value FROM {self._t('meta')} WHERE key = 'vocabularies'"
-            ).fetchone()
-            docs = c.execute(
-                "SELECT id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
-                " metadata_error IS NOT NULL, alias, retired_state, retired_since,"
-                f" retired_vocabulary, retired_overridden FROM {self._t('documents')} ORDER BY id"
-            ).fetchall()
-            edges = c.execute(
-                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line,"
-                f" coalesce(statement, ''), overridden, {self._standing(c)} FROM {self._t('edges')}"
-                " ORDER BY id"
-            ).fetchall()
-        corpus = _core.Corpus(
-            [
-                (*d[:9], (d[9], d[10], d[11] or "", bool(d[12])) if d[9] is not None else None)
-                for d in docs
-            ],
-            [tuple(e) for e in edges],
-            setting[0] if setting else "all",
-        )
-        with self._corpus_lock:
-            self._corpus = (generation, corpus)
-        return self._corpus
+        if self._replica is None:
+            self._replica = Replica(self._t, self._standing)
+        return self._replica.current(c, generation, vectors=vectors)
+
+    def _corpus_for(self, c: Any) -> tuple[int, _core.Corpus]:
+        """The trust layer's corpus for the committed generation, and that generation."""
+        with self._replica_lock:
+            replica = self._replica_for(c)
+            return replica.generation, replica.corpus

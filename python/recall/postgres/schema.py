@@ -5,10 +5,11 @@ roles. Does not own: reading or writing rows (store.py).
 
 The tables mirror the single-file store's (documents, chunks, edges, meta) so that a memory
 moves between backends row for row; the chunk table is made by the first index run, when the
-embedder's dimension is known. Vectors are pgvector `vector(D)` with an HNSW index over cosine
-distance; the lexical leg is a `tsvector` of the core's own analysed terms with a GIN index
-(it finds the matching chunks; the core orders them by BM25), and `lexicon` keeps each term's
-document frequency for BM25 and the lexical evidence (SPEC §7).
+embedder's dimension is known. Vectors are pgvector `vector(D)`, scanned by each reader over
+the copy it holds (no index); the lexical leg is a `tsvector` of the core's own analysed terms
+with a GIN index (it finds the matching chunks; the core orders them by BM25), and `lexicon`
+keeps each term's document frequency for BM25 and the lexical evidence (SPEC §7). The change
+log (`change_log_ddl`) tells a reader what each commit changed.
 """
 
 from __future__ import annotations
@@ -21,20 +22,18 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "SCHEMA_VERSION",
     "base_ddl",
+    "change_log_ddl",
     "check_namespace",
+    "chunk_log_ddl",
     "chunks_ddl",
+    "dropped_indexes_ddl",
     "search_indexes_ddl",
 ]
 
 DEFAULT_NAMESPACE = "recall"
-#: Version of the tables below (kept in `meta` as `pg_schema_version`).
-SCHEMA_VERSION = 2
-
-#: The HNSW graph's links per node and build-time candidate list: above pgvector's defaults (16,
-#: 64), which find 6 of the exact 10 for short hashed queries at 10k chunks; these find 8 at
-#: ef_search 100 and 9 at 200 (benches/postgres.py measures it on each run).
-HNSW_M = 24
-HNSW_BUILD = 128
+#: Version of the tables below (kept in `meta` as `pg_schema_version`): 2 added the edges'
+#: `standing`, 3 the change log (`documents.changed`, `removed`).
+SCHEMA_VERSION = 3
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -147,6 +146,58 @@ CREATE TABLE IF NOT EXISTS {ns}.forgotten (
 """
 
 
+def change_log_ddl(ns: str) -> str:
+    """Schema 3, the change log a reader follows to bring what it holds forward (`replica.py`):
+    a document row written (inserted or updated) gets `changed` NULL, which the run's commit
+    stamps with its generation; every document or chunk row deleted is logged in `removed`,
+    stamped the same way. Triggers keep both, whoever writes (an earlier release included).
+    Idempotent: made with the namespace, or added by the first run of this release."""
+    return f"""
+-- The generation of the commit that last wrote the row: NULL until it commits.
+ALTER TABLE {ns}.documents ADD COLUMN IF NOT EXISTS changed bigint;
+CREATE INDEX IF NOT EXISTS documents_changed ON {ns}.documents (changed);
+CREATE TABLE IF NOT EXISTS {ns}.removed (
+    generation bigint,           -- NULL until the run that removed the row commits
+    doc_id     bigint NOT NULL,
+    chunk_id   bigint            -- NULL: the document itself
+);
+CREATE INDEX IF NOT EXISTS removed_generation ON {ns}.removed (generation);
+CREATE OR REPLACE FUNCTION {ns}.document_written() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- A write that does not set `changed` itself (the commit's stamp does) marks the row.
+    IF TG_OP = 'INSERT' OR NEW.changed IS NOT DISTINCT FROM OLD.changed THEN
+        NEW.changed := NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE FUNCTION {ns}.documents_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {ns}.removed (doc_id) SELECT id FROM gone;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION {ns}.chunks_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {ns}.removed (doc_id, chunk_id) SELECT doc_id, id FROM gone;
+    RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS document_written ON {ns}.documents;
+CREATE TRIGGER document_written BEFORE INSERT OR UPDATE ON {ns}.documents
+    FOR EACH ROW EXECUTE FUNCTION {ns}.document_written();
+DROP TRIGGER IF EXISTS documents_removed ON {ns}.documents;
+CREATE TRIGGER documents_removed AFTER DELETE ON {ns}.documents
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION {ns}.documents_removed();
+"""
+
+
+def chunk_log_ddl(ns: str) -> str:
+    """The chunk table's part of the change log (it exists once the first run made it)."""
+    return f"""
+DROP TRIGGER IF EXISTS chunks_removed ON {ns}.chunks;
+CREATE TRIGGER chunks_removed AFTER DELETE ON {ns}.chunks
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION {ns}.chunks_removed();
+"""
+
+
 def chunks_ddl(ns: str, dim: int) -> str:
     """The chunk table for an embedder of `dim` dimensions (its indexes: `search_indexes_ddl`)."""
     return f"""
@@ -169,9 +220,14 @@ CREATE TABLE IF NOT EXISTS {ns}.chunks (
 
 
 def search_indexes_ddl(ns: str) -> str:
-    """Both legs' indexes: built after the first run's rows are in, then kept by inserts."""
+    """The lexical leg's index: built after the first run's rows are in, then kept by inserts.
+    The dense leg needs none: a reader scans the vectors it holds (`replica.py`)."""
     return f"""
 CREATE INDEX IF NOT EXISTS chunks_body ON {ns}.chunks USING gin (body);
-CREATE INDEX IF NOT EXISTS chunks_embedding ON {ns}.chunks
-    USING hnsw (embedding vector_cosine_ops) WITH (m = {HNSW_M}, ef_construction = {HNSW_BUILD});
 """
+
+
+def dropped_indexes_ddl(ns: str) -> str:
+    """Indexes an earlier release built that no read uses (the HNSW graph of schema 2: every
+    insert paid for it)."""
+    return f"DROP INDEX IF EXISTS {ns}.chunks_embedding;"

@@ -1,32 +1,25 @@
 """The read path of a query on PostgreSQL: both legs' retrieval, the candidates' rows, explain.
 
-Owns: asking pgvector's HNSW index for the nearest chunks, asking full-text search for the
-chunks holding the query's words (with their positions), reading the rows the trust layer and
-the caller need, and handing them to the Rust core (`_core.Corpus`), which orders both legs,
-fuses, and judges with the code the single-file store judges with. Does not own: any rule, or
-the connection (base.py).
+Owns: the dense leg's exact scan of the vectors the process holds (`replica.py`, the file
+store's scan), asking full-text search for the chunks holding the query's words (with their
+positions), reading the rows the trust layer and the caller need, and handing them to the Rust
+core (`_core.Corpus`), which orders both legs, fuses, and judges with the code the single-file
+store judges with. Does not own: any rule, or the connection (base.py).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-
 from recall import _core
 from recall.postgres.base import Namespace, le_vector
-from recall.postgres.write import vector_text
 
 if TYPE_CHECKING:
     from recall.rows import HitRow, SearchOutcome
 
-__all__ = ["EF_SEARCH", "Searching"]
+__all__ = ["Searching"]
 
-#: HNSW candidate list per query: at least this ($RECALL_HNSW_EF_SEARCH: larger finds more of
-#: the exact neighbours and takes longer), and four times the candidates asked for.
-EF_SEARCH = int(os.environ.get("RECALL_HNSW_EF_SEARCH") or 100)
 #: The query's rarest terms are searched first while the chunks holding them number at most
 #: this (all of them are scored: they decide the top of the lexical leg when they can).
 RARE_POOL = 2000
@@ -55,31 +48,26 @@ class Searching(Namespace):
         with self._conn() as c:
             if not self._exists(c, "chunks"):
                 return _empty_outcome()
-            # One round trip: the counts and the query terms' frequencies, the dense leg with
-            # its rows, and the chunks holding the query's rarest words.
+            # One round trip: the generation, the counts and the query terms' frequencies,
+            # and the chunks holding the query's rarest words.
             with c.pipeline():
                 counted = self._send_lexicon(c, terms)
-                nearest = self._send_dense(c, query, candidates)
                 rare = self._send_rare(c, terms, tsquery) if tsquery else None
             generation, term_dfs, chunk_count, tokens = _counts(terms, counted.fetchall())
-            rows = _rows(nearest.fetchall())
-            dense = list(rows)
+            first = _matches(rare.fetchall()) if rare is not None else None
             t_sent = time.perf_counter()
-            _, corpus = self._corpus_for(c, generation)
-            t_loaded = time.perf_counter()
-            lexical = self._lexical(
-                c,
-                text,
-                candidates,
-                term_dfs,
-                chunk_count,
-                tokens,
-                first=_matches(rare.fetchall()) if rare is not None else None,
-            )
+            with self._replica_lock:
+                replica = self._replica_for(c, generation, vectors=True)
+                t_loaded = time.perf_counter()
+                assert replica.vectors is not None
+                dense = [i for i, _ in replica.vectors.nearest(query, candidates)]
+                corpus = replica.corpus
+            t_dense = time.perf_counter()
+            lexical = self._lexical(c, text, candidates, term_dfs, chunk_count, tokens, first=first)
             t_lexical = time.perf_counter()
-            missing = [i for i, _ in lexical if i not in rows]
-            if missing:
-                rows.update(self._chunk_rows(c, "c.id = ANY(%s)", (missing,)))
+            # One round trip: the rows of both legs' chunks.
+            ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
+            rows = self._chunk_rows(c, "c.id = ANY(%s)", (ids,))
 
             def fetch(doc_id: int) -> list[tuple[int, bytes, str]]:
                 found = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
@@ -115,11 +103,11 @@ class Searching(Namespace):
             "lexical": lexical,
             "generation": generation,
             "documents": len(corpus),
-            # Both legs' retrieval is one round trip, timed as the dense leg's; the lexical
-            # leg's time is its ordering (and a second look when the rarest words fall short).
+            # The first round trip (the lexicon, the rarest words' chunks) is timed with the
+            # lexical leg; bringing the corpus and the vectors forward after a commit as load.
             "load_ms": (t_loaded - t_sent) * ms,
-            "dense_ms": (t_sent - t0) * ms,
-            "lexical_ms": (t_lexical - t_loaded) * ms,
+            "dense_ms": (t_dense - t_loaded) * ms,
+            "lexical_ms": (t_sent - t0 + t_lexical - t_dense) * ms,
             "fuse_ms": 0.0,
             "trust_ms": (t_done - t_lexical) * ms,
         }
@@ -134,29 +122,6 @@ class Searching(Namespace):
             (terms,),
         )
 
-    def _send_dense(self, c: Any, query: bytes, n: int) -> Any:
-        """Queue the rows of the chunks the HNSW index finds nearest the query: twice the `n`
-        the core keeps after ordering them by cosine (so chunks tied at the cut are there to be
-        ordered as the file store's scan orders them)."""
-        c.execute("BEGIN")
-        # The planner prices a wide ef_search above a scan of every vector on a small table;
-        # the scan's cost grows with the corpus, the graph's does not. Both settings end with
-        # this transaction.
-        c.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true),"
-            " set_config('enable_seqscan', 'off', true)",
-            (str(max(EF_SEARCH, 4 * n)),),
-        )
-        found = c.execute(
-            f"WITH near AS MATERIALIZED (SELECT id FROM {self._t('chunks')}"
-            " ORDER BY embedding <=> %s::vector LIMIT %s)"
-            f" SELECT {_ROW} FROM near JOIN {self._t('chunks')} c ON c.id = near.id"
-            f" JOIN {self._t('documents')} d ON d.id = c.doc_id",
-            (vector_text(np.frombuffer(query, dtype="<f4")), 2 * n),
-        )
-        c.execute("COMMIT")
-        return found
-
     def _send_rare(self, c: Any, terms: list[str], tsquery: str) -> Any:
         """Queue the chunks `_lexical` scores first, with what `_matching` reads of each: all
         those holding one of the query's words when they number at most RARE_POOL, else those
@@ -169,10 +134,12 @@ class Searching(Namespace):
         )
 
     def _dense(self, c: Any, query: bytes, n: int) -> list[int]:
-        """Chunk ids near the query by the HNSW index (`_send_dense`'s)."""
-        with c.pipeline():
-            found = self._send_dense(c, query, n)
-        return list(_rows(found.fetchall()))
+        """The `n` chunk ids nearest the query, best first (ties by chunk id): the scan of
+        the vectors the process holds, brought to the committed generation."""
+        with self._replica_lock:
+            vectors = self._replica_for(c, vectors=True).vectors
+            assert vectors is not None
+            return [i for i, _ in vectors.nearest(query, n)]
 
     def _lexicon(self, c: Any, text: str) -> tuple[list[tuple[str, int]], int, int]:
         """Each analysed query term's document frequency, the chunks and their tokens."""
@@ -242,13 +209,15 @@ class Searching(Namespace):
         return _matches(rows)
 
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
-        return _rows(
-            c.execute(
-                f"SELECT {_ROW} FROM {self._t('chunks')} c"
-                f" JOIN {self._t('documents')} d ON d.id = c.doc_id WHERE {where}",
-                args,
-            ).fetchall()
-        )
+        # Binary results: the vectors come as sent, not as hexadecimal text.
+        with c.cursor(binary=True) as cur:
+            return _rows(
+                cur.execute(
+                    f"SELECT {_ROW} FROM {self._t('chunks')} c"
+                    f" JOIN {self._t('documents')} d ON d.id = c.doc_id WHERE {where}",
+                    args,
+                ).fetchall()
+            )
 
     def explain(
         self,
@@ -301,22 +270,13 @@ class Searching(Namespace):
                 chunks=[(i, r["vector"], r["body"]) for i, r in rows.items()],
                 term_dfs=term_dfs,
                 chunk_count=chunk_count,
-                dense_rank=rank(self._by_cosine(query, dense, c)),
+                dense_rank=rank(dense),
                 lexical_rank=rank([i for i, _ in lexical]),
                 declarations=[tuple(d) for d in declarations],
                 retired=tuple(retired) if retired else None,
                 vocabularies=setting,
                 policy=policy,
             )
-
-    def _by_cosine(self, query: bytes, ids: list[int], c: Any) -> list[int]:
-        """`ids` ordered as the core orders the dense leg: by the cosine of the stored vectors,
-        ties by chunk id."""
-        rows = c.execute(
-            f"SELECT id, vector_send(embedding) FROM {self._t('chunks')} WHERE id = ANY(%s)",
-            (ids,),
-        ).fetchall()
-        return _core.dense_order(query, [(int(i), le_vector(bytes(v))) for i, v in rows])
 
 
 #: The columns of a chunk's row a search reads (`c` the chunk, `d` its document; `_rows`).

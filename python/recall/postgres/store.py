@@ -23,11 +23,18 @@ import os
 import threading
 from typing import Any
 
-from recall import _core
 from recall.errors import EmbedderMismatchError, StoreError, UsageError
 from recall.postgres import scrubbed
 from recall.postgres.base import split_url
-from recall.postgres.schema import SCHEMA_VERSION, base_ddl, chunks_ddl
+from recall.postgres.replica import Replica
+from recall.postgres.schema import (
+    SCHEMA_VERSION,
+    base_ddl,
+    change_log_ddl,
+    chunk_log_ddl,
+    chunks_ddl,
+    dropped_indexes_ddl,
+)
 from recall.postgres.search import Searching
 from recall.postgres.summaries import Summaries
 from recall.postgres.write import Run
@@ -114,8 +121,8 @@ class PgStore(Searching, Summaries):
         self._run: Run | None = None
         self._tables: set[str] = set()
         self._server_clock = True
-        self._corpus: tuple[int, _core.Corpus] | None = None
-        self._corpus_lock = threading.Lock()
+        self._replica: Replica | None = None
+        self._replica_lock = threading.RLock()
         self._has_standing = False
         self._closed = False
         with self._conn() as c:
@@ -220,7 +227,8 @@ class PgStore(Searching, Summaries):
                 # release made; the writer that owns it adds the column once.
                 conn.execute(f"ALTER TABLE {self._t('edges')} ADD COLUMN standing text")
                 self._has_standing = True
-                self.set_meta("pg_schema_version", str(SCHEMA_VERSION))
+            if self._int_meta(conn, "pg_schema_version") < SCHEMA_VERSION:
+                self._upgrade(conn)
             bound = self.embedder()
             if bound is not None and (bound[0], bound[1], bound[2]) != (name, dim, fingerprint):
                 raise EmbedderMismatchError(
@@ -232,12 +240,12 @@ class PgStore(Searching, Summaries):
                     ("embedder_name", name),
                     ("embedder_dim", str(dim)),
                     ("embedder_fingerprint", fingerprint),
-                    ("pg_schema_version", str(SCHEMA_VERSION)),
                 ):
                     self.set_meta(key, value)
             first = not self._exists(conn, "chunks")
             if first:
                 conn.execute(chunks_ddl(self.namespace, dim))
+                conn.execute(chunk_log_ddl(self.namespace))
             self._run = Run(conn, self.namespace, dim, build_indexes=first)
             self._run.server_clock = self._server_clock
         except BaseException:
@@ -245,6 +253,19 @@ class PgStore(Searching, Summaries):
             conn.rollback()
             self._pool.putconn(conn)
             raise
+
+    def _upgrade(self, conn: Any) -> None:
+        """Bring a namespace's tables to this release's (the run's transaction holds the
+        lock): the change log (schema 3), whose removals start with this run, and no HNSW
+        index. An empty namespace gets the same, as it is made."""
+        conn.execute(change_log_ddl(self.namespace))
+        if self._exists(conn, "chunks"):
+            conn.execute(chunk_log_ddl(self.namespace))
+            conn.execute(dropped_indexes_ddl(self.namespace))
+        generation = self._int_meta(conn, "generation")
+        # A reader further behind than this run's generation reads everything again.
+        self._put_meta("log_from", str(generation + 1))
+        self._put_meta("pg_schema_version", str(SCHEMA_VERSION))
 
     def _writing(self) -> Run:
         if self._write is None or self._run is None:

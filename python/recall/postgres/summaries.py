@@ -299,14 +299,20 @@ class Summaries(Namespace):
                     f"SELECT count(*) FROM {self._t('documents')} d WHERE NOT EXISTS"
                     f" (SELECT 1 FROM {self._t('chunks')} c WHERE c.doc_id = d.id)"
                 ).fetchone()[0]
-                hnsw = self._exists(c, "chunks_embedding")
+                logged = c.execute(
+                    "SELECT count(*) FROM pg_trigger WHERE tgrelid = %s::regclass"
+                    " AND tgname = 'chunks_removed'",
+                    (self._t("chunks"),),
+                ).fetchone()[0]
                 checks.append(
                     (
                         "vectors",
-                        "ok" if hnsw else "warning",
-                        "HNSW index over cosine distance"
-                        if hnsw
-                        else "no HNSW index: the dense leg scans every vector",
+                        "ok" if logged else "warning",
+                        "scanned by each reader over the copy it holds, brought forward by the "
+                        "change log after each commit"
+                        if logged
+                        else "no change log: a reader reads every vector again after each "
+                        "commit; the next 'recall index' adds it",
                     )
                 )
                 checks.append(

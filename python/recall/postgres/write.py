@@ -26,6 +26,8 @@ __all__ = ["CLOCK", "Run", "vector_text"]
 
 #: Documents held before they are written: one batch of statements per page.
 BATCH = 256
+#: Generations whose removals the change log keeps (`schema.change_log_ddl`).
+LOG_GENERATIONS = 1000
 #: The server clock as the store's fixed-width instant (SPEC §2.4).
 CLOCK = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
@@ -79,8 +81,8 @@ class Run:
         self.dim = dim
         self.server_clock = True
         self._pending: list[_Document] = []
-        # The namespace's first run: its indexes are built once its rows are in (far faster
-        # than growing an HNSW graph row by row; no reader can see the table yet).
+        # The namespace's first run: its lexical index is built once its rows are in (faster
+        # than growing it row by row; no reader can see the table yet).
         self._build_indexes = build_indexes
 
     def _t(self, table: str) -> str:
@@ -330,6 +332,19 @@ class Run:
         c.execute(f"DELETE FROM {t('lexicon')} WHERE df <= 0")
         row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'generation'").fetchone()
         generation = (int(row[0]) if row and row[0].isdigit() else 0) + 1
+        # The change log (schema 3): what this run wrote and removed, stamped with its
+        # generation; removals older than LOG_GENERATIONS are forgotten, and a reader further
+        # behind reads everything again.
+        c.execute(f"UPDATE {t('documents')} SET changed = %s WHERE changed IS NULL", (generation,))
+        c.execute(
+            f"UPDATE {t('removed')} SET generation = %s WHERE generation IS NULL", (generation,)
+        )
+        horizon = generation - LOG_GENERATIONS
+        if horizon > 0:
+            c.execute(f"DELETE FROM {t('removed')} WHERE generation <= %s", (horizon,))
+            row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'log_from'").fetchone()
+            if row is None or int(row[0]) <= horizon:
+                meta("log_from", str(horizon + 1))
         documents, newest = c.execute(
             f"SELECT count(*), max(indexed_at) FROM {t('documents')}"
         ).fetchone()

@@ -1,0 +1,167 @@
+"""What a process holds of a namespace to search it: the trust layer's corpus (documents and
+their declarations) and the chunk vectors, as of one committed generation.
+
+Owns: reading them once, then after each commit only what it changed, by the change log
+(schema 3, `schema.change_log_ddl`): the documents it wrote (`changed` past the generation
+held), their declarations, the chunks it added (ids past the last held: runs take the writer
+lock in turn, so a later commit's chunk ids are larger) and the rows it removed. Everything is
+read again where the log cannot say: a namespace an earlier release wrote, a holder further
+behind than the log reaches, or counts that disagree after the changes are applied. Each read
+is one snapshot (REPEATABLE READ), so the corpus, the vectors and the generation agree. Does
+not own: the connection, or what a search does with them (search.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from recall import _core
+
+__all__ = ["Replica"]
+
+#: The documents columns the corpus is built from (`_core.Corpus`), the row id first.
+_DOCUMENT = (
+    "id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
+    " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
+    " retired_overridden"
+)
+#: The meta records a read checks against what it brought forward.
+_COUNTED = ("generation", "log_from", "pg_schema_version", "vocabularies", "documents", "chunks")
+
+
+class Replica:
+    """The corpus, and the vectors once a search asks for them, of one namespace (`t` names
+    its tables; `standing(c)` is the edges' standing column, or NULL before schema 2)."""
+
+    def __init__(self, t: Any, standing: Any) -> None:
+        self._t = t
+        self._standing = standing
+        self.generation = -1
+        self._logged = False  # the namespace had the change log at the last read
+        self._documents: dict[int, tuple[Any, ...]] = {}
+        self._edges: dict[int, list[tuple[int, tuple[Any, ...]]]] = {}
+        self._setting = "all"
+        self.corpus = _core.Corpus([], [], "all")
+        self.vectors: _core.Vectors | None = None
+
+    def current(self, c: Any, generation: int, *, vectors: bool) -> Replica:
+        """Brought to the committed generation (at least `generation`), with the vectors
+        when `vectors`; reads nothing when it is there already."""
+        if generation == self.generation and (self.vectors is not None or not vectors):
+            return self
+        behind = self.generation >= 0 and self._logged
+        with c.transaction():
+            c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            meta = dict(
+                c.execute(
+                    f"SELECT key, value FROM {self._t('meta')} WHERE key = ANY(%s)",
+                    (list(_COUNTED),),
+                ).fetchall()
+            )
+            logged = _int(meta.get("pg_schema_version")) >= 3
+            since = self.generation
+            if not (behind and logged and _int(meta.get("log_from")) <= since + 1):
+                since = -1  # everything
+            self._read_documents(c, since if since >= 0 else None)
+            want = vectors or self.vectors is not None
+            if want:
+                self._read_vectors(c, since if since >= 0 and self.vectors is not None else None)
+            if since >= 0 and not self._agrees(meta, want):
+                self._read_documents(c, None)
+                if want:
+                    self._read_vectors(c, None)
+        self.generation = _int(meta.get("generation"))
+        self._logged = logged
+        self._setting = meta.get("vocabularies") or "all"
+        documents = [(*d[:9], _retired(d)) for _, d in sorted(self._documents.items())]
+        edges = sorted(e for listed in self._edges.values() for e in listed)
+        self.corpus = _core.Corpus(documents, [e for _, e in edges], self._setting)
+        return self
+
+    def _agrees(self, meta: dict[str, str], vectors: bool) -> bool:
+        """Whether what was brought forward counts what the commit counted."""
+        if len(self._documents) != _int(meta.get("documents")):
+            return False
+        return not vectors or self.vectors is None or len(self.vectors) == _int(meta.get("chunks"))
+
+    def _read_documents(self, c: Any, since: int | None) -> None:
+        """The documents (and their declarations) written after generation `since`, and the
+        removals logged since; every document when `since` is None."""
+        t = self._t
+        written = "" if since is None else " WHERE changed IS NULL OR changed > %(g)s"
+        rows = c.execute(
+            f"SELECT {_DOCUMENT} FROM {t('documents')}{written}", {"g": since}
+        ).fetchall()
+        edges = c.execute(
+            "SELECT id, doc_id, key, raw_ref, reversed, vocabulary, line, coalesce(statement, ''),"
+            f" overridden, {self._standing(c)} FROM {t('edges')}"
+            + (
+                ""
+                if since is None
+                else f" WHERE doc_id IN (SELECT id FROM {t('documents')}{written})"
+            ),
+            {"g": since},
+        ).fetchall()
+        if since is None:
+            self._documents, self._edges = {}, {}
+        else:
+            for (doc_id,) in c.execute(
+                f"SELECT doc_id FROM {t('removed')} WHERE chunk_id IS NULL"
+                " AND (generation IS NULL OR generation > %s)",
+                (since,),
+            ).fetchall():
+                self._documents.pop(int(doc_id), None)
+                self._edges.pop(int(doc_id), None)
+        for r in rows:
+            self._documents[int(r[0])] = tuple(r)
+            self._edges.pop(int(r[0]), None)
+        for e in edges:
+            self._edges.setdefault(int(e[1]), []).append((int(e[0]), tuple(e[1:])))
+
+    def _read_vectors(self, c: Any, since: int | None) -> None:
+        """The vectors of the chunks added since they were last read and the removals logged
+        after generation `since`; every vector when `since` is None."""
+        t = self._t
+        if since is None:
+            self.vectors = None
+            after = 0
+        else:
+            assert self.vectors is not None
+            gone = c.execute(
+                f"SELECT chunk_id FROM {t('removed')} WHERE chunk_id IS NOT NULL"
+                " AND (generation IS NULL OR generation > %s)",
+                (since,),
+            ).fetchall()
+            self.vectors.remove([int(g) for (g,) in gone])
+            after = self.vectors.last_id
+        with c.cursor(binary=True) as cur:
+            rows = cur.execute(
+                f"SELECT id, vector_send(embedding) FROM {t('chunks')} WHERE id > %s ORDER BY id",
+                (after,),
+            ).fetchall()
+        if self.vectors is None:
+            dim = int(
+                c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'embedder_dim'").fetchone()[0]
+            )
+            self.vectors = _core.Vectors(dim)
+        if rows:
+            dim = self.vectors.dim
+            # pgvector's binary form: int16 dim, int16 unused (one float32's width), then the
+            # components as big-endian float32.
+            sent = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=">f4")
+            data = sent.reshape(len(rows), dim + 1)[:, 1:].astype("<f4")
+            self.vectors.extend([int(i) for i, _ in rows], data.tobytes())
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value) if value else 0
+    except ValueError:
+        return 0
+
+
+def _retired(d: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The corpus's retirement of a documents row (`_DOCUMENT`), or None."""
+    return (d[9], d[10], d[11] or "", bool(d[12])) if d[9] is not None else None

@@ -1,0 +1,146 @@
+//! `Vectors`: the dense leg of a store that keeps its vectors elsewhere (a PostgreSQL namespace),
+//! over the copy a process holds of them.
+//!
+//! Owns: the chunk ids of the rows, kept in ascending order as they are added and removed, so
+//! the scan (`dense::DenseIndex`, the file store's own) breaks ties by chunk id as the file
+//! store's does. Does not own: fetching the vectors or knowing which changed (the Python side of
+//! the server backend).
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rustc_hash::FxHashMap;
+
+use crate::dense::DenseIndex;
+
+#[pyclass(module = "recall._core", name = "Vectors")]
+pub struct PyVectors {
+    index: DenseIndex,
+    /// The chunk id of each row, ascending.
+    ids: Vec<i64>,
+    row_of: FxHashMap<i64, usize>,
+}
+
+fn floats(bytes: &[u8], dim: usize, what: &str) -> PyResult<Vec<f32>> {
+    if dim == 0 || !bytes.len().is_multiple_of(4 * dim) {
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} bytes are not whole rows of {dim} float32",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+#[pymethods]
+impl PyVectors {
+    #[new]
+    fn new(dim: usize) -> PyResult<Self> {
+        if dim == 0 {
+            return Err(PyValueError::new_err(
+                "Vectors: the dimension must be positive",
+            ));
+        }
+        Ok(PyVectors {
+            index: DenseIndex::new(dim),
+            ids: Vec::new(),
+            row_of: FxHashMap::default(),
+        })
+    }
+
+    #[getter]
+    fn dim(&self) -> usize {
+        self.index.dim()
+    }
+
+    fn __len__(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The largest chunk id held, or 0.
+    #[getter]
+    fn last_id(&self) -> i64 {
+        self.ids.last().copied().unwrap_or(0)
+    }
+
+    /// Add the rows of `ids` (ascending, each above every id held); `data` holds their vectors,
+    /// little-endian float32, one row per id.
+    fn extend(&mut self, py: Python<'_>, ids: Vec<i64>, data: &[u8]) -> PyResult<()> {
+        let rows = floats(data, self.index.dim(), "Vectors.extend")?;
+        if rows.len() != ids.len() * self.index.dim() {
+            return Err(PyValueError::new_err(format!(
+                "Vectors.extend: {} ids but {} rows",
+                ids.len(),
+                rows.len() / self.index.dim()
+            )));
+        }
+        let mut last = self.last_id();
+        for &id in &ids {
+            if id <= last {
+                return Err(PyValueError::new_err(format!(
+                    "Vectors.extend: chunk id {id} is not above {last}"
+                )));
+            }
+            last = id;
+        }
+        py.detach(|| self.index.extend(rows));
+        for id in ids {
+            self.row_of.insert(id, self.ids.len());
+            self.ids.push(id);
+        }
+        Ok(())
+    }
+
+    /// Drop the rows of `ids` (ids not held are passed over); returns how many were dropped.
+    fn remove(&mut self, py: Python<'_>, ids: Vec<i64>) -> usize {
+        let mut keep = vec![true; self.ids.len()];
+        let mut dropped = 0;
+        for id in ids {
+            if let Some(row) = self.row_of.remove(&id) {
+                keep[row] = false;
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            py.detach(|| self.index.retain_rows(&keep));
+            let mut row = 0;
+            self.ids.retain(|_| {
+                row += 1;
+                keep[row - 1]
+            });
+            for (row, id) in self.ids.iter().enumerate() {
+                self.row_of.insert(*id, row);
+            }
+        }
+        dropped
+    }
+
+    /// Chunk `id`'s vector (little-endian float32), or None when it is not held.
+    fn get<'py>(&self, py: Python<'py>, id: i64) -> Option<Bound<'py, PyBytes>> {
+        let row = *self.row_of.get(&id)?;
+        let bytes: Vec<u8> = self
+            .index
+            .row(row)
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        Some(PyBytes::new(py, &bytes))
+    }
+
+    /// The `n` chunks nearest `query` (little-endian float32) as (id, cosine), best first, ties
+    /// by chunk id: the file store's scan over these rows.
+    fn nearest(&self, py: Python<'_>, query: &[u8], n: usize) -> PyResult<Vec<(i64, f32)>> {
+        let q = floats(query, self.index.dim(), "Vectors.nearest")?;
+        if q.len() != self.index.dim() {
+            return Err(PyValueError::new_err(format!(
+                "Vectors.nearest: the query has {} dimensions, the vectors {}",
+                q.len(),
+                self.index.dim()
+            )));
+        }
+        let top = py.detach(|| self.index.top_k(&q, n));
+        Ok(top.into_iter().map(|(row, s)| (self.ids[row], s)).collect())
+    }
+}
