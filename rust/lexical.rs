@@ -232,17 +232,32 @@ pub fn bm25_rank_tsvectors(
     tokens: u64,
     pool: &[(i64, u32, &str)],
 ) -> Vec<(i64, f32)> {
-    let counted = pool
-        .iter()
-        .map(|&(chunk, length, vector)| (chunk, length, move |t: &str| positions_of(vector, t)));
+    // Each term's quoted form is made once per query, not once per chunk.
+    let needles: std::collections::HashMap<String, String> = query_terms(query)
+        .into_iter()
+        .map(|t| {
+            let needle = format!("{}:", ts_quote(&t));
+            (t, needle)
+        })
+        .collect();
+    let needles = &needles;
+    let counted = pool.iter().map(|&(chunk, length, vector)| {
+        let tf_of = move |t: &str| needles.get(t).map_or(0, |n| positions_in(vector, n));
+        (chunk, length, tf_of)
+    });
     bm25_counted(query, df, docs, tokens, counted)
 }
 
 /// How many positions `term` has in a printed `tsvector` (`'a':1,4 'b':2`); 0 when absent.
+#[cfg(test)]
 fn positions_of(vector: &str, term: &str) -> u32 {
-    let needle = format!("{}:", ts_quote(term));
+    positions_in(vector, &format!("{}:", ts_quote(term)))
+}
+
+/// How many positions the lexeme `needle` (quoted, then `:`) has in a printed `tsvector`.
+fn positions_in(vector: &str, needle: &str) -> u32 {
     let mut at = 0;
-    while let Some(found) = vector[at..].find(&needle) {
+    while let Some(found) = vector[at..].find(needle) {
         let start = at + found;
         // A lexeme starts the text or follows the space between two entries.
         if start == 0 || vector.as_bytes()[start - 1] == b' ' {
@@ -368,8 +383,9 @@ pub fn tsvector_literal(text: &str) -> String {
     tsvector_of(&analyse(text))
 }
 
-/// Analysed `tokens` (in order) as a PostgreSQL `tsvector` literal with positions.
-pub fn tsvector_of(tokens: &[String]) -> String {
+/// Each distinct token of `tokens` (in order of first use) with the positions a `tsvector`
+/// keeps of it: 1-based, capped as PostgreSQL caps them.
+fn tsvector_positions(tokens: &[String]) -> Vec<(&str, Vec<usize>)> {
     let mut positions: Vec<(&str, Vec<usize>)> = Vec::new();
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (i, token) in tokens.iter().enumerate() {
@@ -384,6 +400,30 @@ pub fn tsvector_of(tokens: &[String]) -> String {
         }
     }
     positions
+}
+
+/// Analysed `tokens` as PostgreSQL receives a `tsvector` in binary (its `tsvectorrecv`): the
+/// lexeme count, then per lexeme, in byte order, its bytes, a NUL, its position count and its
+/// positions (weight D), all integers big-endian. The same value as `tsvector_of`'s literal.
+pub fn tsvector_binary(tokens: &[String]) -> Vec<u8> {
+    let mut positions = tsvector_positions(tokens);
+    positions.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut out = Vec::with_capacity(4 + tokens.len() * 10);
+    out.extend_from_slice(&(positions.len() as u32).to_be_bytes());
+    for (lexeme, at) in &positions {
+        out.extend_from_slice(lexeme.as_bytes());
+        out.push(0);
+        out.extend_from_slice(&(at.len() as u16).to_be_bytes());
+        for &p in at {
+            out.extend_from_slice(&(p as u16).to_be_bytes());
+        }
+    }
+    out
+}
+
+/// Analysed `tokens` (in order) as a PostgreSQL `tsvector` literal with positions.
+pub fn tsvector_of(tokens: &[String]) -> String {
+    tsvector_positions(tokens)
         .iter()
         .map(|(t, p)| {
             let p: Vec<String> = p.iter().map(usize::to_string).collect();
@@ -750,6 +790,37 @@ mod tests {
             254,
             "at most 255 positions per term"
         );
+    }
+
+    #[test]
+    fn the_binary_tsvector_holds_the_literals_lexemes_in_byte_order() {
+        let tokens = analyse("Backups back up; backup O'Neil");
+        let bytes = tsvector_binary(&tokens);
+        let mut at = 4;
+        let mut read = Vec::new();
+        for _ in 0..u32::from_be_bytes(bytes[..4].try_into().unwrap()) {
+            let end = at + bytes[at..].iter().position(|&b| b == 0).unwrap();
+            let lexeme = std::str::from_utf8(&bytes[at..end]).unwrap().to_string();
+            let n = u16::from_be_bytes([bytes[end + 1], bytes[end + 2]]) as usize;
+            let positions: Vec<u16> = (0..n)
+                .map(|i| u16::from_be_bytes([bytes[end + 3 + 2 * i], bytes[end + 4 + 2 * i]]))
+                .collect();
+            read.push((lexeme, positions));
+            at = end + 3 + 2 * n;
+        }
+        assert_eq!(at, bytes.len());
+        let expected = [
+            ("back", vec![2]),
+            ("backup", vec![1, 4]),
+            ("neil", vec![6]),
+            ("o", vec![5]),
+            ("up", vec![3]),
+        ];
+        let expected: Vec<(String, Vec<u16>)> = expected
+            .into_iter()
+            .map(|(l, p)| (l.to_string(), p))
+            .collect();
+        assert_eq!(read, expected);
     }
 
     #[test]

@@ -497,13 +497,18 @@ pub fn lexical_body(title: &str, heading_path: &str, text: &str) -> String {
 }
 
 /// What a backend stores for the lexical leg of one chunk's text, from one analysis: its
-/// `tsvector` literal, its token count (BM25's length) and its distinct terms.
+/// `tsvector` as PostgreSQL receives one in binary, its token count (BM25's length) and its
+/// distinct terms.
 #[pyfunction]
-pub fn lexical_row(text: &str) -> (String, usize, Vec<String>) {
+pub fn lexical_row<'py>(
+    py: Python<'py>,
+    text: &str,
+) -> (Bound<'py, pyo3::types::PyBytes>, usize, Vec<String>) {
     let tokens = lexical::analyse(text);
     let mut seen = std::collections::HashSet::new();
     let distinct = tokens.iter().filter(|t| seen.insert(*t)).cloned().collect();
-    (lexical::tsvector_of(&tokens), tokens.len(), distinct)
+    let body = pyo3::types::PyBytes::new(py, &lexical::tsvector_binary(&tokens));
+    (body, tokens.len(), distinct)
 }
 
 /// The lexical leg's order for chunks a text search matched: `pool` is [(chunk_id, token

@@ -216,6 +216,10 @@ CREATE TABLE IF NOT EXISTS {ns}.chunks (
     embedding    vector({int(dim)}) NOT NULL,
     UNIQUE (doc_id, ordinal)
 );
+-- A search reads the bodies of every chunk holding the query's rarest words: kept inline and
+-- uncompressed (compressed only when a row holds nothing else to move out), the text and the
+-- vector go out of line first.
+ALTER TABLE {ns}.chunks ALTER COLUMN body SET STORAGE MAIN;
 """
 
 

@@ -1,16 +1,17 @@
 """The write path of an index run on PostgreSQL: one transaction, documents written in batches.
 
 Owns: what a run puts, replaces and removes, batched so that a page of documents costs a few
-statements (their rows upserted together, every chunk in one COPY, the lexicon's document
-frequencies in one statement), the forget journal's entries as given, stamping new documents
-with the server clock, and building the namespace's search indexes once after its first run's
-rows are in. Does not own: the connection or the lock (store.py opens the transaction and takes
-the namespace's advisory lock before a `Run` exists), what the journal means
-(`recall.forgetting`) or any read path.
+statements (their rows upserted together, every chunk in one binary COPY), the lexicon's
+document frequencies (added once per run), the forget journal's entries as given, stamping new
+documents and the change log with the commit, and building the namespace's lexical index once
+after its first run's rows are in. Does not own: the connection or the lock (store.py opens
+the transaction and takes the namespace's advisory lock before a `Run` exists), what the
+journal means (`recall.forgetting`) or any read path.
 """
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from recall.errors import UsageError
 from recall.postgres.schema import search_indexes_ddl
 from recall.rows import DocumentRow, EdgeRow, JournalRow, RetiredRow
 
-__all__ = ["CLOCK", "Run", "vector_text"]
+__all__ = ["CLOCK", "Run"]
 
 #: Documents held before they are written: one batch of statements per page.
 BATCH = 256
@@ -32,10 +33,51 @@ LOG_GENERATIONS = 1000
 CLOCK = "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 
-def vector_text(row: np.ndarray) -> str:
-    """pgvector's text form; the repr of each float32 widened to float64 parses back to the
-    same float32 exactly."""
-    return "[" + ",".join(map(repr, row.tolist())) + "]"
+#: A binary COPY stream's signature, flags and header extension length; its end marker.
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_COPY_TRAILER = struct.pack(">h", -1)
+#: Of a chunk's row: the field count and doc_id, ordinal; the four offsets; tokens.
+_HEAD = struct.Struct(">hiqii")
+_SPANS = struct.Struct(">iiiiiiii")
+_INT = struct.Struct(">ii")
+
+
+def _vector_rows(matrix: np.ndarray) -> list[bytes]:
+    """Each row as a binary COPY field of pgvector's `vector`: its length, then the dimension
+    (int16), an unused int16 and the components as big-endian float32."""
+    n, dim = matrix.shape
+    fields = np.empty((n, 8 + 4 * dim), dtype=np.uint8)
+    fields[:, :8] = np.frombuffer(struct.pack(">ihh", 4 + 4 * dim, dim, 0), dtype=np.uint8)
+    fields[:, 8:] = matrix.astype(">f4").view(np.uint8).reshape(n, 4 * dim)
+    return [row.tobytes() for row in fields]
+
+
+def _text(value: str) -> bytes:
+    data = value.encode()
+    return struct.pack(">i", len(data)) + data
+
+
+def _copy_row(
+    doc_id: int,
+    chunk: tuple[int, str, int, int, int, int, str],
+    body: bytes,
+    tokens: int,
+    vector: bytes,
+) -> bytes:
+    """One chunk row of the binary COPY stream, in `flush`'s column order."""
+    ordinal, text, b0, b1, l0, l1, heading = chunk
+    return b"".join(
+        (
+            _HEAD.pack(11, 8, doc_id, 4, ordinal),
+            _text(text),
+            _SPANS.pack(4, b0, 4, b1, 4, l0, 4, l1),
+            _text(heading),
+            struct.pack(">i", len(body)),
+            body,
+            _INT.pack(4, tokens),
+            vector,
+        )
+    )
 
 
 @dataclass
@@ -81,6 +123,8 @@ class Run:
         self.dim = dim
         self.server_clock = True
         self._pending: list[_Document] = []
+        # The document frequencies the run's chunks add, written once (`_write_terms`).
+        self._terms: Counter[str] = Counter()
         # The namespace's first run: its lexical index is built once its rows are in (faster
         # than growing it row by row; no reader can see the table yet).
         self._build_indexes = build_indexes
@@ -163,39 +207,23 @@ class Run:
                 ids.append(int(cur.fetchone()[0]))
                 if not cur.nextset():
                     break
-        terms: Counter[str] = Counter()
+        # Binary COPY (`_copy_row`): vectors and bodies go as the server stores them, with
+        # nothing to format here or parse there.
         with c.cursor().copy(
             f"COPY {t('chunks')} (doc_id, ordinal, text, byte_start, byte_end, line_start,"
-            " line_end, heading_path, body, tokens, embedding) FROM STDIN"
+            " line_end, heading_path, body, tokens, embedding) FROM STDIN (FORMAT BINARY)"
         ) as copy:
+            out = [_COPY_HEADER]
             for doc_id, d in zip(ids, pending):
-                for (ordinal, text, b0, b1, l0, l1, heading), vector in zip(d.chunks, d.vectors):
-                    literal, length, distinct = _core.lexical_row(
-                        _core.lexical_body(d.title, heading, text)
+                sent = _vector_rows(d.vectors)
+                for chunk, vector in zip(d.chunks, sent):
+                    body, length, distinct = _core.lexical_row(
+                        _core.lexical_body(d.title, chunk[6], chunk[1])
                     )
-                    terms.update(distinct)
-                    copy.write_row(
-                        (
-                            doc_id,
-                            ordinal,
-                            text,
-                            b0,
-                            b1,
-                            l0,
-                            l1,
-                            heading,
-                            literal,
-                            length,
-                            vector_text(vector),
-                        )
-                    )
-        if terms:
-            c.execute(
-                f"INSERT INTO {t('lexicon')} (term, df)"
-                " SELECT * FROM unnest(%s::text[], %s::bigint[])"
-                f" ON CONFLICT (term) DO UPDATE SET df = {t('lexicon')}.df + excluded.df",
-                (list(terms), list(terms.values())),
-            )
+                    self._terms.update(distinct)
+                    out.append(_copy_row(doc_id, chunk, body, length, vector))
+            out.append(_COPY_TRAILER)
+            copy.write(b"".join(out))
         self._edges([(doc_id, e) for doc_id, d in zip(ids, pending) for e in d.edges])
 
     def _delete_rows(self, doc_ids: list[int]) -> None:
@@ -203,11 +231,14 @@ class Run:
         if not doc_ids:
             return
         c, t = self.conn, self._t
-        # The lexicon first: a term's document frequency counts the chunks holding it.
+        # The lexicon first: a term's document frequency counts the chunks holding it. Added
+        # (not set) like the run's own counts (`_write_terms`), so the order of the two does
+        # not matter; a count at zero goes when the run finishes.
         c.execute(
-            f"UPDATE {t('lexicon')} l SET df = l.df - g.n FROM ("
-            f" SELECT u.lexeme AS term, count(*) AS n FROM {t('chunks')} ch, unnest(ch.body) u"
-            " WHERE ch.doc_id = ANY(%s) GROUP BY u.lexeme) g WHERE l.term = g.term",
+            f"INSERT INTO {t('lexicon')} (term, df) SELECT u.lexeme, -count(*)"
+            f" FROM {t('chunks')} ch, unnest(ch.body) u WHERE ch.doc_id = ANY(%s)"
+            f" GROUP BY u.lexeme ON CONFLICT (term) DO UPDATE SET df = {t('lexicon')}.df"
+            " + excluded.df",
             (doc_ids,),
         )
         c.execute(f"DELETE FROM {t('chunks')} WHERE doc_id = ANY(%s)", (doc_ids,))
@@ -314,10 +345,22 @@ class Run:
             ([s for s, _ in targets], [p for _, p in targets]),
         )
 
+    def _write_terms(self) -> None:
+        """Add the run's document frequencies to the lexicon: once per run, each term once."""
+        terms, self._terms = self._terms, Counter()
+        if terms:
+            self.conn.execute(
+                f"INSERT INTO {self._t('lexicon')} (term, df)"
+                " SELECT * FROM unnest(%s::text[], %s::bigint[])"
+                f" ON CONFLICT (term) DO UPDATE SET df = {self._t('lexicon')}.df + excluded.df",
+                (list(terms), list(terms.values())),
+            )
+
     def finish(self, now: str, meta: Any) -> int:
         """Everything held written, new documents stamped, indexes built, the run's meta
         records set (`meta(key, value)`); returns the new generation. The caller commits."""
         self.flush()
+        self._write_terms()
         c, t = self.conn, self._t
         clock = c.execute(f"SELECT {CLOCK}").fetchone()[0] if self.server_clock else now
         c.execute(
