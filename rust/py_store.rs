@@ -563,16 +563,20 @@ impl PyStore {
     }
 
     /// What a search reads before it embeds, in one call: `freshness()`, `embedder()`, and the
-    /// record stored under `record_prefix` followed by the embedder's fingerprint.
+    /// record stored under `record_prefix` followed by the embedder's fingerprint. `text` (the
+    /// query about to be searched) is for a store on a server; a file has nothing to read ahead.
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (record_prefix, text=None))]
     fn search_state(
         &self,
         record_prefix: &str,
+        text: Option<&str>,
     ) -> PyResult<(
         (i64, Option<String>, Option<String>, i64),
         Option<(String, usize, String)>,
         Option<String>,
     )> {
+        let _ = text;
         self.with(|s| {
             let fresh = s.freshness()?;
             let bound = s.embedder()?;

@@ -494,7 +494,7 @@ class Memory:
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
         # The cheap summary, not stats(): its edge and vector counts scan whole tables.
-        freshness, bound, record = self._store.search_state(RECORD_PREFIX)
+        freshness, bound, record = self._store.search_state(RECORD_PREFIX, query)
         documents, newest_indexed_at, last_run_at, churn = freshness
         refusal = not_ready(documents, bound)
         if refusal is not None and (chosen == "strict" or bound is None):

@@ -79,11 +79,12 @@ class Store(Protocol):
         ...
 
     def search_state(
-        self, record_prefix: str
+        self, record_prefix: str, text: str | None = None
     ) -> tuple[tuple[int, str | None, str | None, int], tuple[str, int, str] | None, str | None]:
         """What a search reads before it embeds, read together (one round trip where the store
         is a server): `freshness()`, `embedder()`, and `meta(record_prefix + fingerprint)` of
-        that embedder (None before the first commit)."""
+        that embedder (None before the first commit). `text`: the query about to be searched;
+        a store on a server reads what its `search` starts with in the same round trip."""
         ...
 
     def stats(self) -> dict[str, Any]:

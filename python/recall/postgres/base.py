@@ -22,10 +22,30 @@ from recall.postgres import shown_db
 from recall.postgres.replica import Replica
 from recall.postgres.schema import DEFAULT_NAMESPACE, check_namespace
 
-__all__ = ["EMBEDDER_KEYS", "Namespace", "bound_of", "le_vector", "split_url"]
+__all__ = [
+    "EMBEDDER_KEYS",
+    "FRESHNESS_KEYS",
+    "Namespace",
+    "bound_of",
+    "freshness_of",
+    "le_vector",
+    "split_url",
+]
 
 #: The meta records naming the embedder a namespace is bound to.
 EMBEDDER_KEYS = ("embedder_name", "embedder_dim", "embedder_fingerprint")
+#: The meta records `freshness()` reads.
+FRESHNESS_KEYS = ("documents", "newest_indexed_at", "last_run_at", "chunk_churn")
+
+
+def freshness_of(rows: dict[str, str]) -> tuple[int, str | None, str | None, int]:
+    """The contract's `freshness()` from the meta records."""
+    return (
+        int(rows.get("documents") or 0),
+        rows.get("newest_indexed_at") or None,
+        rows.get("last_run_at") or None,
+        int(rows.get("chunk_churn") or 0),
+    )
 
 
 def bound_of(rows: dict[str, str]) -> tuple[str, int, str] | None:
@@ -74,6 +94,7 @@ class Namespace:
     _tables: set[str]
     _replica: Replica | None
     _replica_lock: threading.RLock
+    _ahead: threading.local
     _has_standing: bool
 
     @contextmanager

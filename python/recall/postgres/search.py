@@ -13,7 +13,14 @@ import time
 from typing import TYPE_CHECKING, Any, cast
 
 from recall import _core
-from recall.postgres.base import Namespace, le_vector
+from recall.postgres.base import (
+    EMBEDDER_KEYS,
+    FRESHNESS_KEYS,
+    Namespace,
+    bound_of,
+    freshness_of,
+    le_vector,
+)
 
 if TYPE_CHECKING:
     from recall.rows import HitRow, SearchOutcome
@@ -33,6 +40,32 @@ LEXICAL_POOL = 100
 class Searching(Namespace):
     """Search and explain over one namespace."""
 
+    def search_state(
+        self, record_prefix: str, text: str | None = None
+    ) -> tuple[tuple[int, str | None, str | None, int], tuple[str, int, str] | None, str | None]:
+        """The contract's state in one round trip; given the query's `text`, the same round trip
+        also reads what its search starts with (`_send_lexical`), kept for this thread's next
+        `search` of that text."""
+        self._ahead.found = None
+        with self._conn() as c:
+            if not self._exists(c):
+                return (0, None, None, 0), None, None
+            ahead = text is not None and self._exists(c, "chunks")
+            with c.pipeline():
+                state = c.execute(
+                    f"SELECT key, value FROM {self._t('meta')} WHERE key = ANY(%s) OR key ="
+                    f" %s || (SELECT value FROM {self._t('meta')}"
+                    " WHERE key = 'embedder_fingerprint')",
+                    ([*FRESHNESS_KEYS, *EMBEDDER_KEYS], record_prefix),
+                )
+                sent = self._send_lexical(c, text) if ahead and text is not None else None
+            rows = dict(state.fetchall())
+            if sent is not None:
+                self._ahead.found = (text, _lexical_read(*sent))
+        bound = bound_of(rows)
+        record = rows.get(record_prefix + bound[2]) if bound else None
+        return freshness_of(rows), bound, record
+
     def search(
         self,
         query: bytes,
@@ -43,18 +76,18 @@ class Searching(Namespace):
         policy: _core.Policy,
     ) -> SearchOutcome:
         t0 = time.perf_counter()
-        terms = _core.lexical_terms(text)
-        tsquery = _core.tsquery_literal(text)
+        found, self._ahead.found = getattr(self._ahead, "found", None), None
         with self._conn() as c:
             if not self._exists(c, "chunks"):
                 return _empty_outcome()
-            # One round trip: the generation, the counts and the query terms' frequencies,
-            # and the chunks holding the query's rarest words.
-            with c.pipeline():
-                counted = self._send_lexicon(c, terms)
-                rare = self._send_rare(c, terms, tsquery) if tsquery else None
-            generation, term_dfs, chunk_count, tokens = _counts(terms, counted.fetchall())
-            first = _matches(rare.fetchall()) if rare is not None else None
+            if found is not None and found[0] == text:
+                read = found[1]
+            else:
+                # One round trip (unless `search_state` read it with the state).
+                with c.pipeline():
+                    sent = self._send_lexical(c, text)
+                read = _lexical_read(*sent)
+            generation, term_dfs, chunk_count, tokens, first = read
             t_sent = time.perf_counter()
             with self._replica_lock:
                 replica = self._replica_for(c, generation, vectors=True)
@@ -111,6 +144,16 @@ class Searching(Namespace):
             "fuse_ms": 0.0,
             "trust_ms": (t_done - t_lexical) * ms,
         }
+
+    def _send_lexical(self, c: Any, text: str) -> tuple[list[str], Any, Any]:
+        """Queue what a search of `text` starts with: the generation, the counts, the query
+        terms' frequencies and the chunks holding its rarest words (`_lexical_read` reads
+        them once the pipeline is through)."""
+        terms = _core.lexical_terms(text)
+        tsquery = _core.tsquery_literal(text)
+        counted = self._send_lexicon(c, terms)
+        rare = self._send_rare(c, terms, tsquery) if tsquery else None
+        return terms, counted, rare
 
     def _send_lexicon(self, c: Any, terms: list[str]) -> Any:
         """Queue the generation, the chunk and token counts, and each term's document
@@ -325,6 +368,17 @@ def _counts(
         counts.get("chunks", 0),
         counts.get("tokens", 0),
     )
+
+
+#: (generation, each term's document frequency, chunks, tokens, the first pool or None).
+_LexicalRead = tuple[int, list[tuple[str, int]], int, int, "dict[int, tuple[int, str]] | None"]
+
+
+def _lexical_read(terms: list[str], counted: Any, rare: Any) -> _LexicalRead:
+    """What `_send_lexical` queued, read."""
+    generation, term_dfs, chunk_count, tokens = _counts(terms, counted.fetchall())
+    first = _matches(rare.fetchall()) if rare is not None else None
+    return generation, term_dfs, chunk_count, tokens, first
 
 
 def _matches(rows: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:

@@ -123,6 +123,8 @@ class PgStore(Searching, Summaries):
         self._server_clock = True
         self._replica: Replica | None = None
         self._replica_lock = threading.RLock()
+        # Per thread: what `search_state` read ahead for the search of a text that follows.
+        self._ahead = threading.local()
         self._has_standing = False
         self._closed = False
         with self._conn() as c:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from recall.postgres.base import EMBEDDER_KEYS, Namespace, bound_of, le_vector
+from recall.postgres.base import FRESHNESS_KEYS, Namespace, freshness_of, le_vector
 from recall.postgres.schema import SCHEMA_VERSION
 from recall.rows import ChunkRow, EdgeRow, ExportedDocument, JournalRow, KnownRow
 
@@ -80,28 +80,10 @@ class Summaries(Namespace):
             rows = dict(
                 c.execute(
                     f"SELECT key, value FROM {self._t('meta')} WHERE key = ANY(%s)",
-                    (list(_FRESHNESS),),
+                    (list(FRESHNESS_KEYS),),
                 ).fetchall()
             )
-        return _freshness(rows)
-
-    def search_state(
-        self, record_prefix: str
-    ) -> tuple[tuple[int, str | None, str | None, int], tuple[str, int, str] | None, str | None]:
-        with self._conn() as c:
-            if not self._exists(c):
-                return (0, None, None, 0), None, None
-            rows = dict(
-                c.execute(
-                    f"SELECT key, value FROM {self._t('meta')} WHERE key = ANY(%s) OR key ="
-                    f" %s || (SELECT value FROM {self._t('meta')}"
-                    " WHERE key = 'embedder_fingerprint')",
-                    ([*_FRESHNESS, *EMBEDDER_KEYS], record_prefix),
-                ).fetchall()
-            )
-        bound = bound_of(rows)
-        record = rows.get(record_prefix + bound[2]) if bound else None
-        return _freshness(rows), bound, record
+        return freshness_of(rows)
 
     def stats(self) -> dict[str, Any]:
         with self._conn() as c:
@@ -325,19 +307,6 @@ class Summaries(Namespace):
                     )
                 )
         return checks
-
-
-#: The meta records `freshness()` reads, and those naming the embedder (`embedder()`).
-_FRESHNESS = ("documents", "newest_indexed_at", "last_run_at", "chunk_churn")
-
-
-def _freshness(rows: dict[str, str]) -> tuple[int, str | None, str | None, int]:
-    return (
-        int(rows.get("documents") or 0),
-        rows.get("newest_indexed_at") or None,
-        rows.get("last_run_at") or None,
-        int(rows.get("chunk_churn") or 0),
-    )
 
 
 def _empty_stats() -> dict[str, Any]:
