@@ -292,19 +292,19 @@ impl DenseIndex {
         self.units.push(unit);
     }
 
-    /// Append rows (row-major, a whole number of `dim`-float rows), coded on all cores when
-    /// the index is empty (a first load), else one by one.
+    /// Append rows (row-major, a whole number of `dim`-float rows), coded on all cores.
     pub fn extend(&mut self, data: Vec<f32>) {
         assert!(
             self.dim > 0 && data.len().is_multiple_of(self.dim),
             "data must hold whole rows"
         );
+        let added = DenseIndex::from_data(self.dim, data);
         if self.is_empty() {
-            *self = DenseIndex::from_data(self.dim, data);
+            *self = added;
         } else {
-            for row in data.chunks_exact(self.dim) {
-                self.push(row);
-            }
+            self.data.extend_from_slice(&added.data);
+            self.codes.extend_from_slice(&added.codes);
+            self.units.extend_from_slice(&added.units);
         }
     }
 

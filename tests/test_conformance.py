@@ -312,3 +312,18 @@ def test_close_is_idempotent_and_reads_after_it_fail_cleanly(store: Store) -> No
     store.close()
     with pytest.raises(RecallError):
         store.document_list()
+
+
+def test_reads_inside_a_write_leave_nothing_after_a_rollback(store: Store) -> None:
+    written(store, RATES, DEPLOY)
+    q = "requests per minute deploys"
+    before = {h["path"]: h["verdict"] for h in search(store, V1, q)["hits"]}
+    assert before["limits/rates-v1.md"] == "ok" and "deploy.md" in before
+    store.begin(*EMBEDDER)
+    store.use_server_clock(False)
+    store.put_document(RATES_V2, now=NOW)
+    assert store.remove_documents(ROOT, ["deploy.md"]) == 1
+    store.stats()  # reads the corpus (on a server: the declarations) inside the write
+    store.rollback()
+    assert {h["path"]: h["verdict"] for h in search(store, V1, q)["hits"]} == before
+    assert store.stats()["documents"] == 2

@@ -171,6 +171,10 @@ class Namespace:
         `_replica_lock` while it reads the vectors (a later call moves them forward)."""
         if generation is None:
             generation = self._int_meta(c, "generation")
+        if self._write is not None:
+            # Inside this handle's own run: its rows as they stand, held by no later search
+            # (the run may roll back).
+            return Replica(self._t, self._standing).current(c, generation, vectors=vectors)
         if self._replica is None:
             self._replica = Replica(self._t, self._standing)
         return self._replica.current(c, generation, vectors=vectors)

@@ -27,6 +27,8 @@ _DOCUMENT = (
     " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
     " retired_overridden"
 )
+#: Vectors read per round trip.
+VECTOR_PAGE = 5_000
 #: The meta records a read checks against what it brought forward.
 _COUNTED = ("generation", "log_from", "pg_schema_version", "vocabularies", "documents", "chunks")
 
@@ -52,8 +54,13 @@ class Replica:
         if generation == self.generation and (self.vectors is not None or not vectors):
             return self
         behind = self.generation >= 0 and self._logged
+        from psycopg.pq import TransactionStatus
+
+        # One snapshot, unless the read is inside a run's transaction (its rows as they stand).
+        own = c.info.transaction_status == TransactionStatus.IDLE
         with c.transaction():
-            c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if own:
+                c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             meta = dict(
                 c.execute(
                     f"SELECT key, value FROM {self._t('meta')} WHERE key = ANY(%s)",
@@ -136,23 +143,28 @@ class Replica:
             ).fetchall()
             self.vectors.remove([int(g) for (g,) in gone])
             after = self.vectors.last_id
-        with c.cursor(binary=True) as cur:
-            rows = cur.execute(
-                f"SELECT id, vector_send(embedding) FROM {t('chunks')} WHERE id > %s ORDER BY id",
-                (after,),
-            ).fetchall()
         if self.vectors is None:
             dim = int(
                 c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'embedder_dim'").fetchone()[0]
             )
             self.vectors = _core.Vectors(dim)
-        if rows:
-            dim = self.vectors.dim
-            # pgvector's binary form: int16 dim, int16 unused (one float32's width), then the
-            # components as big-endian float32.
-            sent = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=">f4")
-            data = sent.reshape(len(rows), dim + 1)[:, 1:].astype("<f4")
-            self.vectors.extend([int(i) for i, _ in rows], data.tobytes())
+        # A page of vectors per round trip as one value the server joins (one bytes object,
+        # not one per row), in binary: pgvector's form, big-endian.
+        dim = self.vectors.dim
+        while True:
+            with c.cursor(binary=True) as cur:
+                ids, sent = cur.execute(
+                    "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding), ''::bytea"
+                    f" ORDER BY id) FROM (SELECT id, embedding FROM {t('chunks')} WHERE id > %s"
+                    " ORDER BY id LIMIT %s) page",
+                    (after, VECTOR_PAGE),
+                ).fetchone()
+            if not ids:
+                return
+            # Each value: int16 dimension, int16 unused (one float32's width), the components.
+            rows = np.frombuffer(sent, dtype=">f4").reshape(len(ids), dim + 1)[:, 1:]
+            self.vectors.extend(ids, rows.astype("<f4").tobytes())
+            after = ids[-1]
 
 
 def _int(value: str | None) -> int:

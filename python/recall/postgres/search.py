@@ -19,7 +19,6 @@ from recall.postgres.base import (
     Namespace,
     bound_of,
     freshness_of,
-    le_vector,
 )
 
 if TYPE_CHECKING:
@@ -98,21 +97,21 @@ class Searching(Namespace):
             t_dense = time.perf_counter()
             lexical = self._lexical(c, text, candidates, term_dfs, chunk_count, tokens, first=first)
             t_lexical = time.perf_counter()
-            # One round trip: the rows of both legs' chunks.
+            # One round trip: the rows of both legs' chunks (their vectors are held here).
             ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
             rows = self._chunk_rows(c, "c.id = ANY(%s)", (ids,))
 
             def fetch(doc_id: int) -> list[tuple[int, bytes, str]]:
                 found = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
                 rows.update(found)
-                return [(i, r["vector"], r["body"]) for i, r in found.items()]
+                return [(i, *chunk[1:]) for i, chunk in self._judged(found).items()]
 
             out = corpus.judge(
                 query,
                 text=text,
                 dense=dense,
                 lexical=[i for i, _ in lexical],
-                chunks={i: (r["doc_id"], r["vector"], r["body"]) for i, r in rows.items()},
+                chunks=self._judged(rows),
                 term_dfs=term_dfs,
                 chunk_count=chunk_count,
                 fetch=fetch,
@@ -252,15 +251,26 @@ class Searching(Namespace):
         return _matches(rows)
 
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
-        # Binary results: the vectors come as sent, not as hexadecimal text.
-        with c.cursor(binary=True) as cur:
-            return _rows(
-                cur.execute(
-                    f"SELECT {_ROW} FROM {self._t('chunks')} c"
-                    f" JOIN {self._t('documents')} d ON d.id = c.doc_id WHERE {where}",
-                    args,
-                ).fetchall()
-            )
+        return _rows(
+            c.execute(
+                f"SELECT {_ROW} FROM {self._t('chunks')} c"
+                f" JOIN {self._t('documents')} d ON d.id = c.doc_id WHERE {where}",
+                args,
+            ).fetchall()
+        )
+
+    def _judged(self, rows: dict[int, dict[str, Any]]) -> dict[int, tuple[int, bytes, str]]:
+        """Chunk id → (document id, vector, lexical body) as the core judges a chunk, the
+        vector from those the process holds; a chunk committed after them is left out (its
+        document is not in the corpus they go with either)."""
+        with self._replica_lock:
+            vectors = self._replica.vectors if self._replica is not None else None
+            held = {i: vectors.get(i) for i in rows} if vectors is not None else {}
+        return {
+            i: (r["doc_id"], v, r["body"])
+            for i, r in rows.items()
+            if (v := held.get(i)) is not None
+        }
 
     def explain(
         self,
@@ -279,6 +289,8 @@ class Searching(Namespace):
             doc_id = corpus.locate(file)
             if doc_id is None:
                 return None
+            depth = _core.EXPLAIN_DEPTH
+            dense = self._dense(c, query, depth)
             rows = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
             term_dfs, chunk_count, tokens = self._lexicon(c, text)
 
@@ -291,8 +303,6 @@ class Searching(Namespace):
                 found = [i for i, chunk in enumerate(ids, 1) if owners.get(chunk) == doc_id]
                 return found[0] if found else None
 
-            depth = _core.EXPLAIN_DEPTH
-            dense = self._dense(c, query, depth)
             lexical = self._lexical(c, text, depth, term_dfs, chunk_count, tokens)
             declarations = c.execute(
                 f"SELECT vocabulary, line, statement, overridden, {self._standing(c)}"
@@ -310,7 +320,7 @@ class Searching(Namespace):
                 doc_id,
                 query,
                 text=text,
-                chunks=[(i, r["vector"], r["body"]) for i, r in rows.items()],
+                chunks=[(i, *chunk[1:]) for i, chunk in self._judged(rows).items()],
                 term_dfs=term_dfs,
                 chunk_count=chunk_count,
                 dense_rank=rank(dense),
@@ -324,7 +334,7 @@ class Searching(Namespace):
 
 #: The columns of a chunk's row a search reads (`c` the chunk, `d` its document; `_rows`).
 _ROW = (
-    "c.id, c.doc_id, vector_send(c.embedding), d.source, d.path, d.title, c.ordinal, c.text,"
+    "c.id, c.doc_id, d.source, d.path, d.title, c.ordinal, c.text,"
     " c.heading_path, c.line_start, c.line_end, d.indexed_at, d.first_indexed_at,"
     " d.valid_from_raw, d.valid_until_raw, d.retired_state, d.retired_since,"
     " d.retired_vocabulary, d.retired_line, d.retired_statement"
@@ -392,22 +402,21 @@ def _rows(found: list[tuple[Any, ...]]) -> dict[int, dict[str, Any]]:
     for r in found:
         rows[int(r[0])] = {
             "doc_id": int(r[1]),
-            "vector": le_vector(bytes(r[2])),
-            "body": _core.lexical_body(r[5], r[8], r[7]),
-            "retired": (r[15], r[16], r[17] or "", r[18], r[19] or "") if r[15] else None,
+            "body": _core.lexical_body(r[4], r[7], r[6]),
+            "retired": (r[14], r[15], r[16] or "", r[17], r[18] or "") if r[14] else None,
             "shown": {
-                "source": r[3],
-                "path": r[4],
-                "title": r[5],
-                "ordinal": r[6],
-                "text": r[7],
-                "heading_path": r[8],
-                "line_start": r[9],
-                "line_end": r[10],
-                "indexed_at": r[11] or "",
-                "first_indexed_at": r[12] or "",
-                "valid_from": r[13],
-                "valid_until": r[14],
+                "source": r[2],
+                "path": r[3],
+                "title": r[4],
+                "ordinal": r[5],
+                "text": r[6],
+                "heading_path": r[7],
+                "line_start": r[8],
+                "line_end": r[9],
+                "indexed_at": r[10] or "",
+                "first_indexed_at": r[11] or "",
+                "valid_from": r[12],
+                "valid_until": r[13],
             },
         }
     return rows
