@@ -49,7 +49,9 @@ type EdgeRowIn = (
 /// A chunk as retrieved: (doc_id, float32 little-endian vector, lexical body).
 type ChunkIn = (i64, Vec<u8>, String);
 
-fn le_f32s(bytes: &[u8]) -> Vec<f32> {
+/// Little-endian float32 bytes from Python (`ndarray.tobytes()`) as floats; a trailing
+/// partial float is dropped.
+pub(crate) fn le_f32s(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))

@@ -21,10 +21,7 @@ fn f32s(bytes: &[u8], what: &str) -> PyResult<Vec<f32>> {
             bytes.len()
         )));
     }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
+    Ok(py_corpus::le_f32s(bytes))
 }
 
 type ChunkRow = (i64, String, i64, i64, i64, i64, String);

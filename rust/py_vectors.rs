@@ -12,6 +12,7 @@ use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
 use crate::dense::DenseIndex;
+use crate::py_corpus::le_f32s;
 
 #[pyclass(module = "recall._core", name = "Vectors")]
 pub struct PyVectors {
@@ -28,10 +29,7 @@ fn floats(bytes: &[u8], dim: usize, what: &str) -> PyResult<Vec<f32>> {
             bytes.len()
         )));
     }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
+    Ok(le_f32s(bytes))
 }
 
 #[pymethods]
