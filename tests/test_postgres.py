@@ -625,3 +625,21 @@ def test_counts_that_disagree_are_read_again(corpus: Path, pg_url: str) -> None:
                 " WHERE key = 'generation'"
             )
         assert "n2.md" not in {p for p, _ in _legs(mem, "payroll day 2")[2]}
+
+
+def test_a_namespace_a_newer_release_wrote_is_searched_and_not_written(
+    corpus: Path, pg_url: str
+) -> None:
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    url = pg_target(pg_url, "newer")
+    namespace = f"t{os.getpid()}_newer"
+    with recall.open(url) as mem:
+        mem.index(corpus)
+    _sql(pg_url, f"UPDATE {namespace}.meta SET value = '99' WHERE key = 'pg_schema_version'")
+    with recall.open(url) as mem:
+        assert mem.search("retry budget", mode="development").hits
+        with pytest.raises(recall.StoreError, match="newer recall .*version 99"):
+            mem.index(corpus)
+        assert mem.stats().documents == 1
+        (schema,) = [c for c in mem.doctor().checks if c.name == "schema"]
+        assert schema.status == "warning" and "newer recall" in schema.detail

@@ -229,7 +229,14 @@ class PgStore(Searching, Summaries):
                 # release made; the writer that owns it adds the column once.
                 conn.execute(f"ALTER TABLE {self._t('edges')} ADD COLUMN standing text")
                 self._has_standing = True
-            if self._int_meta(conn, "pg_schema_version") < SCHEMA_VERSION:
+            version = self._int_meta(conn, "pg_schema_version")
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"recall store: {self.path} was written by a newer recall (tables version "
+                    f"{version}; this one writes {SCHEMA_VERSION}); upgrade recall "
+                    "(pip install -U recall-memory) to index into it"
+                )
+            if version < SCHEMA_VERSION:
                 self._upgrade(conn)
             bound = self.embedder()
             if bound is not None and (bound[0], bound[1], bound[2]) != (name, dim, fingerprint):

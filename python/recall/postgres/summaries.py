@@ -268,13 +268,19 @@ class Summaries(Namespace):
                         f"{SCHEMA_VERSION}: the next 'recall index' upgrades them",
                     )
                 )
-            else:
+            elif found > SCHEMA_VERSION:
                 checks.append(
                     (
                         "schema",
-                        "ok" if found == SCHEMA_VERSION else "damaged",
-                        f"namespace {self.namespace}, tables version {found}",
+                        "warning",
+                        f"namespace {self.namespace}, tables version {found}, written by a "
+                        f"newer recall (this one writes {SCHEMA_VERSION}): upgrade recall to "
+                        "index into it",
                     )
+                )
+            else:
+                checks.append(
+                    ("schema", "ok", f"namespace {self.namespace}, tables version {found}")
                 )
             if self._exists(c, "chunks"):
                 orphans = c.execute(
