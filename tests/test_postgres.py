@@ -643,3 +643,26 @@ def test_a_namespace_a_newer_release_wrote_is_searched_and_not_written(
         assert mem.stats().documents == 1
         (schema,) = [c for c in mem.doctor().checks if c.name == "schema"]
         assert schema.status == "warning" and "newer recall" in schema.detail
+
+
+def test_a_read_ahead_left_by_a_refused_search_expires(
+    corpus: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `search_state` reads ahead serves the search that follows at once; a search that
+    was refused before it ran leaves it behind, and a later search of that text reads afresh."""
+    write_corpus(corpus, {"a.md": "# A\n\nThe retry budget is three.\n"})
+    url = pg_target(pg_url, "ahead")
+    q = "retry budget"
+    with recall.open(url) as writer, recall.open(url) as reader:
+        writer.index(corpus)
+        vector = reader.embedder.embed([q])[0].astype("<f4").tobytes()
+        policy = _core.Policy(
+            now_us=0, threshold=0.3, scale=0.05, lexical_weight=0.15, identifier_weight=0.3
+        )
+        reader._store.search_state(RECORD, q)  # as a refused strict search leaves it
+        (corpus / "b.md").write_text("# B\n\nThe retry budget is five.\n")
+        writer.index(corpus)
+        monkeypatch.setattr("recall.postgres.search.AHEAD", 0.0)
+        out = reader._store.search(vector, text=q, k=5, candidates=10, policy=policy)
+        assert out["generation"] == 2
+        assert {h["path"] for h in out["hits"]} == {"a.md", "b.md"}

@@ -31,6 +31,9 @@ __all__ = ["Searching"]
 RARE_POOL = 2000
 #: Distinct words of a query that are searched (as the file store's index searches them).
 MAX_QUERY_TERMS = 64
+#: Seconds what `search_state` read ahead serves the search of its text that follows (it
+#: follows at once unless that search was refused before it ran; then it is left to expire).
+AHEAD = 1.0
 #: Matching chunks full-text search hands the core to order by BM25: at least this, and four
 #: times the candidates asked for (all of them when fewer match).
 LEXICAL_POOL = 100
@@ -60,7 +63,7 @@ class Searching(Namespace):
                 sent = self._send_lexical(c, text) if ahead and text is not None else None
             rows = dict(state.fetchall())
             if sent is not None:
-                self._ahead.found = (text, _lexical_read(*sent))
+                self._ahead.found = (text, time.monotonic(), _lexical_read(*sent))
         bound = bound_of(rows)
         record = rows.get(record_prefix + bound[2]) if bound else None
         return freshness_of(rows), bound, record
@@ -79,8 +82,8 @@ class Searching(Namespace):
         with self._conn() as c:
             if not self._exists(c, "chunks"):
                 return _empty_outcome()
-            if found is not None and found[0] == text:
-                read = found[1]
+            if found is not None and found[0] == text and time.monotonic() - found[1] < AHEAD:
+                read = found[2]
             else:
                 # One round trip (unless `search_state` read it with the state).
                 with c.pipeline():
@@ -135,8 +138,9 @@ class Searching(Namespace):
             "lexical": lexical,
             "generation": generation,
             "documents": len(corpus),
-            # The first round trip (the lexicon, the rarest words' chunks) is timed with the
-            # lexical leg; bringing the corpus and the vectors forward after a commit as load.
+            # The lexical leg's first look (read with the state before the query was embedded,
+            # else here) and its BM25 order are timed as lexical; bringing the corpus and the
+            # vectors forward after a commit as load.
             "load_ms": (t_loaded - t_sent) * ms,
             "dense_ms": (t_dense - t_loaded) * ms,
             "lexical_ms": (t_sent - t0 + t_lexical - t_dense) * ms,
