@@ -2,10 +2,12 @@
 
 Measures, in one run, on the same chunks:
 
-- passage embedding in chunks/s: `OnnxEmbedder.embed` (length-bucketed batches of BATCH_SIZE,
-  each padded to its longest member) against naive padding (the same texts in their original
-  order, consecutive batches of BATCH_SIZE padded to the longest member), after checking that
-  both give the same vectors;
+- passage embedding in chunks/s: `OnnxEmbedder.embed` as the default runs it (int8 compute,
+  one text per call, shared over side-by-side single-core sessions), and the same in fp32
+  compute (stores indexed before int8 compute, `onnx:DIR` models), against the earlier path
+  as the baseline ("bucketed": fp32 compute, length-bucketed batches of BATCH padded to their
+  longest member, one session on all cores) and naive padding (the texts' own order,
+  consecutive batches of BATCH), after checking that bucketed and naive give the same vectors;
 - the shipped model file (int8 weights, dequantised by Cast -> Mul in the graph) against an
   fp32 graph with those weights constant-folded, and against onnxruntime's dynamic int8
   quantisation of that fp32 graph (`quantize_dynamic`, QInt8, one scale per tensor and one per
@@ -48,9 +50,17 @@ from machine import cpu_model  # noqa: E402
 
 import recall
 from recall.chunking import chunk
+from recall.errors import EmbedderError
 from recall.frontmatter import parse
 from recall.indexing import _embed_text, _title
-from recall.models import BATCH_SIZE, BUILTINS, OnnxEmbedder, builtin_dir, builtin_model_file, cores
+from recall.models import (
+    BUILTINS,
+    OnnxEmbedder,
+    builtin_dir,
+    builtin_model_file,
+    cores,
+    open_session,
+)
 
 MODEL = "minilm-l6"
 BASELINE = "hashing-512"
@@ -58,7 +68,9 @@ NOTES = Path(recall.__file__).resolve().parent / "quickstart" / "notes"
 TARGET_QUERY_P50_MS = 10.0
 # Naive and bucketed batching run the same arithmetic on differently padded batches.
 SAME_VECTORS_TOL = 1e-4
-CHECK_CHUNKS = 4 * BATCH_SIZE
+#: Texts per call of the earlier path (bucketed and naive).
+BATCH = 32
+CHECK_CHUNKS = 4 * BATCH
 QUERY_WARMUP = 10
 
 # Running English is about half function words; the content words are a notes vocabulary.
@@ -174,21 +186,40 @@ def questions(n: int, seed: int) -> list[str]:
 # -- embedding paths -----------------------------------------------------------------------------
 
 
-def naive_embed(emb: OnnxEmbedder, texts: Sequence[str]) -> np.ndarray:
-    """The same model without length bucketing: consecutive batches in the texts' own order."""
+_WIDE: dict[int, Any] = {}
+
+
+def _wide(emb: OnnxEmbedder) -> Any:
+    """One fp32 session of `emb`'s model on every core: the earlier path's."""
+    if id(emb) not in _WIDE:
+        _WIDE[id(emb)] = open_session(emb.model_path, "embedder", EmbedderError)
+    return _WIDE[id(emb)]
+
+
+def batched_embed(emb: OnnxEmbedder, texts: Sequence[str], bucketed: bool) -> np.ndarray:
+    """The earlier path: batches of BATCH padded to their longest member on one session on all
+    cores, sorted by length (`bucketed`) or in the texts' own order (naive)."""
     ids = emb._encode(texts, emb.config.passage_prefix)
-    out = np.concatenate(
-        [emb._run(ids[s : s + BATCH_SIZE]) for s in range(0, len(ids), BATCH_SIZE)]
-    )
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if bucketed else range(len(ids))
+    order = list(order)
+    out = np.zeros((len(ids), emb.dim), dtype=np.float32)
+    session = _wide(emb)
+    for s in range(0, len(order), BATCH):
+        rows = order[s : s + BATCH]
+        out[rows] = emb._run([ids[i] for i in rows], session)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return out / np.where(norms > 0, norms, 1.0)
+
+
+def naive_embed(emb: OnnxEmbedder, texts: Sequence[str]) -> np.ndarray:
+    return batched_embed(emb, texts, bucketed=False)
 
 
 def padded_tokens(lengths: Sequence[int], order: Sequence[int]) -> int:
     """Token positions the model computes when batches follow `order`, padding included."""
     total = 0
-    for s in range(0, len(order), BATCH_SIZE):
-        rows = order[s : s + BATCH_SIZE]
+    for s in range(0, len(order), BATCH):
+        rows = order[s : s + BATCH]
         total += len(rows) * max(lengths[i] for i in rows)
     return total
 
@@ -346,6 +377,7 @@ def bench_corpus(
     label: str,
     texts: list[str],
     shipped: OnnxEmbedder,
+    default: OnnxEmbedder,
     variants: dict[str, OnnxEmbedder],
     runs: int,
 ) -> dict[str, Any]:
@@ -375,7 +407,7 @@ def bench_corpus(
 
     # Check before timing: naive batching must give the bucketed path's vectors.
     sample = texts[:CHECK_CHUNKS]
-    cos = rowwise_cos(shipped.embed(sample), naive_embed(shipped, sample))
+    cos = rowwise_cos(batched_embed(shipped, sample, True), naive_embed(shipped, sample))
     worst = float(1.0 - cos.min())
     ok = worst <= SAME_VECTORS_TOL
     log(
@@ -387,7 +419,7 @@ def bench_corpus(
     res["check_max_1_minus_cos"] = worst
     # Warm-up: each variant's first calls allocate its buffers.
     for emb in variants.values():
-        emb.embed(sample[:BATCH_SIZE])
+        emb.embed(sample[:BATCH])
 
     hashing = recall.get_embedder(BASELINE)
     outputs: dict[str, np.ndarray] = {}
@@ -401,8 +433,10 @@ def bench_corpus(
         return run
 
     methods: dict[str, Callable[[], np.ndarray]] = {
-        f"{MODEL} bucketed": keep("bucketed", lambda: shipped.embed(texts)),
+        f"{MODEL} bucketed": keep("bucketed", lambda: batched_embed(shipped, texts, True)),
         f"{MODEL} naive": keep("naive", lambda: naive_embed(shipped, texts)),
+        f"{MODEL} default": keep("default", lambda: default.embed(texts)),
+        f"{MODEL} fp32 per text": keep("fp32 per text", lambda: shipped.embed(texts)),
     }
     for name, emb in variants.items():
         methods[f"{MODEL} {name}"] = keep(name, lambda emb=emb: emb.embed(texts))
@@ -414,7 +448,7 @@ def bench_corpus(
     # After timing: agreement over the whole corpus, against the shipped model's vectors.
     ref = outputs["bucketed"]
     agreement: dict[str, dict[str, float]] = {}
-    for name in ["naive", *variants]:
+    for name in ["naive", "default", "fp32 per text", *variants]:
         c = rowwise_cos(ref, outputs[name])
         agreement[name] = {"cos_mean": float(c.mean()), "cos_min": float(c.min())}
     if 1.0 - agreement["naive"]["cos_min"] > SAME_VECTORS_TOL:
@@ -520,13 +554,16 @@ def main() -> None:
     log(f"machine: {machine()}")
     log(f"load average at the start: {os.getloadavg()[0]:.2f}")
     t0 = time.perf_counter()
-    shipped = recall.get_embedder(MODEL)
+    default = recall.get_embedder(MODEL)
     load_ms = (time.perf_counter() - t0) * 1e3
-    assert isinstance(shipped, OnnxEmbedder)
+    assert isinstance(default, OnnxEmbedder) and default.int8
     model_file = builtin_model_file(BUILTINS[MODEL])
+    # The shipped file computed in fp32: the reference vectors, and the earlier path's model.
+    shipped = OnnxEmbedder(builtin_dir(MODEL), name=f"{MODEL}-fp32", model_file=model_file)
     log(
         f"{MODEL}: {model_file} ({model_file.stat().st_size / 1e6:.1f} MB), loaded in "
-        f"{load_ms:.0f} ms; batches of {BATCH_SIZE}, max {shipped.config.max_tokens} tokens"
+        f"{load_ms:.0f} ms; the earlier path's batches of {BATCH}, max "
+        f"{shipped.config.max_tokens} tokens"
     )
 
     with tempfile.TemporaryDirectory(prefix="recall-embed-bench-") as tmp:
@@ -555,11 +592,11 @@ def main() -> None:
             "quickstart notes": (notes_chunks(), args.notes_runs),
         }
         results = {
-            label: bench_corpus(label, texts, shipped, variants, runs)
+            label: bench_corpus(label, texts, shipped, default, variants, runs)
             for label, (texts, runs) in corpora.items()
         }
 
-        embedders: dict[str, Any] = {MODEL: shipped}
+        embedders: dict[str, Any] = {MODEL: default, f"{MODEL} fp32": shipped}
         embedders.update({f"{MODEL} {k}": v for k, v in variants.items()})
         embedders[BASELINE] = recall.get_embedder(BASELINE)
         query, words = bench_queries(embedders, args.queries, args.seed + 1)
@@ -606,7 +643,7 @@ def main() -> None:
                     "model": MODEL,
                     "model_file_mb": model_file.stat().st_size / 1e6,
                     "load_ms": load_ms,
-                    "batch_size": BATCH_SIZE,
+                    "batch_size": BATCH,
                     "args": vars(args),
                     "variants": variant_notes,
                     "corpora": results,

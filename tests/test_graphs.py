@@ -11,7 +11,7 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from recall import graphs, models
+from recall import graphs, int8_graph, models
 from recall.models import OnnxEmbedder, load_builtin
 
 from .onnx_models import build_embedder
@@ -61,6 +61,16 @@ def test_the_default_models_saved_graph_gives_its_vectors_bit_for_bit(
     assert np.array_equal(_vectors(first), reference)
     assert np.array_equal(_vectors(again), reference)
     assert first.fingerprint == again.fingerprint
+    assert first.int8 and f"-int8.{int8_graph.VERSION}-ort" in folder.name
+
+    # The fp32 graph of the same model (a store indexed before int8 compute) is saved beside
+    # it; neither removes the other.
+    spec = models.BUILTINS["minilm-l6"]
+    OnnxEmbedder(models.builtin_dir("minilm-l6"), model_file=models.builtin_model_file(spec))
+    assert len(saved) == 2 and folder.is_dir()
+    assert len(list(graphs.graph_folder().iterdir())) == 2
+    load_builtin("minilm-l6")
+    assert len(saved) == 2
 
 
 def test_a_damaged_graph_is_saved_again_and_an_unusable_cache_is_skipped(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -199,30 +200,103 @@ def minilm() -> OnnxEmbedder:
     return e
 
 
-def test_minilm_vectors_match_pinned_values(minilm: OnnxEmbedder) -> None:
-    assert (minilm.name, minilm.dim) == ("minilm-l6", 384)
-    vectors = minilm.embed(list(PINNED))
+@pytest.fixture(scope="module")
+def minilm_fp32() -> OnnxEmbedder:
+    """The built-in computed in fp32, as stores indexed before int8 compute keep it."""
+    spec = models.BUILTINS["minilm-l6"]
+    return OnnxEmbedder(
+        models.builtin_dir("minilm-l6"),
+        name="minilm-l6",
+        model_file=models.builtin_model_file(spec),
+    )
+
+
+def test_minilm_fp32_vectors_match_pinned_values(minilm_fp32: OnnxEmbedder) -> None:
+    assert (minilm_fp32.name, minilm_fp32.dim, minilm_fp32.int8) == ("minilm-l6", 384, False)
+    vectors = minilm_fp32.embed(list(PINNED))
     for row, want in zip(vectors, PINNED.values()):
         np.testing.assert_allclose(_summary(row), want, atol=1e-4)
-    # Batched with other texts of other lengths: the same vectors.
-    mixed = minilm.embed(["short", *PINNED, "a much longer passage " * 20])
+    # Embedded with other texts of other lengths: the same vectors.
+    mixed = minilm_fp32.embed(["short", *PINNED, "a much longer passage " * 20])
     np.testing.assert_allclose(mixed[1:4], vectors, atol=1e-5)
 
 
-def test_minilm_matches_the_reference_evaluator(minilm: OnnxEmbedder) -> None:
-    onnx = pytest.importorskip("onnx")
+def _reference_vector(model: Any, text: str, ids: list[int], ops: list[Any]) -> np.ndarray:
     from onnx.reference import ReferenceEvaluator
 
-    spec = models.BUILTINS["minilm-l6"]
-    evaluator = ReferenceEvaluator(onnx.load(str(models.builtin_model_file(spec))))
-    text = "Which message broker runs our background jobs?"
-    ids = np.array([minilm._encode([text], "")[0]], dtype=np.int64)
-    (hidden,) = evaluator.run(
+    feed = np.array([ids], dtype=np.int64)
+    (hidden,) = ReferenceEvaluator(model, new_ops=ops).run(
         ["last_hidden_state"],
-        {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": 0 * ids},
+        {"input_ids": feed, "attention_mask": np.ones_like(feed), "token_type_ids": 0 * feed},
     )
     want = hidden[0].mean(axis=0)
-    np.testing.assert_allclose(minilm.embed([text])[0], want / np.linalg.norm(want), atol=1e-4)
+    return np.asarray(want / np.linalg.norm(want))
+
+
+def test_minilm_fp32_matches_the_reference_evaluator(minilm_fp32: OnnxEmbedder) -> None:
+    onnx = pytest.importorskip("onnx")
+    spec = models.BUILTINS["minilm-l6"]
+    text = "Which message broker runs our background jobs?"
+    want = _reference_vector(
+        onnx.load(str(models.builtin_model_file(spec))),
+        text,
+        minilm_fp32._encode([text], "")[0],
+        [],
+    )
+    np.testing.assert_allclose(minilm_fp32.embed([text])[0], want, atol=1e-4)
+
+
+def test_minilm_int8_matches_the_reference_evaluator(minilm: OnnxEmbedder) -> None:
+    """The default computes in int8: onnx's pure-Python evaluator runs the rewritten graph
+    (standard DynamicQuantizeLinear and MatMulInteger), independently of onnxruntime's fused
+    integer kernels."""
+    onnx = pytest.importorskip("onnx")
+    from recall.int8_graph import int8_graph
+
+    assert (minilm.name, minilm.dim, minilm.int8) == ("minilm-l6", 384, True)
+    spec = models.BUILTINS["minilm-l6"]
+    graph = onnx.load_from_string(int8_graph(models.builtin_model_file(spec).read_bytes())[0])
+    for text in list(PINNED)[:2]:
+        want = _reference_vector(graph, text, minilm._encode([text], "")[0], [])
+        np.testing.assert_allclose(minilm.embed([text])[0], want, atol=1e-5)
+
+
+def test_minilm_int8_agrees_with_fp32_and_is_fingerprinted_apart(
+    minilm: OnnxEmbedder, minilm_fp32: OnnxEmbedder
+) -> None:
+    texts = [*PINNED, *PARAPHRASE_CORPUS.values()]
+    cosines = (minilm.embed(texts) * minilm_fp32.embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.98, cosines
+    assert minilm.fingerprint != minilm_fp32.fingerprint
+
+
+def test_a_texts_int8_vector_depends_on_nothing_else_in_the_call(minilm: OnnxEmbedder) -> None:
+    """Each text runs on its own, so the activation scale int8 compute picks is its own."""
+    alone = minilm.embed(list(PINNED))
+    many = ["short", *PINNED, "a much longer passage " * 20] * 6  # shared over every session
+    mixed = minilm.embed(many)
+    assert len(minilm._sessions) == min(models.cores(), models.MAX_WORKERS)
+    for start in range(0, len(many), 5):
+        assert np.array_equal(mixed[start + 1 : start + 4], alone)
+    assert np.array_equal(minilm.embed_query(["short"])[0], minilm.embed(["short"])[0])
+
+
+def test_a_store_made_in_fp32_keeps_fp32_and_new_stores_get_int8(
+    minilm_fp32: OnnxEmbedder, tmp_path: Path, corpus: Path
+) -> None:
+    write_corpus(corpus, {"a.md": "# Broker\nWe run background jobs on RabbitMQ."})
+    with recall.open(tmp_path / "old.db", embedder=minilm_fp32) as mem:
+        mem.index(corpus)
+    for spec in (None, "minilm-l6"):
+        with recall.open(tmp_path / "old.db", embedder=spec) as mem:
+            assert isinstance(mem.embedder, OnnxEmbedder) and not mem.embedder.int8
+            assert mem.embedder.fingerprint == minilm_fp32.fingerprint
+            mem.index(corpus)  # the same binding: no mismatch
+            assert mem.search("Which broker runs jobs?", mode="development").hits
+    with recall.open(tmp_path / "new.db", embedder="minilm-l6") as mem:
+        mem.index(corpus)
+        assert isinstance(mem.embedder, OnnxEmbedder) and mem.embedder.int8
+        assert mem.stats().embedder_fingerprint == mem.embedder.fingerprint
 
 
 def test_builtin_files_are_pinned_and_licensed() -> None:

@@ -258,10 +258,12 @@ class Memory:
         """The embedder in use: the one asked for, else the one the store was built with."""
         if self._embedder is None:
             spec = self._embedder_spec
-            if spec is None:
-                bound = self._store.embedder()
-                spec = bound[0] if bound else None
-            self._embedder = get_embedder(spec)
+            bound = self._store.embedder() if spec is None or isinstance(spec, str) else None
+            if spec is None and bound:
+                spec = bound[0]
+            # The store's fingerprint says how a built-in model made its vectors.
+            same = bound is not None and isinstance(spec, str) and spec.strip() == bound[0]
+            self._embedder = get_embedder(spec, bound[2] if same and bound else None)
         return self._embedder
 
     @property

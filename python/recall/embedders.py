@@ -150,9 +150,10 @@ _LOADED: dict[str, Embedder] = {}
 _LOCK = threading.Lock()
 
 
-def get_embedder(spec: str | Embedder | None) -> Embedder:
+def get_embedder(spec: str | Embedder | None, fingerprint: str | None = None) -> Embedder:
     """Resolve a name (`minilm-l6`, `onnx:DIR`, `hashing-D`) or pass an `Embedder` through;
-    None = the default for new stores."""
+    None = the default for new stores. `fingerprint`, the one a store was built with, picks
+    how a built-in model computes (`recall.models.load_builtin`)."""
     if spec is None:
         spec = default_embedder_name()
     if not isinstance(spec, str):
@@ -165,10 +166,12 @@ def get_embedder(spec: str | Embedder | None) -> Embedder:
 
     if spec in models.BUILTINS or spec.startswith("onnx:"):
         key = spec if spec in models.BUILTINS else f"onnx:{os.path.abspath(spec[5:])}"
+        if spec in models.BUILTINS:
+            key = f"{spec}:{'int8' if models.builtin_int8(spec, fingerprint) else 'fp32'}"
         with _LOCK:
             if key not in _LOADED:
                 if spec in models.BUILTINS:
-                    _LOADED[key] = models.load_builtin(spec)
+                    _LOADED[key] = models.load_builtin(spec, fingerprint)
                 elif not spec[5:].strip():
                     raise EmbedderError(
                         "recall embedder: onnx: needs a model directory, e.g. onnx:./my-model"

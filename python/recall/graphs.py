@@ -2,13 +2,16 @@
 
 Opening an onnxruntime session optimises the model's graph first. For the default model that is
 most of a cold `recall search`: the int8 file's weights are dequantised and constant-folded to
-fp32 on every start (about 0.5 s on two cores). `saved_graph(ort, model)` runs those graph
-optimisations once per model content and onnxruntime version and keeps the result in the
-user's cache folder (`recall.digests.cache_dir()`, `graphs/<model digest>-ort<version>-<cpu>/`:
-the graph, its weights in a file of their own that the session maps instead of parsing, and a
-seal). A session opened on the saved graph starts in tens of milliseconds instead of hundreds
-and computes the same outputs bit for bit (`tests/test_graphs.py` checks this on the default
-model); it costs the default model 90 MB of cache.
+fp32 on every start (about 0.5 s on two cores), or, computed in int8, rewritten
+(`recall.int8_graph`) and optimised. `saved_graph(ort, model, int8=…)` runs that once per
+model content, compute (and rewrite version) and onnxruntime version and keeps the result in
+the user's cache folder (`recall.digests.cache_dir()`, under `graphs/`, in a folder named
+`<model digest>[-int8.<rewrite version>]-ort<version>-<cpu>`: the graph, its weights in a file
+of their own that the session maps instead of parsing, and a seal). A session opened on the
+saved graph starts in tens of milliseconds instead of hundreds and computes the same outputs
+bit for bit (`tests/test_graphs.py` checks this on the default model); it costs the default
+model 56 MB of cache (87 MB more for its fp32 graph, which only a store indexed before int8
+compute uses).
 
 The saved graph is derived data, checked before every use: the seal holds its files' sha256s,
 written when it is saved and compared on each open (each file hashed once per file identity,
@@ -34,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from recall.digests import cache_dir, sha256_of
+from recall.int8_graph import VERSION as int8_graph_version
+from recall.int8_graph import int8_graph
 
 __all__ = ["graph_folder", "saved_graph"]
 
@@ -48,10 +53,11 @@ def graph_folder() -> Path:
 GRAPH, WEIGHTS, SEAL = "model.onnx", "weights.data", "seal"
 
 
-def _names(ort: Any, model: Path) -> tuple[str, str]:
+def _names(ort: Any, model: Path, int8: bool) -> tuple[str, str]:
     """The model's content prefix (shared by every runtime's graph of it) and this graph's name."""
     prefix = sha256_of(model)[:32]
-    return prefix, f"{prefix}-ort{ort.__version__}-{platform.machine() or 'cpu'}"
+    kind = f"-int8.{int8_graph_version}" if int8 else ""
+    return prefix, f"{prefix}{kind}-ort{ort.__version__}-{platform.machine() or 'cpu'}"
 
 
 def _seal_of(folder: Path) -> str:
@@ -70,9 +76,9 @@ def _checked(folder: Path) -> bool:
         return False
 
 
-def _save(ort: Any, model: Path, root: Path, name: str, prefix: str) -> Path:
-    """Optimise `model` into the folder `root/name` and seal it; older runtimes' graphs of the
-    same model are removed."""
+def _save(ort: Any, model: Path, root: Path, name: str, prefix: str, int8: bool) -> Path:
+    """Optimise `model` (rewritten for int8 compute when `int8`) into the folder `root/name`
+    and seal it; the model's graphs for other runtimes, computed alike, are removed."""
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}-"))
     folder = root / name
@@ -87,15 +93,19 @@ def _save(ort: Any, model: Path, root: Path, name: str, prefix: str) -> Path:
             "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
         )
         options.log_severity_level = 3
-        ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+        source: str | bytes = int8_graph(model.read_bytes())[0] if int8 else str(model)
+        ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
         # A damaged graph of this name goes first; a folder is replaced only when empty.
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(work, folder)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     (folder / SEAL).write_text(_seal_of(folder), encoding="ascii")
-    # Other runtimes' graphs of this model, and work folders a killed save left behind.
-    for old in [*root.glob(f"{prefix}-*"), *root.glob(f".{prefix}-*")]:
+    # Other runtimes' graphs of this model computed alike, and work folders a killed save left
+    # behind. The other compute's graph stays: a process may use both (an fp32 store's
+    # built-in model beside a new int8 one).
+    kind = f"{prefix}-int8." if int8 else f"{prefix}-ort"
+    for old in [*root.glob(f"{kind}*"), *root.glob(f".{prefix}-*")]:
         if old.name != name and not (old.name.startswith(".") and _recent(old)):
             with contextlib.suppress(OSError):
                 if old.is_dir():
@@ -113,14 +123,15 @@ def _recent(path: Path) -> bool:
         return True
 
 
-def saved_graph(ort: Any, model: Path) -> Path | None:
-    """`model`'s graph optimised by this onnxruntime, saved once and checked on every use; None
-    when it cannot be saved or read (then the caller opens the model file itself)."""
+def saved_graph(ort: Any, model: Path, *, int8: bool = False) -> Path | None:
+    """`model`'s graph optimised by this onnxruntime (its int8 weights computed in int8 when
+    `int8`: `recall.int8_graph`), saved once and checked on every use; None when it cannot be
+    saved or read (then the caller opens the model itself)."""
     try:
-        prefix, name = _names(ort, model)
+        prefix, name = _names(ort, model, int8)
         root = graph_folder()
         if _checked(root / name):
             return root / name / GRAPH
-        return _save(ort, model, root, name, prefix)
+        return _save(ort, model, root, name, prefix, int8)
     except Exception:  # an unusable cache, a full disk, a runtime that cannot save: skip it
         return None

