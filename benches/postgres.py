@@ -14,14 +14,19 @@ On one Zipf corpus (benches/zipf_corpus.py) of about N chunks:
 
 `--baseline PYTHON`: another build (a virtual environment's interpreter with recall installed)
 indexes the same notes into its own namespace of the same server and answers the same queries,
-interleaved with this build's, in a process of its own; its figures print beside these.
+interleaved with this build's, in a process of its own; its figures print beside these. It is
+written from the same vectors under this build's lineage, and embeds its queries with its own
+model (a build whose model computes otherwise embeds them otherwise).
+
+`--vectors FILE.npy` keeps the embedding pass: a later run on the same corpus and embedder
+reads the vectors from it instead of embedding every chunk again.
 
 The server is the one the test extras install (`pgserver`: PostgreSQL 16 + pgvector 0.6.2 on
 Python 3.9-3.12), started in a temporary folder on this machine (so it shares the cores with the
 benchmark); the run prints both versions.
 
 Usage: python benches/postgres.py [--chunks 100000] [--queries 200] [--embedder hashing-512]
-                                  [--baseline PYTHON]
+                                  [--baseline PYTHON] [--vectors FILE.npy]
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ class Remembered:
     def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.seen: dict[str, npt.NDArray[np.float32]] = {}
+        #: The lineage of loaded vectors: another build's model may fingerprint differently.
+        self.lineage: str | None = None
 
     @property
     def name(self) -> str:
@@ -74,7 +81,7 @@ class Remembered:
 
     @property
     def fingerprint(self) -> str:
-        return self.inner.fingerprint
+        return self.lineage or self.inner.fingerprint
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.seen]
@@ -91,11 +98,17 @@ class Remembered:
     def save(self, path: Path) -> None:
         texts = list(self.seen)
         np.save(path, np.stack([self.seen[t] for t in texts]).astype(np.float32))
-        path.with_suffix(".json").write_text(json.dumps(texts))
+        saved = {"name": self.name, "fingerprint": self.fingerprint, "texts": texts}
+        path.with_suffix(".json").write_text(json.dumps(saved))
 
-    def load(self, path: Path) -> None:
-        texts = json.loads(path.with_suffix(".json").read_text())
-        self.seen.update(zip(texts, np.load(path)))
+    def load(self, path: Path) -> bool:
+        """Take the vectors saved at `path`, if they are this embedder's; True if taken."""
+        saved = json.loads(path.with_suffix(".json").read_text())
+        if saved["name"] != self.name:
+            return False
+        self.seen.update(zip(saved["texts"], np.load(path)))
+        self.lineage = saved["fingerprint"]
+        return True
 
 
 def negatives(count: int, seed: int) -> list[str]:
@@ -198,6 +211,13 @@ def main() -> None:
     ap.add_argument("--embedder", default="hashing-512")
     ap.add_argument("--baseline", default=None, help="another build's Python, run beside this")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument(
+        "--vectors",
+        type=Path,
+        default=None,
+        help="a .npy file keeping the embedding pass: read when it holds this corpus's "
+        "vectors for this embedder, written otherwise",
+    )
     args = ap.parse_args()
     print(
         f"machine: {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, Python "
@@ -232,14 +252,26 @@ def run(url: str, work: Path, args: argparse.Namespace) -> None:
     corpus.write(root)
     print(f"\n== about {chunks:,} chunks ({corpus.n:,} notes), {embedder_name} ==")
     embedder = Remembered(get_embedder(embedder_name))
-    with recall.open(work / "scratch.db", embedder=embedder) as mem:
-        t0 = time.perf_counter()
-        report = mem.index(root, calibrate=False)
-        embed_s = time.perf_counter() - t0
-    print(
-        f"  embedding pass (a first index run into a scratch file): {report.chunks:,} chunks in "
-        f"{embed_s:.1f} s ({report.chunks / embed_s:,.0f} chunks/s)"
-    )
+    kept = args.vectors
+    if kept is not None and kept.exists() and embedder.load(kept):
+        read = len(embedder.seen)
+        with recall.open(work / "scratch.db", embedder=embedder) as mem:
+            report = mem.index(root, calibrate=False)
+        print(
+            f"  embedding pass: {read:,} vectors read from {kept}, "
+            f"{len(embedder.seen) - read:,} of {report.chunks:,} chunks' texts embedded now"
+        )
+    else:
+        with recall.open(work / "scratch.db", embedder=embedder) as mem:
+            t0 = time.perf_counter()
+            report = mem.index(root, calibrate=False)
+            embed_s = time.perf_counter() - t0
+        print(
+            f"  embedding pass (a first index run into a scratch file): {report.chunks:,} chunks "
+            f"in {embed_s:.1f} s ({report.chunks / embed_s:,.0f} chunks/s)"
+        )
+        if kept is not None:
+            embedder.save(kept)
     remembered = work / "vectors.npy"
     embedder.save(remembered)
     targets = {"sqlite": str(work / "store.db"), "postgres": f"{url}&namespace=bench"}
