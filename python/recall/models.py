@@ -44,8 +44,9 @@ __all__ = [
 EMBEDDER_CONFIG = "recall-embedder.json"
 #: Bumped when tokenisation, pooling or batching changes the vectors a model directory gives.
 _PIPELINE_VERSION = "recall-onnx-v1"
-#: Sessions that embed passages side by side, one text per call each (benches/RESULTS.md: on
-#: 2 cores two single-threaded sessions embed ~1.2x faster than one session on both).
+#: Sessions that embed passages side by side, one text per call each, the cores split between
+#: them (on 2 cores: two sessions of one thread, which keep both cores busier than one session's
+#: two threads on one short text at a time).
 MAX_WORKERS = 4
 _DATA = Path(__file__).resolve().parent / "data"
 
