@@ -118,7 +118,6 @@ def _text(value: int | bytes) -> str:
 
 @dataclass
 class _Node:
-    raw: bytes
     op: str = ""
     domain: str = ""
     name: str = ""
@@ -129,7 +128,7 @@ class _Node:
 
     @classmethod
     def read(cls, raw: bytes) -> _Node:
-        node = cls(raw)
+        node = cls()
         for f in _fields(raw):
             if f.number == _NODE_INPUT:
                 node.inputs.append(_text(f.value))
