@@ -1,17 +1,21 @@
-//! The dense leg (SPEC §4): cosine over every chunk vector, held in one contiguous buffer.
+//! The dense leg (SPEC §4): cosine over every chunk vector.
 //!
-//! Owns: the in-memory matrix and top-k selection. Vectors are L2-normalised, so the dot product
-//! is the cosine. Large indexes are scanned through short codes first: per row a sign mask and
-//! two magnitude bit planes (levels 0–3 of the row's own quantum), 3 bits per dimension, about
-//! a tenth of the f32 bytes. A hashed row (equal magnitudes, their collisions at twice or three
-//! times that, the rest zero) is coded exactly. The query is cut into four magnitude bit
-//! planes (one for a hashed query), so the estimate is a few AND + popcount per 64 dimensions.
-//! An oversampled shortlist is then rescored exactly in f32: every returned score is exact
-//! (SPEC §4 allows the first pass while recall@10 against the exact scan stays ≥ 0.99;
-//! benches/search_latency.py measures it). Does not own: loading the vectors (store/) or what a
-//! score means (trust.rs).
+//! Owns: the rows in memory and top-k selection. Vectors are L2-normalised, so the dot product
+//! is the cosine. Each row is held as its 3-bit code (row_code.rs: a sign mask and two magnitude
+//! bit planes, about a tenth of the f32 bytes) and, only when the code does not give the row
+//! back, its float32 vector: a hashed row is its code. Large indexes are scanned through the
+//! codes first: the query is cut into four magnitude bit planes (one for a hashed query), so the
+//! estimate is a few AND + popcount per 64 dimensions. An oversampled shortlist is then rescored
+//! exactly: every returned score is the dot product with the row's vector, held or given back
+//! by its code (SPEC §4 allows the first pass while recall@10 against the exact scan stays
+//! ≥ 0.99; benches/search_latency.py measures it). Does not own: the code itself (row_code.rs),
+//! loading the rows (store/) or what a score means (trust.rs).
 
 use std::cmp::Ordering;
+
+#[cfg(test)]
+use crate::row_code::{code_bytes, encode};
+use crate::row_code::{decode, words_for, StoredCodes, MASKS, REPRODUCED};
 
 /// Below this many rows the exact scan is already cheap: no first pass.
 const QUANTISE_FROM: usize = 4096;
@@ -21,92 +25,25 @@ const QUANTISE_FROM: usize = 4096;
 const OVERSAMPLE: usize = 16;
 const SHORTLIST_MIN: usize = 256;
 const NOISY_SHARE: usize = 100;
-/// A component is coded as zero when its magnitude is below this share of the row's mean
-/// magnitude; the others set the row's quantum.
-const ZERO_BAND: f32 = 0.6;
 /// Bit planes of the query's magnitudes (levels 0..=15).
 const PLANES: usize = 4;
 /// How far ahead of the row being scored the code pass asks for memory.
 const PREFETCH_ROWS: usize = 16;
-/// Masks per row: sign, magnitude bit 0, magnitude bit 1.
-const MASKS: usize = 3;
 
-/// Row-major `len × dim` float32 matrix, with per-row codes for the first pass.
+/// Row-major `len × dim` matrix of codes for the first pass, with the float32 vector of every
+/// row its code does not reproduce (a hashed row's code is its vector: nothing else is held).
 #[derive(Debug, Clone, Default)]
 pub struct DenseIndex {
     dim: usize,
-    data: Vec<f32>,
     /// Per row: `words` sign masks (set = negative), then `words` of magnitude bit 0, then
     /// `words` of magnitude bit 1.
     codes: Vec<u64>,
     /// Per row: its quantum (`x ≈ unit × ±level`).
     units: Vec<f32>,
-}
-
-fn words_for(dim: usize) -> usize {
-    dim.div_ceil(64)
-}
-
-/// Append the code of `row` to `out`; returns the row's unit.
-fn encode(row: &[f32], out: &mut Vec<u64>) -> f32 {
-    let start = out.len();
-    out.resize(start + MASKS * words_for(row.len()), 0);
-    encode_into(row, &mut out[start..])
-}
-
-/// Write the code of `row` into `masks` (zeroed, `MASKS × words`); returns the row's unit.
-/// Components above the zero band set a first quantum (their mean magnitude), each gets the
-/// nearest level 0–3 of it, and the unit is then the least-squares scale of those levels,
-/// exact for a hashed row.
-fn encode_into(row: &[f32], masks: &mut [u64]) -> f32 {
-    // Branch-free passes with eight accumulators each: this runs for every row when a store is
-    // opened, and a single float accumulator would serialise on the add latency.
-    let words = words_for(row.len());
-    let mean = lane_sum(row, f32::abs) / row.len().max(1) as f32;
-    let band = (mean * ZERO_BAND).max(f32::MIN_POSITIVE);
-    let above = |x: f32| if x.abs() > band { x.abs() } else { 0.0 };
-    let count = row.iter().filter(|x| x.abs() > band).count();
-    if count == 0 {
-        return 0.0;
-    }
-    let inverse = count as f32 / lane_sum(row, above);
-    // Round half up by truncation (a ≥ 0); components in the band are level 0.
-    let level = |x: f32| ((above(x) * inverse + 0.5) as u32).min(3);
-    let (mut xl, mut ll) = ([0.0f32; 8], 0u32);
-    for (w, part) in row.chunks(64).enumerate() {
-        let (mut sign, mut low, mut high) = (0u64, 0u64, 0u64);
-        for (j, &x) in part.iter().enumerate() {
-            let l = level(x);
-            // A sign bit without a magnitude bit is never read.
-            sign |= u64::from(x < 0.0) << j;
-            low |= u64::from(l & 1) << j;
-            high |= u64::from(l >> 1) << j;
-            xl[j % 8] += x.abs() * l as f32;
-            ll += l * l;
-        }
-        masks[w] = sign;
-        masks[words + w] = low;
-        masks[2 * words + w] = high;
-    }
-    if ll > 0 {
-        xl.iter().sum::<f32>() / ll as f32
-    } else {
-        0.0
-    }
-}
-
-/// Σ f(x) over `row` in eight lanes.
-#[inline(always)]
-fn lane_sum(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks = row.chunks_exact(8);
-    let tail: f32 = chunks.remainder().iter().map(|&x| f(x)).sum();
-    for c in chunks {
-        for i in 0..8 {
-            acc[i] += f(c[i]);
-        }
-    }
-    acc.iter().sum::<f32>() + tail
+    /// Per row: the index of its vector in `data`, or `REPRODUCED` when its code is its vector.
+    held: Vec<u32>,
+    /// The vectors of the rows whose code does not reproduce them, `dim` floats each.
+    data: Vec<f32>,
 }
 
 /// The query as bit planes: `levels[j]` holds the components whose magnitude level has bit j
@@ -231,53 +168,72 @@ impl DenseIndex {
         }
     }
 
+    /// An index of coded rows: `held[i]` is `REPRODUCED` or row `i`'s place in `data`, in
+    /// row order (row_code.rs builds it).
+    pub(crate) fn from_parts(
+        dim: usize,
+        codes: Vec<u64>,
+        units: Vec<f32>,
+        held: Vec<u32>,
+        data: Vec<f32>,
+    ) -> DenseIndex {
+        DenseIndex {
+            dim,
+            codes,
+            units,
+            held,
+            data,
+        }
+    }
+
     pub fn dim(&self) -> usize {
         self.dim
     }
 
     pub fn len(&self) -> usize {
-        self.data.len().checked_div(self.dim).unwrap_or(0)
+        self.units.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.units.is_empty()
+    }
+
+    fn stride(&self) -> usize {
+        MASKS * words_for(self.dim)
     }
 
     /// An index over `data` (row-major, a whole number of `dim`-float rows), its rows coded on
-    /// all cores: this runs once per store generation, for every row.
+    /// all cores as the store keeps them (`code_bytes`), so an index built here and one read
+    /// from stored codes hold the same rows; only the vectors their codes do not reproduce are
+    /// kept.
     pub fn from_data(dim: usize, data: Vec<f32>) -> DenseIndex {
         assert!(
             dim > 0 && data.len().is_multiple_of(dim),
             "data must hold whole rows"
         );
         let rows = data.len() / dim;
-        let stride = MASKS * words_for(dim);
-        let mut codes = vec![0u64; rows * stride];
-        let mut units = vec![0.0f32; rows];
         let per = rows.div_ceil(cores()).max(4096);
-        std::thread::scope(|scope| {
-            for ((data, codes), units) in data
-                .chunks(per * dim)
-                .zip(codes.chunks_mut(per * stride))
-                .zip(units.chunks_mut(per))
-            {
-                scope.spawn(move || {
-                    for ((row, masks), unit) in data
-                        .chunks_exact(dim)
-                        .zip(codes.chunks_exact_mut(stride))
-                        .zip(units.iter_mut())
-                    {
-                        *unit = encode_into(row, masks);
-                    }
-                });
-            }
-        });
-        DenseIndex {
-            dim,
-            data,
-            codes,
-            units,
+        let parts: Vec<(StoredCodes, Vec<f32>)> = if rows <= per {
+            vec![StoredCodes::of_rows(dim, &data)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = data
+                    .chunks(per * dim)
+                    .map(|part| scope.spawn(move || StoredCodes::of_rows(dim, part)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("coding thread panicked"))
+                    .collect()
+            })
+        };
+        let mut all = StoredCodes::new(dim);
+        let mut needed = Vec::new();
+        for (codes, vectors) in parts {
+            all.append(codes);
+            needed.extend_from_slice(&vectors);
         }
+        all.into_index(needed)
     }
 
     /// Append one row; its length must be `dim`.
@@ -287,9 +243,8 @@ impl DenseIndex {
             self.dim,
             "row length must equal the index dimension"
         );
-        self.data.extend_from_slice(row);
-        let unit = encode(row, &mut self.codes);
-        self.units.push(unit);
+        let added = DenseIndex::from_data(self.dim, row.to_vec());
+        self.append(added);
     }
 
     /// Append rows (row-major, a whole number of `dim`-float rows), coded on all cores.
@@ -299,48 +254,89 @@ impl DenseIndex {
             "data must hold whole rows"
         );
         let added = DenseIndex::from_data(self.dim, data);
+        self.append(added);
+    }
+
+    fn append(&mut self, added: DenseIndex) {
         if self.is_empty() {
             *self = added;
         } else {
-            self.data.extend_from_slice(&added.data);
+            let base = (self.data.len() / self.dim) as u32;
             self.codes.extend_from_slice(&added.codes);
             self.units.extend_from_slice(&added.units);
+            self.held.extend(
+                added
+                    .held
+                    .iter()
+                    .map(|&h| if h == REPRODUCED { h } else { base + h }),
+            );
+            self.data.extend_from_slice(&added.data);
         }
     }
 
     /// Keep the rows whose `keep` is true, in their order (`keep` has one flag per row).
     pub fn retain_rows(&mut self, keep: &[bool]) {
         assert_eq!(keep.len(), self.len(), "one flag per row");
-        let (dim, stride) = (self.dim, MASKS * words_for(self.dim));
-        let mut to = 0;
+        let (dim, stride) = (self.dim, self.stride());
+        let (mut to, mut held_to) = (0, 0usize);
         for (from, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
-            if from != to {
-                self.data
-                    .copy_within(from * dim..(from + 1) * dim, to * dim);
-                self.codes
-                    .copy_within(from * stride..(from + 1) * stride, to * stride);
-                self.units[to] = self.units[from];
+            self.codes
+                .copy_within(from * stride..(from + 1) * stride, to * stride);
+            self.units[to] = self.units[from];
+            let h = self.held[from];
+            if h != REPRODUCED {
+                let h = h as usize;
+                self.data.copy_within(h * dim..(h + 1) * dim, held_to * dim);
+                self.held[to] = held_to as u32;
+                held_to += 1;
+            } else {
+                self.held[to] = REPRODUCED;
             }
             to += 1;
         }
-        self.data.truncate(to * dim);
         self.codes.truncate(to * stride);
         self.units.truncate(to);
+        self.held.truncate(to);
+        self.data.truncate(held_to * dim);
     }
 
-    pub fn row(&self, i: usize) -> &[f32] {
-        &self.data[i * self.dim..(i + 1) * self.dim]
+    /// Row `i`'s vector: the one held, or the one its code stands for.
+    pub fn row(&self, i: usize) -> std::borrow::Cow<'_, [f32]> {
+        match self.held[i] {
+            REPRODUCED => {
+                let stride = self.stride();
+                let mut out = Vec::with_capacity(self.dim);
+                decode(
+                    &self.codes[i * stride..(i + 1) * stride],
+                    self.units[i],
+                    self.dim,
+                    &mut out,
+                );
+                std::borrow::Cow::Owned(out)
+            }
+            h => {
+                let h = h as usize;
+                std::borrow::Cow::Borrowed(&self.data[h * self.dim..(h + 1) * self.dim])
+            }
+        }
     }
 
     /// The cosine of row `i` with `query`; a damaged row (NaN or infinite values) scores
     /// below every other and is never returned by `top_k`.
     pub fn score(&self, i: usize, query: &[f32]) -> f32 {
-        finite(dot(self.row(i), query))
+        finite(dot(&self.row(i), query))
     }
 
-    /// Bytes held per row: the f32 vector and its code.
+    /// How many rows keep their vector besides their code.
+    pub fn vectors_held(&self) -> usize {
+        self.data.len().checked_div(self.dim).unwrap_or(0)
+    }
+
+    /// Bytes held per row on average: its code, and the vectors of rows their codes do not
+    /// reproduce.
     pub fn bytes_per_row(&self) -> usize {
-        self.dim * 4 + MASKS * words_for(self.dim) * 8 + 4
+        let held = (self.data.len() * 4).checked_div(self.len()).unwrap_or(0);
+        self.stride() * 8 + 8 + held
     }
 
     /// The `k` best rows for `query` with exact cosines, best first; equal scores keep row
@@ -368,17 +364,12 @@ impl DenseIndex {
         exact
     }
 
-    /// The exact f32 scan over every row.
+    /// The exact scan over every row.
     pub fn top_k_exact(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
         if k == 0 || self.dim == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        let mut top = select(
-            self.data
-                .chunks_exact(self.dim)
-                .map(|row| finite(dot(row, query))),
-            k,
-        );
+        let mut top = select((0..self.len()).map(|i| self.score(i, query)), k);
         top.retain(|p| p.1.is_finite());
         top
     }
@@ -658,6 +649,7 @@ impl DenseIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row_code::fixtures::{hashed_row, xorshift};
 
     fn brute(index: &DenseIndex, q: &[f32], k: usize) -> Vec<(usize, f32)> {
         let mut all: Vec<(usize, f32)> = (0..index.len()).map(|i| (i, index.score(i, q))).collect();
@@ -824,6 +816,97 @@ mod tests {
             (&set.data, &set.codes, &set.units),
             (&pushed.data, &pushed.codes, &pushed.units)
         );
+    }
+
+    #[test]
+    fn hashed_rows_are_held_as_their_codes_and_score_as_their_vectors() {
+        let dim = 512;
+        let mut next = xorshift(41);
+        let rows: Vec<Vec<f32>> = (0..200)
+            .map(|r| hashed_row(&mut next, dim, 60 + r % 40, r % 10 == 0))
+            .collect();
+        let index = DenseIndex::from_data(dim, rows.concat());
+        // Every row, four colliding tokens included, is its code (with one listed
+        // component): only the listed rows keep a vector.
+        let listed = index.data.len() / dim;
+        assert!((20..40).contains(&listed), "{listed} rows keep a vector");
+        assert!(index.bytes_per_row() < dim);
+        let query = hashed_row(&mut next, dim, 6, false);
+        for (i, row) in rows.iter().enumerate() {
+            let (held, exact) = (index.score(i, &query), dot(row, &query));
+            assert!(
+                (held - exact).abs() < 1e-6,
+                "row {i}: {held} against {exact}"
+            );
+            assert!(index
+                .row(i)
+                .iter()
+                .zip(row)
+                .all(|(a, b)| (a - b).abs() <= 4.0 * f32::EPSILON * b.abs()));
+        }
+    }
+
+    #[test]
+    fn stored_codes_read_back_as_the_index_built_from_the_rows() {
+        let dim = 96;
+        let mut next = xorshift(5);
+        let mut rows: Vec<Vec<f32>> = Vec::new();
+        for r in 0..300 {
+            rows.push(match r % 3 {
+                0 => hashed_row(&mut next, dim, 20, r % 2 == 0),
+                // A model's row: reproduced by no code, its vector is kept.
+                1 => (0..dim)
+                    .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+                    .collect(),
+                _ => {
+                    let mut v = hashed_row(&mut next, dim, 12, false);
+                    v[3] = f32::NAN;
+                    v
+                }
+            });
+        }
+        let built = DenseIndex::from_data(dim, rows.concat());
+        let mut stored = StoredCodes::new(dim);
+        for row in &rows {
+            assert!(stored.push(&code_bytes(row)));
+        }
+        let needed: Vec<f32> = stored
+            .unreproduced()
+            .iter()
+            .flat_map(|&i| rows[i].clone())
+            .collect();
+        let unreproduced = stored.unreproduced();
+        assert!((0..rows.len())
+            .filter(|i| i % 3 != 0)
+            .all(|i| unreproduced.contains(&i)));
+        let read = stored.into_index(needed);
+        assert_eq!(
+            (&read.codes, &read.units, &read.held),
+            (&built.codes, &built.units, &built.held)
+        );
+        assert_eq!(
+            read.data.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            built.data.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+        let q: Vec<f32> = (0..dim)
+            .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+            .collect();
+        assert_eq!(read.top_k(&q, 20), built.top_k(&q, 20));
+        // Retaining rows keeps each row's vector, held or coded.
+        let mut kept = built.clone();
+        let keep: Vec<bool> = (0..rows.len()).map(|i| i % 4 != 1).collect();
+        kept.retain_rows(&keep);
+        let survivors: Vec<usize> = (0..rows.len()).filter(|&i| keep[i]).collect();
+        for (to, &from) in survivors.iter().enumerate() {
+            assert_eq!(
+                kept.row(to).iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                built
+                    .row(from)
+                    .iter()
+                    .map(|x| x.to_bits())
+                    .collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]

@@ -131,6 +131,40 @@ fn identifier(key: &str) -> Option<(&str, u64)> {
     Some((family, number.parse().ok()?))
 }
 
+/// Documents by name (key or alias): one map entry per name and a chain through `entries` for
+/// the documents sharing it, so building it allocates nothing per document.
+struct Names<'a> {
+    heads: HashMap<&'a str, u32>,
+    /// (document, the next entry of the same name or `u32::MAX`).
+    entries: Vec<(usize, u32)>,
+}
+
+impl<'a> Names<'a> {
+    fn with_capacity(n: usize) -> Names<'a> {
+        Names {
+            heads: HashMap::with_capacity_and_hasher(n, Default::default()),
+            entries: Vec::with_capacity(n),
+        }
+    }
+
+    fn add(&mut self, name: &'a str, document: usize) {
+        let next = self
+            .heads
+            .insert(name, self.entries.len() as u32)
+            .unwrap_or(u32::MAX);
+        self.entries.push((document, next));
+    }
+
+    fn get(&self, name: &str) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.heads.get(name).copied().unwrap_or(u32::MAX);
+        std::iter::from_fn(move || {
+            let &(document, next) = self.entries.get(at as usize)?;
+            at = next;
+            Some(document)
+        })
+    }
+}
+
 /// Folder segments, for the distance between folders.
 fn segments(folder: &str) -> Vec<&str> {
     folder
@@ -197,26 +231,24 @@ impl Graph {
     /// Build from documents and declared edges of either direction. A reference matches a
     /// document by its key or its alias, exactly (SPEC §2.3).
     pub fn build_declared(nodes: Vec<Node>, edges: &[Declared]) -> Graph {
-        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::default();
+        // Names matter only to resolve edges: a store without any builds none.
+        let mut by_key = Names::with_capacity(if edges.is_empty() { 0 } else { nodes.len() });
         let mut by_number: HashMap<u64, Vec<(&str, usize)>> = HashMap::default();
-        for (i, n) in nodes.iter().enumerate() {
-            by_key.entry(n.key.as_str()).or_default().push(i);
+        for (i, n) in nodes.iter().enumerate().filter(|_| !edges.is_empty()) {
+            by_key.add(n.key.as_str(), i);
             if let Some(alias) = n.alias.as_deref().filter(|a| *a != n.key) {
                 match identifier(alias) {
                     Some((family, number)) => {
                         by_number.entry(number).or_default().push((family, i))
                     }
-                    None => by_key.entry(alias).or_default().push(i),
+                    None => by_key.add(alias, i),
                 }
             }
         }
         // SPEC §2.5: `ADR 7` names a note numbered 7 of the family `adr` (exactly), or of none
         // (`0007-x`); a reference with no family (`#0007`) names a note of any family.
         let lookup = |key: &str| -> Vec<(usize, bool)> {
-            let mut found: Vec<(usize, bool)> = by_key
-                .get(key)
-                .map(|m| m.iter().map(|&i| (i, true)).collect())
-                .unwrap_or_default();
+            let mut found: Vec<(usize, bool)> = by_key.get(key).map(|i| (i, true)).collect();
             if let Some((family, number)) = identifier(key) {
                 if let Some(numbered) = by_number.get(&number) {
                     found.extend(numbered.iter().filter_map(|&(f, i)| {
@@ -229,10 +261,17 @@ impl Graph {
             found.dedup_by_key(|m| m.0);
             found
         };
-        let folders: Vec<Vec<&str>> = nodes.iter().map(|n| segments(&n.folder)).collect();
+        // Folders and files matter only to declarations in a note's own words (scoped): a store
+        // whose edges are all frontmatter builds neither.
+        let scoped = edges.iter().any(|e| e.scoped);
+        let folders: Vec<Vec<&str>> = if scoped {
+            nodes.iter().map(|n| segments(&n.folder)).collect()
+        } else {
+            Vec::new()
+        };
         // Each document's file, as folder segments and its name, for links by relative path.
         let mut files: HashMap<Vec<&str>, usize> = HashMap::default();
-        for (i, n) in nodes.iter().enumerate() {
+        for (i, n) in nodes.iter().enumerate().filter(|_| scoped) {
             if let Some(name) = n
                 .path
                 .rsplit(['/', '\\'])

@@ -114,11 +114,27 @@ impl Corpus {
     /// The corpus under vocabulary `setting` (none|frontmatter|all): declarations of the
     /// vocabularies left out and header statements frontmatter overrode are not in force.
     pub fn build(docs: Vec<DocumentRecord>, edges: Vec<EdgeRecord>, setting: &str) -> Corpus {
+        let count = docs.len();
+        Corpus::build_from(docs, || edges, setting, count)
+    }
+
+    /// `build` from documents as they arrive (another thread may still be reading them) and
+    /// then the edges; `expected` documents are made room for.
+    pub fn build_from(
+        docs: impl IntoIterator<Item = DocumentRecord>,
+        edges: impl FnOnce() -> Vec<EdgeRecord>,
+        setting: &str,
+        expected: usize,
+    ) -> Corpus {
         let frontmatter = vocabulary_in_force(setting, "frontmatter");
         let mut c = Corpus::default();
-        let mut nodes = Vec::with_capacity(docs.len());
+        c.index_of.reserve(expected);
+        c.doc_ids.reserve(expected);
+        c.windows.reserve(expected);
+        c.locations.reserve(expected);
+        let mut nodes = Vec::with_capacity(expected);
         // SPEC §2.5: a dated retirement dates the successor edges its note declares.
-        let mut retired_since: Vec<Option<i64>> = Vec::with_capacity(docs.len());
+        let mut retired_since: Vec<Option<i64>> = Vec::with_capacity(expected);
         for d in docs {
             retired_since.push(
                 d.retired_since
@@ -147,13 +163,14 @@ impl Corpus {
                     .as_deref()
                     .and_then(crate::store::parse_instant_us),
                 alias: d.alias,
-                folder: folder_of(&d.source, &d.path),
+                // Set below, when a declaration needs folders.
+                folder: String::new(),
             });
             c.locations.push((d.source, d.path));
         }
         c.unread = vec![Vec::new(); c.doc_ids.len()];
         let mut declared = Vec::new();
-        for e in edges {
+        for e in edges() {
             let counted = c.by_vocabulary.entry(e.vocabulary.clone()).or_default();
             if e.overridden {
                 counted.1 += 1;
@@ -198,6 +215,12 @@ impl Corpus {
                     line: e.line,
                     statement: e.statement,
                 });
+            }
+        }
+        // Declarations in a note's own words resolve nearest first, by folder.
+        if declared.iter().any(|d| d.scoped) {
+            for (node, (source, path)) in nodes.iter_mut().zip(&c.locations) {
+                node.folder = folder_of(source, path);
             }
         }
         c.graph = Graph::build_declared(nodes, &declared);

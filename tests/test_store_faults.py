@@ -175,6 +175,7 @@ def test_doctor_on_a_sound_store(tmp_path: Path) -> None:
         "schema",
         "rows",
         "vectors",
+        "codes",
         "lexical",
         "calibration",
         "roots",

@@ -1,7 +1,8 @@
 """`recall doctor` (SPEC §11): is this store file sound, and if not, the way out.
 
-Owns: gathering the core's checks (SQLite's integrity, schema, vectors and lexical index
-against the chunk rows) with the calibration records', a plain verdict, and the advice.
+Owns: gathering the core's checks (SQLite's integrity, schema, vectors, their codes and the
+lexical index against the chunk rows) with the calibration records', a plain verdict, and the
+advice.
 Does not own: the checks on the file itself (the Rust core) or printing (the CLI).
 """
 

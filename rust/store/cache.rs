@@ -7,7 +7,10 @@
 use crate::dense::DenseIndex;
 use crate::errors::Result;
 use crate::judgment::{Corpus, DocumentRecord, EdgeRecord};
+use crate::lexical::LexicalIndex;
+use crate::memory::huge_vec;
 
+use super::lexical_files::Lexical;
 use super::Store;
 
 /// Everything a search needs in memory, loaded once per store generation (SPEC §1: vectors are
@@ -15,29 +18,61 @@ use super::Store;
 pub(crate) struct SearchCache {
     pub(crate) generation: i64,
     pub(crate) dense: DenseIndex,
+    /// The chunk id of each row, ascending.
     pub(crate) row_chunk: Vec<i64>,
-    pub(crate) chunk_row: rustc_hash::FxHashMap<i64, usize>,
     pub(crate) row_doc: Vec<usize>,
-    pub(crate) doc_rows: Vec<Vec<usize>>,
+    /// Rows of document `d`: `doc_row_list[doc_start[d]..doc_start[d + 1]]`.
+    doc_start: Vec<u32>,
+    doc_row_list: Vec<u32>,
     /// Documents, windows and the graph of the edges in force.
     pub(crate) corpus: Corpus,
 }
 
-/// Hand the memory a cache load freed back to the system: the rows read to build the corpus
-/// and the blocks read for the vectors are gone, but the allocator keeps what it freed (a
-/// second thread's arena above all) unless asked.
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
+impl SearchCache {
+    /// The row of chunk `id`, if the cache holds it.
+    pub(crate) fn row_of(&self, id: i64) -> Option<usize> {
+        self.row_chunk.binary_search(&id).ok()
+    }
+
+    /// The rows of document `d`, in chunk order.
+    pub(crate) fn rows_of(&self, d: usize) -> impl Iterator<Item = usize> + '_ {
+        let (from, to) = (self.doc_start[d] as usize, self.doc_start[d + 1] as usize);
+        self.doc_row_list[from..to].iter().map(|&r| r as usize)
+    }
+}
+
+/// Document ids: a bitmap while the largest is small enough (every store indexed by one
+/// folder), else a hash set.
+enum DocIds {
+    Bits(Vec<u64>),
+    Hashed(rustc_hash::FxHashSet<i64>),
+}
+
+impl DocIds {
+    fn of(ids: impl Iterator<Item = i64> + Clone) -> DocIds {
+        let max = ids.clone().max().unwrap_or(0);
+        if (0..1 << 28).contains(&max) && ids.clone().all(|id| id >= 0) {
+            let mut bits = vec![0u64; max as usize / 64 + 1];
+            ids.for_each(|id| bits[id as usize / 64] |= 1 << (id % 64));
+            DocIds::Bits(bits)
+        } else {
+            DocIds::Hashed(ids.collect())
         }
-        // SAFETY: glibc's malloc_trim only returns free pages; it touches no live allocation.
-        unsafe {
-            malloc_trim(0);
+    }
+
+    fn contains(&self, id: i64) -> bool {
+        match self {
+            DocIds::Bits(bits) => usize::try_from(id)
+                .ok()
+                .and_then(|i| bits.get(i / 64))
+                .is_some_and(|w| w >> (id % 64) & 1 == 1),
+            DocIds::Hashed(set) => set.contains(&id),
         }
     }
 }
+
+/// Documents handed to the corpus builder at a time.
+const DOCUMENT_BATCH: usize = 4096;
 
 impl Store {
     /// (Re)load the search cache when the committed generation moved (another process may have
@@ -63,127 +98,101 @@ impl Store {
             // Read-only: ending it cannot lose anything.
             let _ = self.conn.execute_batch("COMMIT");
         }
-        self.cache = Some(loaded?);
-        release_free_memory();
+        let (cache, lexical) = loaded?;
+        if let Some(index) = lexical {
+            self.lexical = Some(Lexical::loaded(index, cache.generation));
+        }
+        self.cache = Some(cache);
+        crate::memory::release_free_memory();
         Ok(true)
     }
 
-    fn load_cache(&self) -> Result<SearchCache> {
+    /// The cache and, when none is held and the saved one is current, the lexical index (None
+    /// when damaged: `lexical_mut` rebuilds it). Three jobs overlap: the corpus is built and the
+    /// lexical files are checked on other cores while this one, which holds the connection,
+    /// reads the dense codes.
+    fn load_cache(&self) -> Result<(SearchCache, Option<LexicalIndex>)> {
         let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
-        let (docs, edges, setting) = self.read_corpus()?;
-        let known: rustc_hash::FxHashSet<i64> = docs.iter().map(|d| d.id).collect();
-        // The corpus is built on another core while this one reads the vectors (the
-        // connection stays on this thread); both are a large share of a first search.
-        let (corpus, vectors) = std::thread::scope(|scope| {
-            let building = scope.spawn(move || Corpus::build(docs, edges, &setting));
-            let vectors = if dim > 0 {
-                self.load_vectors(dim, |doc| known.contains(&doc))
-            } else {
-                Ok((Vec::new(), DenseIndex::new(0)))
-            };
+        // The corpus is built on another core as the documents are read.
+        let setting = self.vocabularies_setting()?;
+        let expected = self
+            .meta("documents")?
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        let (docs_to, docs) = std::sync::mpsc::sync_channel::<Vec<DocumentRecord>>(8);
+        let (edges_to, edges) = std::sync::mpsc::sync_channel::<Vec<EdgeRecord>>(1);
+        let (corpus, read) = std::thread::scope(|scope| {
+            let building = scope.spawn(move || {
+                let edges = move || edges.recv().unwrap_or_default();
+                Corpus::build_from(docs.into_iter().flatten(), edges, &setting, expected)
+            });
+            // A first search also needs the lexical index: read and checked on a third thread
+            // through a connection of its own.
+            let path = self.path.clone();
+            let reading = (self.lexical.is_none() && !self.in_write)
+                .then(|| scope.spawn(move || Self::lexical_apart(&path, generation)));
+            let read = (move || -> Result<_> {
+                let mut ids = Vec::with_capacity(expected);
+                self.read_documents(DOCUMENT_BATCH, |batch| {
+                    ids.extend(batch.iter().map(|d| d.id));
+                    docs_to.send(batch).is_ok()
+                })?;
+                drop(docs_to);
+                let _ = edges_to.send(self.read_edges()?);
+                let known = DocIds::of(ids.iter().copied());
+                let dense = if dim > 0 {
+                    self.load_dense(dim, |doc| known.contains(doc))?
+                } else {
+                    (Vec::new(), DenseIndex::new(0))
+                };
+                Ok(dense)
+            })();
             let corpus = building
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (corpus, vectors)
+            let lexical = reading.and_then(|r| {
+                r.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (corpus, read.map(|dense| (dense, lexical)))
         });
-        let (ids, dense) = vectors?;
-        let mut row_chunk = Vec::with_capacity(ids.len());
-        let mut row_doc = Vec::with_capacity(ids.len());
-        let mut doc_rows = vec![Vec::new(); corpus.doc_ids.len()];
-        for (row, (chunk_id, doc_id)) in ids.into_iter().enumerate() {
-            let d = corpus.index_of[&doc_id];
-            doc_rows[d].push(row);
+        let (vectors, lexical) = read?;
+        let (ids, dense) = vectors;
+        let documents = corpus.doc_ids.len();
+        let mut row_chunk = huge_vec(ids.len());
+        let mut row_doc = huge_vec(ids.len());
+        let mut doc_start = vec![0u32; documents + 1];
+        // Rows of one document are mostly consecutive: look each document up once.
+        let mut last: Option<(i64, usize)> = None;
+        for &(chunk_id, doc_id) in &ids {
+            let d = match last {
+                Some((id, d)) if id == doc_id => d,
+                _ => corpus.index_of[&doc_id],
+            };
+            last = Some((doc_id, d));
+            doc_start[d + 1] += 1;
             row_chunk.push(chunk_id);
             row_doc.push(d);
         }
-        Ok(SearchCache {
+        for d in 0..documents {
+            doc_start[d + 1] += doc_start[d];
+        }
+        let mut next = doc_start.clone();
+        let mut doc_row_list = vec![0u32; ids.len()];
+        for (row, &d) in row_doc.iter().enumerate() {
+            doc_row_list[next[d] as usize] = row as u32;
+            next[d] += 1;
+        }
+        let cache = SearchCache {
             generation,
             dense,
-            chunk_row: row_chunk
-                .iter()
-                .enumerate()
-                .map(|(row, &c)| (c, row))
-                .collect(),
             row_chunk,
             row_doc,
-            doc_rows,
+            doc_start,
+            doc_row_list,
             corpus,
-        })
-    }
-
-    /// Documents, windows and the graph of the edges in force under the store's setting, as
-    /// the trust layer sees them (judgment.rs), without the vectors.
-    pub(crate) fn load_corpus(&self) -> Result<Corpus> {
-        let (docs, edges, setting) = self.read_corpus()?;
-        Ok(Corpus::build(docs, edges, &setting))
-    }
-
-    /// The rows `load_corpus` builds from: documents, edges and the vocabularies setting.
-    fn read_corpus(&self) -> Result<(Vec<DocumentRecord>, Vec<EdgeRecord>, String)> {
-        let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
-        let mut docs = Vec::new();
-        {
-            let mut stmt = self.conn.prepare(
-                "SELECT id, key, path, first_indexed_at, valid_from_raw, valid_until_raw,
-                        metadata_error, source, alias, retired_state, retired_since,
-                        retired_vocabulary, retired_overridden FROM documents ORDER BY id",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                // SPEC §2.5: hand-written garbage never crashes a search; unreadable text
-                // fields fail closed as invalid metadata.
-                let from = r.get::<_, Option<String>>(4);
-                let until = r.get::<_, Option<String>>(5);
-                let err = r.get::<_, Option<String>>(6);
-                docs.push(DocumentRecord {
-                    id: r.get(0)?,
-                    source: r.get::<_, String>(7).unwrap_or_default(),
-                    path: r.get::<_, String>(2).unwrap_or_default(),
-                    key: r.get::<_, String>(1).unwrap_or_default(),
-                    first_indexed_at: r.get(3).ok().flatten(),
-                    unreadable: from.is_err() || until.is_err() || err.is_err(),
-                    valid_from_raw: from.ok().flatten(),
-                    valid_until_raw: until.ok().flatten(),
-                    metadata_error: err.ok().flatten().is_some(),
-                    alias: r.get(8).ok().flatten(),
-                    retired_state: r.get(9).ok().flatten(),
-                    retired_since: r.get(10).ok().flatten(),
-                    retired_vocabulary: r.get(11).ok().flatten(),
-                    retired_overridden: r.get::<_, Option<bool>>(12).ok().flatten() != Some(false),
-                });
-            }
-        }
-        let mut edges = Vec::new();
-        {
-            let mut stmt = self.conn.prepare(
-                "SELECT doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden,
-                        standing
-                 FROM edges ORDER BY id",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let Ok(key) = r.get::<_, String>(1) else {
-                    continue;
-                };
-                edges.push(EdgeRecord {
-                    doc_id: r.get(0)?,
-                    key,
-                    raw: r.get::<_, String>(2).unwrap_or_default(),
-                    reversed: r.get::<_, bool>(3).unwrap_or(false),
-                    vocabulary: r.get::<_, String>(4).unwrap_or_default(),
-                    line: r.get(5).ok().flatten(),
-                    statement: r
-                        .get::<_, Option<String>>(6)
-                        .ok()
-                        .flatten()
-                        .unwrap_or_default(),
-                    overridden: r.get::<_, bool>(7).unwrap_or(false),
-                    // A standing this reader does not know is not a full edge either.
-                    standing: r.get::<_, Option<String>>(8).unwrap_or(Some(String::new())),
-                });
-            }
-        }
-        Ok((docs, edges, setting))
+        };
+        Ok((cache, lexical))
     }
 }

@@ -1,7 +1,7 @@
 //! `recall doctor` (SPEC §11): what is wrong with a store file, check by check.
 //!
 //! Owns: SQLite's own integrity check, the schema, the vector storage against the chunk rows,
-//! and the saved lexical index against the chunk rows. Reads only. Does not own: the
+//! and the saved lexical index against the chunk rows (the codes against the vectors: codes.rs). Reads only. Does not own: the
 //! calibration records (Python parses them) or what the user is told to do (the CLI).
 
 use std::collections::HashSet;
@@ -19,7 +19,7 @@ pub struct Check {
     pub detail: String,
 }
 
-fn check(name: &'static str, status: &'static str, detail: impl Into<String>) -> Check {
+pub(super) fn check(name: &'static str, status: &'static str, detail: impl Into<String>) -> Check {
     Check {
         name,
         status,
@@ -28,7 +28,7 @@ fn check(name: &'static str, status: &'static str, detail: impl Into<String>) ->
 }
 
 /// Up to `n` items of a set difference, for a message.
-fn some(ids: &[i64], n: usize) -> String {
+pub(super) fn some(ids: &[i64], n: usize) -> String {
     let shown: Vec<String> = ids.iter().take(n).map(i64::to_string).collect();
     let more = if ids.len() > n { ", …" } else { "" };
     format!("{}{more}", shown.join(", "))
@@ -82,6 +82,7 @@ impl Store {
         };
         checks.push(self.check_rows());
         checks.push(self.check_vectors(&chunks));
+        checks.push(self.check_codes());
         checks.push(self.check_lexical(&chunks));
         if !sqlite_ok {
             // The other checks read what SQLite could; its own verdict stands above them.
@@ -126,10 +127,10 @@ impl Store {
             Ok(None) => return check("vectors", "damaged", "chunks but no embedder recorded"),
             Err(e) => return check("vectors", "damaged", e.to_string()),
         };
-        let (loaded, how) = match self.load_vectors_shadow(dim, &|_| true) {
+        let (loaded, how) = match self.load_vectors_shadow(dim, &|_, _| true) {
             Ok(loaded) => (loaded, "sqlite-vec's blocks check out".to_string()),
             Err(Declined::Misplaced(why)) => return check("vectors", "damaged", why),
-            Err(Declined::Layout(why)) => match self.load_vectors_table(dim, &|_| true) {
+            Err(Declined::Layout(why)) => match self.load_vectors_table(dim, &|_, _| true) {
                 Ok(loaded) => (
                     loaded,
                     format!("read through {VEC_TABLE} (its blocks do not check out: {why})"),
@@ -147,7 +148,11 @@ impl Store {
             .0
             .iter()
             .enumerate()
-            .filter(|&(i, _)| loaded.1.row(i).iter().any(|x| !x.is_finite()))
+            .filter(|&(i, _)| {
+                loaded.1[i * dim..(i + 1) * dim]
+                    .iter()
+                    .any(|x| !x.is_finite())
+            })
             .map(|(_, &(c, _))| c)
             .collect();
         if !broken.is_empty() {
@@ -281,6 +286,7 @@ mod tests {
                 ("schema", "ok"),
                 ("rows", "ok"),
                 ("vectors", "ok"),
+                ("codes", "ok"),
                 ("lexical", "ok")
             ]
         );

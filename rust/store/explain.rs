@@ -37,9 +37,9 @@ impl Store {
             return Ok(None);
         };
         let best_chunk = if query.len() == cache.dense.dim() {
-            cache.doc_rows[d]
-                .iter()
-                .map(|&row| (cache.row_chunk[row], cache.dense.score(row, query)))
+            cache
+                .rows_of(d)
+                .map(|row| (cache.row_chunk[row], cache.dense.score(row, query)))
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
         } else {
             None
@@ -51,7 +51,7 @@ impl Store {
         };
         // What the question asks for is the document's to hold, in any of its chunks.
         if cand.lacks.is_some()
-            && cache.doc_rows[d].iter().any(|&row| {
+            && cache.rows_of(d).any(|row| {
                 let chunk = cache.row_chunk[row];
                 self.candidate(&ev, d, chunk, 0.0).lacks.is_none()
             })
@@ -67,12 +67,7 @@ impl Store {
             .map(|i| i + 1);
         e.lexical_rank = lexical
             .iter()
-            .position(|(c, _)| {
-                cache
-                    .chunk_row
-                    .get(c)
-                    .is_some_and(|&r| cache.row_doc[r] == d)
-            })
+            .position(|(c, _)| cache.row_of(*c).is_some_and(|r| cache.row_doc[r] == d))
             .map(|i| i + 1);
         let retired_in_force = cache.corpus.windows[d].retired;
         (e.retired, e.ignored) = self.declarations_of(cache.corpus.doc_ids[d], retired_in_force)?;

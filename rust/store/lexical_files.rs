@@ -6,6 +6,7 @@
 //! (write.rs).
 
 use rusqlite::params;
+use rusqlite::OptionalExtension;
 
 use crate::errors::{CoreError, Result};
 use crate::lexical::LexicalIndex;
@@ -21,6 +22,18 @@ pub(crate) struct Lexical {
     unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>>,
     /// Rebuilt from the chunks: the saved files are replaced wholesale.
     rebuilt: bool,
+}
+
+impl Lexical {
+    /// A saved index, current at `generation`, as read.
+    pub(super) fn loaded(index: LexicalIndex, generation: i64) -> Lexical {
+        Lexical {
+            index,
+            generation,
+            unsaved: Default::default(),
+            rebuilt: false,
+        }
+    }
 }
 
 impl Store {
@@ -51,14 +64,7 @@ impl Store {
     pub(super) fn load_lexical(&self, current: bool, generation: i64) -> Result<Lexical> {
         if current {
             match self.saved_lexical(true) {
-                Ok(index) => {
-                    return Ok(Lexical {
-                        index,
-                        generation,
-                        unsaved: Default::default(),
-                        rebuilt: false,
-                    })
-                }
+                Ok(index) => return Ok(Lexical::loaded(index, generation)),
                 Err(CoreError::Damaged { .. }) => {}
                 Err(e) => return Err(e),
             }
@@ -70,20 +76,45 @@ impl Store {
     /// number of chunk rows (`CoreError::Damaged` when it does not read as written; a panic
     /// inside Tantivy on such data counts as damage too).
     pub(crate) fn saved_lexical(&self, counted: bool) -> Result<LexicalIndex> {
-        let mut stmt = self.conn.prepare("SELECT name, data FROM lexical_files")?;
-        let files = stmt
-            .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-            })?
-            .collect::<std::result::Result<Vec<_>, _>>()?;
-        let live = if counted {
-            let n: i64 = self
-                .conn
-                .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
-            Some(u64::try_from(n).unwrap_or(0))
-        } else {
-            None
-        };
+        let (files, live) = self.lexical_files()?;
+        Self::open_lexical(files, counted.then_some(live))
+    }
+
+    /// The saved lexical files and the number of chunk rows they should list.
+    pub(super) fn lexical_files(&self) -> Result<SavedFiles> {
+        Ok(saved_files(&self.conn)?)
+    }
+
+    /// The saved lexical index read through a connection of its own, so that another thread
+    /// reads and checks it while this one reads the rest of the cache: only when it is current
+    /// at `generation` in that connection's snapshot too. None when it is not, when no such
+    /// connection opens, or when it does not read as written (`lexical_mut` then decides).
+    pub(super) fn lexical_apart(path: &str, generation: i64) -> Option<LexicalIndex> {
+        let conn = super::open_read_only(path).ok()?;
+        conn.execute_batch("BEGIN").ok()?;
+        let read = (|| -> rusqlite::Result<_> {
+            let meta = |key: &str| -> rusqlite::Result<Option<i64>> {
+                conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
+                    r.get::<_, String>(0)
+                })
+                .optional()
+                .map(|v| v.and_then(|v| v.parse().ok()))
+            };
+            let current = meta("generation")? == Some(generation)
+                && meta("lexical_generation")? == Some(generation);
+            current.then(|| saved_files(&conn)).transpose()
+        })();
+        let _ = conn.execute_batch("COMMIT");
+        let (files, live) = read.ok()??;
+        Self::open_lexical(files, Some(live)).ok()
+    }
+
+    /// The index over saved files, checked against their checksums and, with `live`, the
+    /// number of chunk rows; needs no connection, so it can run on another thread.
+    pub(super) fn open_lexical(
+        files: Vec<(String, Vec<u8>)>,
+        live: Option<u64>,
+    ) -> Result<LexicalIndex> {
         std::panic::catch_unwind(|| LexicalIndex::open_checked(files, live)).unwrap_or_else(|_| {
             Err(CoreError::Damaged {
                 part: "lexical index",
@@ -147,4 +178,19 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// The saved lexical files (name, bytes) and the number of chunk rows they should list.
+type SavedFiles = (Vec<(String, Vec<u8>)>, u64);
+
+/// The lexical files saved in the store `conn` reads, and its number of chunk rows.
+fn saved_files(conn: &rusqlite::Connection) -> rusqlite::Result<SavedFiles> {
+    let mut stmt = conn.prepare("SELECT name, data FROM lexical_files")?;
+    let files = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let n: i64 = conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    Ok((files, u64::try_from(n).unwrap_or(0)))
 }

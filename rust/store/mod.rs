@@ -11,6 +11,8 @@
 //! (dense.rs, lexical.rs) or fusion (fusion.rs).
 
 mod cache;
+mod codes;
+mod corpus_rows;
 mod doctor;
 mod explain;
 mod export;

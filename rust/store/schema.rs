@@ -9,7 +9,7 @@ use crate::errors::{CoreError, Result};
 use super::Store;
 
 /// Bumped with every migration appended to `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -107,6 +107,16 @@ CREATE TABLE forgotten (
 -- superseded by X": recorded and shown, never in force); 'unread' (a status-like statement the
 -- reader could not classify: shown on the hit, counted, never in force).
 ALTER TABLE edges ADD COLUMN standing TEXT;
+"#,
+    r#"
+-- Each vector's code for the dense leg's first pass (`dense::code_bytes`), written with the
+-- vector, so that opening a store reads codes instead of coding every vector. Complete once
+-- meta `vector_codes` is 'complete' (a commit fills in the codes of vectors written before).
+CREATE TABLE vector_codes (
+    chunk_id INTEGER PRIMARY KEY,
+    doc_id   INTEGER NOT NULL,
+    code     BLOB NOT NULL
+);
 "#,
 ];
 

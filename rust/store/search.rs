@@ -139,7 +139,7 @@ impl Store {
         let lexical_ids: Vec<i64> = lexical
             .iter()
             .map(|&(c, _)| c)
-            .filter(|c| cache.chunk_row.contains_key(c))
+            .filter(|&c| cache.row_of(c).is_some())
             .collect();
         let dense_ids: Vec<i64> = dense.iter().map(|&(c, _)| c).collect();
         let fused = fusion::rrf(&dense_ids, &lexical_ids);
@@ -148,9 +148,9 @@ impl Store {
         let (cands, retrieval) = judgment::shortlist(
             &fused,
             k,
-            |chunk| cache.chunk_row.get(&chunk).map(|&row| cache.row_doc[row]),
+            |chunk| cache.row_of(chunk).map(|row| cache.row_doc[row]),
             |f, doc| {
-                let row = cache.chunk_row[&f.chunk];
+                let row = cache.row_of(f.chunk).expect("shortlisted chunks are held");
                 let score = dense
                     .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
                     .map_or_else(|| cache.dense.score(row, query), |&(_, s)| s);
@@ -158,9 +158,9 @@ impl Store {
             },
         );
         let fetch = |d: usize| {
-            cache.doc_rows[d]
-                .iter()
-                .map(|&row| (row, cache.dense.score(row, query)))
+            cache
+                .rows_of(d)
+                .map(|row| (row, cache.dense.score(row, query)))
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|(row, score)| self.candidate(&ev, d, cache.row_chunk[row], score))
         };

@@ -9,7 +9,6 @@ use rustc_hash::FxHashMap as HashMap;
 
 use rusqlite::OptionalExtension;
 
-use crate::dense::DenseIndex;
 use crate::errors::{CoreError, Result};
 
 use super::{is_busy, Store, VEC_TABLE};
@@ -55,9 +54,9 @@ fn declared_as_written(sql: &str, dim: usize) -> bool {
         ))
 }
 
-/// The dense index's rows: (chunk id, document id) of each, in chunk-id order, and their
-/// vectors.
-pub(super) type Loaded = (Vec<(i64, i64)>, DenseIndex);
+/// Stored rows: (chunk id, document id) of each, in chunk-id order, and their vectors
+/// (row-major float32).
+pub(super) type Loaded = (Vec<(i64, i64)>, Vec<f32>);
 
 /// Little-endian float32 bytes into `out`.
 fn floats_into(blob: &[u8], out: &mut [f32]) {
@@ -67,19 +66,24 @@ fn floats_into(blob: &[u8], out: &mut [f32]) {
 }
 
 impl Store {
-    /// Every stored vector whose document `known` accepts, in chunk-id order. Vectors that are
+    /// Every stored vector that `keep` accepts (given its chunk and document), in chunk-id
+    /// order. Vectors that are
     /// not float32 blobs of the store's dimension (hand-edited) are left out rather than
     /// failing the search. The fast path checks everything before it reads the first vector,
     /// then reads one block at a time into rows allocated once.
-    pub(super) fn load_vectors(&self, dim: usize, known: impl Fn(i64) -> bool) -> Result<Loaded> {
-        match self.load_vectors_shadow(dim, &known) {
+    pub(super) fn load_vectors(
+        &self,
+        dim: usize,
+        keep: impl Fn(i64, i64) -> bool,
+    ) -> Result<Loaded> {
+        match self.load_vectors_shadow(dim, &keep) {
             Ok(loaded) => Ok(loaded),
             Err(Declined::Misplaced(why)) => Err(CoreError::Damaged {
                 part: "vector storage",
                 detail: format!("the vectors of {VEC_TABLE}: {why}; re-index into a new --db"),
             }),
             Err(Declined::Layout(why)) => {
-                self.load_vectors_table(dim, &known).map_err(|e| match e {
+                self.load_vectors_table(dim, &keep).map_err(|e| match e {
                     e if is_busy(&e) => self.busy(e),
                     e => CoreError::Damaged {
                         part: "vector storage",
@@ -97,7 +101,7 @@ impl Store {
     pub(super) fn load_vectors_table(
         &self,
         dim: usize,
-        known: &impl Fn(i64) -> bool,
+        keep: &impl Fn(i64, i64) -> bool,
     ) -> rusqlite::Result<Loaded> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT v.chunk_id, v.embedding, c.doc_id FROM {VEC_TABLE} v
@@ -109,15 +113,15 @@ impl Store {
             let Ok(blob) = r.get_ref(1)?.as_blob() else {
                 continue;
             };
-            let doc: i64 = r.get(2)?;
-            if blob.len() == dim * 4 && known(doc) {
+            let (chunk, doc): (i64, i64) = (r.get(0)?, r.get(2)?);
+            if blob.len() == dim * 4 && keep(chunk, doc) {
                 let start = data.len();
                 data.resize(start + dim, 0.0);
                 floats_into(blob, &mut data[start..]);
-                ids.push((r.get(0)?, doc));
+                ids.push((chunk, doc));
             }
         }
-        Ok((ids, DenseIndex::from_data(dim, data)))
+        Ok((ids, data))
     }
 
     /// The fast path of `load_vectors`: read sqlite-vec's own storage (blocks in `_chunks`,
@@ -130,7 +134,7 @@ impl Store {
     pub(super) fn load_vectors_shadow(
         &self,
         dim: usize,
-        known: &impl Fn(i64) -> bool,
+        keep: &impl Fn(i64, i64) -> bool,
     ) -> std::result::Result<Loaded, Declined> {
         let layout = |why: String| Err(Declined::Layout(why));
         let declared: Option<String> = self
@@ -254,7 +258,7 @@ impl Store {
                     ));
                 }
                 if let Some(doc_id) = r.get::<_, Option<i64>>(3)? {
-                    if known(doc_id) {
+                    if keep(row, doc_id) {
                         slots.push((row, doc_id, block_id, slot));
                     }
                 }
@@ -292,7 +296,7 @@ impl Store {
             })?;
         }
         let ids = slots.iter().map(|&(c, d, _, _)| (c, d)).collect();
-        Ok((ids, DenseIndex::from_data(dim, data)))
+        Ok((ids, data))
     }
 }
 
@@ -354,24 +358,24 @@ mod tests {
         rows.collect::<std::result::Result<_, _>>().unwrap()
     }
 
-    fn listed((ids, dense): Loaded) -> Vectors {
+    fn listed((ids, data): Loaded) -> Vectors {
         ids.iter()
-            .enumerate()
-            .map(|(row, &(c, d))| (c, d, dense.row(row).to_vec()))
+            .zip(data.chunks_exact(DIM))
+            .map(|(&(c, d), v)| (c, d, v.to_vec()))
             .collect()
     }
 
     /// What the cache loads.
     fn read(store: &Store) -> Result<Vectors> {
-        Ok(listed(store.load_vectors(DIM, |_| true)?))
+        Ok(listed(store.load_vectors(DIM, |_, _| true)?))
     }
 
     fn read_shadow(store: &Store) -> std::result::Result<Vectors, Declined> {
-        Ok(listed(store.load_vectors_shadow(DIM, &|_| true)?))
+        Ok(listed(store.load_vectors_shadow(DIM, &|_, _| true)?))
     }
 
     fn read_table(store: &Store) -> Vectors {
-        listed(store.load_vectors_table(DIM, &|_| true).unwrap())
+        listed(store.load_vectors_table(DIM, &|_, _| true).unwrap())
     }
 
     fn vector_read_for(vectors: &Vectors, chunk: i64) -> Vec<f32> {

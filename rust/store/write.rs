@@ -7,6 +7,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use crate::errors::{CoreError, Result};
+use crate::row_code::code_bytes;
 
 use super::{f32_blob, lexical_body, EmbedderInfo, Store, VEC_TABLE};
 
@@ -205,8 +206,12 @@ impl Store {
         let mut vec_stmt = self
             .conn
             .prepare_cached(&format!("DELETE FROM {VEC_TABLE} WHERE chunk_id = ?1"))?;
+        let mut code_stmt = self
+            .conn
+            .prepare_cached("DELETE FROM vector_codes WHERE chunk_id = ?1")?;
         for &id in &ids {
             vec_stmt.execute([id])?;
+            code_stmt.execute([id])?;
         }
         self.conn
             .prepare_cached("DELETE FROM chunks WHERE doc_id = ?1")?
@@ -293,6 +298,9 @@ impl Store {
         let mut vec_stmt = self.conn.prepare_cached(&format!(
             "INSERT INTO {VEC_TABLE}(chunk_id, embedding) VALUES (?1, ?2)"
         ))?;
+        let mut code_stmt = self.conn.prepare_cached(
+            "INSERT INTO vector_codes(chunk_id, doc_id, code) VALUES (?1, ?2, ?3)",
+        )?;
         for (chunk, vector) in doc.chunks.iter().zip(doc.vectors.chunks_exact(dim.max(1))) {
             chunk_stmt.execute(params![
                 doc_id,
@@ -306,6 +314,7 @@ impl Store {
             ])?;
             let chunk_id = self.conn.last_insert_rowid();
             vec_stmt.execute(params![chunk_id, f32_blob(vector)])?;
+            code_stmt.execute(params![chunk_id, doc_id, code_bytes(vector)])?;
             let body = lexical_body(&doc.title, &chunk.heading_path, &chunk.text);
             self.lexical
                 .as_mut()
@@ -440,6 +449,7 @@ impl Store {
         let (documents, newest) = self.document_summary()?;
         self.set_meta("documents", &documents.to_string())?;
         self.set_meta("newest_indexed_at", newest.as_deref().unwrap_or(""))?;
+        self.complete_codes()?;
         // SPEC §1: the lexical index moves with the chunks, in this transaction.
         let lexical_current = self
             .meta("lexical_generation")?
