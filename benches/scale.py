@@ -7,9 +7,10 @@ and the lexical index), resident memory after it, and warm `Memory.search` p50/p
 queries in development mode (no calibration needed; the path is the same as strict).
 
 With `--baseline PYTHON` (an interpreter with another build of recall installed, e.g. a wheel of
-the previous commit), each size's store, indexed once by this build, is also read by that
-build: `--rounds` fresh processes of each, in turns, and the medians of both with their ratio
-(baseline / this build).
+the previous commit), that build also indexes the same notes into a store of its own (a build
+refuses a store of a newer schema, and an older store would not show what this build writes),
+and each build reads its own store: `--rounds` fresh processes of each, in turns, and the
+medians of both with their ratio (baseline / this build).
 
 Usage: python benches/scale.py [--sizes 10000 100000 1000000] [--queries 200] [--workdir DIR]
        [--baseline PYTHON] [--rounds 3]
@@ -69,6 +70,15 @@ print(json.dumps({
 """
 
 
+# Run in a child process: a fresh index of a folder by another build.
+INDEX_CHILD = r"""
+import sys
+import recall
+with recall.open(sys.argv[1], embedder=sys.argv[3]) as mem:
+    mem.index(sys.argv[2], calibrate=False)
+"""
+
+
 def fresh_process(python: str, db: Path, queries: list[str]) -> dict[str, float]:
     """Open, first search, resident memory and warm searches in a new process of `python`."""
     child = subprocess.run(
@@ -108,12 +118,15 @@ def bench(
         flush=True,
     )
     queries = [q for q, _ in corpus.queries(n_queries + WARMUP + 1)]
+    base_db = workdir / f"store-{n}-baseline.db"
+    if baseline:
+        subprocess.run([baseline, "-c", INDEX_CHILD, str(base_db), str(root), EMBEDDER], check=True)
     ours: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []
     for _ in range(rounds if baseline else 1):
         ours.append(fresh_process(sys.executable, db, queries))
         if baseline:
-            theirs.append(fresh_process(baseline, db, queries))
+            theirs.append(fresh_process(baseline, base_db, queries))
     out = median_of(ours)
     if baseline:
         base = median_of(theirs)
