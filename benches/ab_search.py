@@ -1,9 +1,11 @@
 """`Memory.search` of this build against another build of recall, on one store, interleaved.
 
 A change that should not move search speed (a refactor) is checked here: both builds time the
-same queries on the same store. The store is made by this build: about N chunks of 80–160 Zipf
-words (`benches/zipf_corpus.py`), `hashing-512`, calibrated on 40 + 40 labelled questions
-(certified, so strict search answers). Both builds must read it.
+same queries on the same store. The store is made by the baseline build, so that both can read
+it (a build refuses a store of a newer schema, and migrates an older one when it opens it): about
+N chunks of 80–160 Zipf words (`benches/zipf_corpus.py`), `hashing-512`, calibrated on 40 + 40
+labelled questions (certified, so strict search answers). Each build opens a byte-for-byte copy
+of it.
 
 With `--set PATH` the store is an evaluation set's instead (a folder laid out like
 `python/recall/evalset`: `notes/` and `questions.jsonl`): `PATH/notes` indexed with a real
@@ -37,6 +39,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -201,6 +204,16 @@ def interval(ratios: list[float]) -> tuple[float, float]:
     return pct(medians, 0.025), pct(medians, 0.975)
 
 
+def make_store(python: str, args: argparse.Namespace, workdir: Path) -> tuple[Path, Path]:
+    """The store and its queries, made by the build `python` runs (this script's `--make-in`)."""
+    made = [python, __file__, "--self-check", "--make-in", str(workdir)]
+    made += ["--chunks", str(args.chunks), "--queries", str(args.queries)]
+    if args.set is not None:
+        made += ["--set", str(args.set), "--embedder", args.embedder]
+    subprocess.run(made, check=True, cwd=Path(__file__).parent)
+    return workdir / "store.db", workdir / "queries.json"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     which = ap.add_mutually_exclusive_group(required=True)
@@ -226,6 +239,7 @@ def main() -> None:
         type=int,
         help="distinct queries, cycled through (default 200; with --set, all its questions)",
     )
+    ap.add_argument("--make-in", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.set is not None:
         count = len(questions(args.set))
@@ -234,6 +248,12 @@ def main() -> None:
         args.queries = args.queries or count
     elif args.queries is None:
         args.queries = 200
+    if args.make_in is not None:
+        if args.set is not None:
+            build_set(args.set, args.embedder, args.make_in)
+        else:
+            build(args.chunks, args.queries, args.make_in)
+        return
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     baseline = sys.executable if args.self_check else args.baseline
     pythons = {"this build": sys.executable, "baseline": baseline}
@@ -242,15 +262,14 @@ def main() -> None:
     parts: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PARTS} for name in names}
     ratios: list[float] = []
     with tempfile.TemporaryDirectory(prefix="recall-ab-") as scratch:
-        if args.set is not None:
-            db, asked = build_set(args.set, args.embedder, Path(scratch))
-        else:
-            db, asked = build(args.chunks, args.queries, Path(scratch))
+        made, asked = make_store(baseline, args, Path(scratch))
         children: dict[str, Child] = {}
         with contextlib.ExitStack() as stack:
             # Started one after the other, so neither's warm-up competes with the other's.
             for name in names:
                 err = stack.enter_context(open(Path(scratch) / f"{name}.stderr", "w+"))
+                db = Path(scratch) / f"{name.replace(' ', '-')}.db"
+                shutil.copyfile(made, db)
                 children[name] = Child(pythons[name], db, asked, args.k, err)
                 stack.callback(children[name].close)
             for b in range(args.blocks):

@@ -72,10 +72,12 @@ print(json.dumps({
 
 # Run in a child process: a fresh index of a folder by another build.
 INDEX_CHILD = r"""
-import sys
+import json, sys, time
 import recall
+t0 = time.perf_counter()
 with recall.open(sys.argv[1], embedder=sys.argv[3]) as mem:
-    mem.index(sys.argv[2], calibrate=False)
+    report = mem.index(sys.argv[2], calibrate=False)
+print(json.dumps({"chunks": report.chunks, "seconds": time.perf_counter() - t0}))
 """
 
 
@@ -120,7 +122,21 @@ def bench(
     queries = [q for q, _ in corpus.queries(n_queries + WARMUP + 1)]
     base_db = workdir / f"store-{n}-baseline.db"
     if baseline:
-        subprocess.run([baseline, "-c", INDEX_CHILD, str(base_db), str(root), EMBEDDER], check=True)
+        child = subprocess.run(
+            [baseline, "-c", INDEX_CHILD, str(base_db), str(root), EMBEDDER],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        theirs_index = json.loads(child.stdout)
+        size = base_db.stat().st_size
+        print(
+            f"  baseline indexed {theirs_index['chunks']:,} chunks in "
+            f"{theirs_index['seconds']:.1f} s "
+            f"({theirs_index['chunks'] / theirs_index['seconds']:,.0f} chunks/s); "
+            f"{size / 1e6:,.0f} MB, {size / theirs_index['chunks']:,.0f} bytes per chunk",
+            flush=True,
+        )
     ours: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []
     for _ in range(rounds if baseline else 1):

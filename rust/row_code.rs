@@ -117,17 +117,66 @@ fn misses(row: &[f32], masks: &[u64], unit: f32, limit: usize) -> Vec<usize> {
 
 /// The vector a code stands for: `unit × ±level` per component, appended to `out`.
 pub(crate) fn decode(masks: &[u64], unit: f32, dim: usize, out: &mut Vec<f32>) {
-    let words = words_for(dim);
-    for w in 0..words {
+    let at = out.len();
+    out.resize(at + dim, 0.0);
+    decode_into(masks, unit, &mut out[at..]);
+}
+
+/// `decode` into `out`, whose length is the dimension.
+#[inline]
+fn decode_into(masks: &[u64], unit: f32, out: &mut [f32]) {
+    let words = words_for(out.len());
+    for (w, part) in out.chunks_mut(64).enumerate() {
         let (sign, low, high) = (masks[w], masks[words + w], masks[2 * words + w]);
         // A sign bit without a magnitude bit is never read.
         let negative = sign & (low | high);
-        out.extend((0..(dim - w * 64).min(64)).map(|j| {
+        for (j, x) in part.iter_mut().enumerate() {
             let level = (low >> j & 1) | (high >> j & 1) << 1;
-            let x = unit * level as f32;
-            f32::from_bits(x.to_bits() | ((negative >> j & 1) as u32) << 31)
-        }));
+            let magnitude = unit * level as f32;
+            *x = f32::from_bits(magnitude.to_bits() | ((negative >> j & 1) as u32) << 31);
+        }
     }
+}
+
+/// `dot(v, q)` (dense.rs) of the vector `v` a code stands for, to the bit, without building
+/// it: `dot` adds each component's product into lane `i % 8`, in order, and a zero component
+/// adds nothing to a lane, so only the components the code holds are visited; the last
+/// `dim % 8` are summed apart, as `dot` does.
+pub(crate) fn code_dot(masks: &[u64], unit: f32, q: &[f32]) -> f32 {
+    let dim = q.len();
+    let words = words_for(dim);
+    let body = dim - dim % 8;
+    let value = |w: usize, j: usize| {
+        let (sign, low, high) = (masks[w], masks[words + w], masks[2 * words + w]);
+        let level = (low >> j & 1) | (high >> j & 1) << 1;
+        let magnitude = unit * level as f32;
+        let negative = sign & (low | high);
+        f32::from_bits(magnitude.to_bits() | ((negative >> j & 1) as u32) << 31)
+    };
+    let mut acc = [0.0f32; 8];
+    for w in 0..words {
+        let mut held = masks[words + w] | masks[2 * words + w];
+        let end = body.saturating_sub(w * 64);
+        if end < 64 {
+            held &= (1u64 << end) - 1;
+        }
+        while held != 0 {
+            let j = held.trailing_zeros() as usize;
+            held &= held - 1;
+            let i = w * 64 + j;
+            acc[i % 8] += value(w, j) * q[i];
+        }
+    }
+    let mut rest = [0.0f32; 8];
+    for (i, x) in (body..dim).zip(rest.iter_mut()) {
+        *x = value(i / 64, i % 64);
+    }
+    let tail: f32 = rest[..dim - body]
+        .iter()
+        .zip(&q[body..])
+        .map(|(x, y)| x * y)
+        .sum();
+    acc.iter().sum::<f32>() + tail
 }
 
 /// A row's code as the store keeps it: version, flags (bit 0: the code, with its exceptions,

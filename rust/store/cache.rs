@@ -20,6 +20,9 @@ pub(crate) struct SearchCache {
     pub(crate) dense: DenseIndex,
     /// The chunk id of each row, ascending.
     pub(crate) row_chunk: Vec<i64>,
+    /// The row of each chunk id (`NO_ROW`: none), while ids are dense enough for a table;
+    /// otherwise rows are found by binary search in `row_chunk`.
+    chunk_row: Option<Vec<u32>>,
     pub(crate) row_doc: Vec<usize>,
     /// Rows of document `d`: `doc_row_list[doc_start[d]..doc_start[d + 1]]`.
     doc_start: Vec<u32>,
@@ -31,7 +34,14 @@ pub(crate) struct SearchCache {
 impl SearchCache {
     /// The row of chunk `id`, if the cache holds it.
     pub(crate) fn row_of(&self, id: i64) -> Option<usize> {
-        self.row_chunk.binary_search(&id).ok()
+        match &self.chunk_row {
+            Some(table) => usize::try_from(id)
+                .ok()
+                .and_then(|i| table.get(i))
+                .filter(|&&r| r != NO_ROW)
+                .map(|&r| r as usize),
+            None => self.row_chunk.binary_search(&id).ok(),
+        }
     }
 
     /// The rows of document `d`, in chunk order.
@@ -39,6 +49,28 @@ impl SearchCache {
         let (from, to) = (self.doc_start[d] as usize, self.doc_start[d + 1] as usize);
         self.doc_row_list[from..to].iter().map(|&r| r as usize)
     }
+}
+
+/// `chunk_row` of an id no row holds.
+const NO_ROW: u32 = u32::MAX;
+
+/// The row of each chunk id, when the largest id is at most four per row (ids are handed out in
+/// order and reused only at the end, so a store far sparser than that has seen most of its
+/// chunks replaced).
+fn chunk_rows(row_chunk: &[i64]) -> Option<Vec<u32>> {
+    let largest = usize::try_from(*row_chunk.last()?).ok()?;
+    if *row_chunk.first()? < 0
+        || largest > 4 * row_chunk.len() + 4096
+        || row_chunk.len() >= NO_ROW as usize
+    {
+        return None;
+    }
+    let mut table = huge_vec(largest + 1);
+    table.resize(largest + 1, NO_ROW);
+    for (row, &id) in row_chunk.iter().enumerate() {
+        table[id as usize] = row as u32;
+    }
+    Some(table)
 }
 
 /// Document ids: a bitmap while the largest is small enough (every store indexed by one
@@ -187,6 +219,7 @@ impl Store {
         let cache = SearchCache {
             generation,
             dense,
+            chunk_row: chunk_rows(&row_chunk),
             row_chunk,
             row_doc,
             doc_start,
