@@ -129,12 +129,12 @@ def bench(
             check=True,
         )
         theirs_index = json.loads(child.stdout)
-        size = base_db.stat().st_size
+        base_size = base_db.stat().st_size
         print(
             f"  baseline indexed {theirs_index['chunks']:,} chunks in "
             f"{theirs_index['seconds']:.1f} s "
             f"({theirs_index['chunks'] / theirs_index['seconds']:,.0f} chunks/s); "
-            f"{size / 1e6:,.0f} MB, {size / theirs_index['chunks']:,.0f} bytes per chunk",
+            f"{base_size / 1e6:,.0f} MB, {base_size / theirs_index['chunks']:,.0f} bytes per chunk",
             flush=True,
         )
     ours: list[dict[str, float]] = []
