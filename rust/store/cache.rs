@@ -140,9 +140,10 @@ impl Store {
     }
 
     /// The cache and, when none is held and the saved one is current, the lexical index (None
-    /// when damaged: `lexical_mut` rebuilds it). Three jobs overlap: the corpus is built and the
-    /// lexical files are checked on other cores while this one, which holds the connection,
-    /// reads the dense codes.
+    /// when damaged: `lexical_mut` rebuilds it). Four jobs overlap: this thread reads the
+    /// documents and edges, another builds the corpus from them as they come, and two more read
+    /// the lexical files and the dense codes through connections of their own (used only when
+    /// their snapshot is this one's generation).
     fn load_cache(&self) -> Result<(SearchCache, Option<LexicalIndex>)> {
         let generation = self.generation()?;
         let dim = self.embedder()?.map(|e| e.dim).unwrap_or(0);
@@ -164,6 +165,10 @@ impl Store {
             let path = self.path.clone();
             let reading = (self.lexical.is_none() && !self.in_write)
                 .then(|| scope.spawn(move || Self::lexical_apart(&path, generation)));
+            // So are the codes, when they are all a store needs (a hashed store's).
+            let path = self.path.clone();
+            let coding = (dim > 0 && !self.in_write)
+                .then(|| scope.spawn(move || Self::codes_apart(&path, generation, dim)));
             let read = (move || -> Result<_> {
                 let mut ids = Vec::with_capacity(expected);
                 self.read_documents(DOCUMENT_BATCH, |batch| {
@@ -173,10 +178,14 @@ impl Store {
                 drop(docs_to);
                 let _ = edges_to.send(self.read_edges()?);
                 let known = DocIds::of(ids.iter().copied());
-                let dense = if dim > 0 {
-                    self.load_dense(dim, |doc| known.contains(doc))?
-                } else {
-                    (Vec::new(), DenseIndex::new(0))
+                let apart = coding.and_then(|c| {
+                    c.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                });
+                let dense = match apart {
+                    Some(dense) if dense.0.iter().all(|&(_, doc)| known.contains(doc)) => dense,
+                    _ if dim > 0 => self.load_dense(dim, |doc| known.contains(doc))?,
+                    _ => (Vec::new(), DenseIndex::new(0)),
                 };
                 Ok(dense)
             })();

@@ -17,6 +17,9 @@ use super::Store;
 /// The dense index with (chunk id, document id) per row.
 pub(super) type Dense = (Vec<(i64, i64)>, DenseIndex);
 
+/// Stored codes as read, with (chunk id, document id) per row, before any vector is added.
+type ReadCodes = (Vec<(i64, i64)>, StoredCodes);
+
 /// Meta `vector_codes` once every stored vector has its code.
 const COMPLETE: &str = "complete";
 
@@ -38,34 +41,9 @@ impl Store {
     /// when a code is not one this build reads or the vectors do not match the codes (the
     /// caller codes the vectors instead).
     fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Option<Dense>> {
-        // Room for every row before the first is read: the chunk ids are at most the largest.
-        let rows: i64 = self.conn.query_row(
-            "SELECT coalesce(max(chunk_id), 0) FROM vector_codes",
-            [],
-            |r| r.get(0),
-        )?;
-        let rows = usize::try_from(rows).unwrap_or(0).min(1 << 28);
-        let mut codes = StoredCodes::with_capacity(dim, rows);
-        let mut ids = crate::memory::huge_vec(rows);
-        {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT chunk_id, doc_id, code FROM vector_codes ORDER BY chunk_id")?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let doc: i64 = r.get(1)?;
-                if !known(doc) {
-                    continue;
-                }
-                let Ok(code) = r.get_ref(2)?.as_blob() else {
-                    return Ok(None);
-                };
-                if !codes.push(code) {
-                    return Ok(None);
-                }
-                ids.push((r.get(0)?, doc));
-            }
-        }
+        let Some((ids, codes)) = read_codes(&self.conn, dim, known)? else {
+            return Ok(None);
+        };
         let need = codes.unreproduced();
         let mut data = Vec::new();
         if !need.is_empty() {
@@ -77,6 +55,27 @@ impl Store {
             data = vectors;
         }
         Ok(Some((ids, codes.into_index(data))))
+    }
+
+    /// The index of every stored code, read through a connection of its own so that another
+    /// thread reads it while this one reads the documents: only when that connection's
+    /// snapshot is at `generation` too, the codes are complete and every one reproduces its
+    /// vector (a model's rows need their vectors, read by `load_dense`). None otherwise.
+    pub(super) fn codes_apart(path: &str, generation: i64, dim: usize) -> Option<Dense> {
+        let conn = super::open_read_only(path).ok()?;
+        conn.execute_batch("BEGIN").ok()?;
+        let read = (|| -> rusqlite::Result<Option<Dense>> {
+            if super::meta_of(&conn, "generation")?.and_then(|g| g.parse().ok()) != Some(generation)
+                || super::meta_of(&conn, "vector_codes")?.as_deref() != Some(COMPLETE)
+            {
+                return Ok(None);
+            }
+            Ok(read_codes(&conn, dim, &|_| true)?
+                .filter(|(_, codes)| codes.unreproduced().is_empty())
+                .map(|(ids, codes)| (ids, codes.into_index(Vec::new()))))
+        })();
+        let _ = conn.execute_batch("COMMIT");
+        read.ok().flatten()
     }
 
     /// Write the code of every stored vector that has none (vectors written before the codes
@@ -112,6 +111,41 @@ impl Store {
         }
         self.set_meta("vector_codes", COMPLETE)
     }
+}
+
+/// Every stored code whose document `known` accepts, in chunk-id order, with (chunk id, document
+/// id) per row; None when a code is not one this build reads.
+fn read_codes(
+    conn: &rusqlite::Connection,
+    dim: usize,
+    known: &impl Fn(i64) -> bool,
+) -> rusqlite::Result<Option<ReadCodes>> {
+    // Room for every row before the first is read: the chunk ids are at most the largest.
+    let rows: i64 = conn.query_row(
+        "SELECT coalesce(max(chunk_id), 0) FROM vector_codes",
+        [],
+        |r| r.get(0),
+    )?;
+    let rows = usize::try_from(rows).unwrap_or(0).min(1 << 28);
+    let mut codes = StoredCodes::with_capacity(dim, rows);
+    let mut ids = crate::memory::huge_vec(rows);
+    let mut stmt =
+        conn.prepare("SELECT chunk_id, doc_id, code FROM vector_codes ORDER BY chunk_id")?;
+    let mut found = stmt.query([])?;
+    while let Some(r) = found.next()? {
+        let doc: i64 = r.get(1)?;
+        if !known(doc) {
+            continue;
+        }
+        let Ok(code) = r.get_ref(2)?.as_blob() else {
+            return Ok(None);
+        };
+        if !codes.push(code) {
+            return Ok(None);
+        }
+        ids.push((r.get(0)?, doc));
+    }
+    Ok(Some((ids, codes)))
 }
 
 impl Store {
@@ -258,6 +292,26 @@ mod tests {
             .unwrap();
         assert_eq!(count, 5);
         same(&store.load_codes(DIM, &|_| true).unwrap().unwrap(), &before);
+    }
+
+    #[test]
+    fn codes_read_apart_only_when_they_are_all_a_store_needs_at_that_generation() {
+        // a.md's rows need their vectors: the codes alone do not make the index.
+        let store = store("codes-apart");
+        let generation = store.generation().unwrap();
+        assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
+        store
+            .conn
+            .execute_batch(
+                "DELETE FROM vector_codes WHERE chunk_id IN
+                     (SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id
+                      WHERE d.path = 'a.md')",
+            )
+            .unwrap();
+        let apart = Store::codes_apart(&store.path, generation, DIM).expect("read apart");
+        same(&apart, &store.load_codes(DIM, &|_| true).unwrap().unwrap());
+        assert_eq!(apart.0.len(), 2);
+        assert!(Store::codes_apart(&store.path, generation + 1, DIM).is_none());
     }
 
     #[test]

@@ -6,7 +6,6 @@
 //! (write.rs).
 
 use rusqlite::params;
-use rusqlite::OptionalExtension;
 
 use crate::errors::{CoreError, Result};
 use crate::lexical::LexicalIndex;
@@ -94,11 +93,7 @@ impl Store {
         conn.execute_batch("BEGIN").ok()?;
         let read = (|| -> rusqlite::Result<_> {
             let meta = |key: &str| -> rusqlite::Result<Option<i64>> {
-                conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
-                    r.get::<_, String>(0)
-                })
-                .optional()
-                .map(|v| v.and_then(|v| v.parse().ok()))
+                Ok(super::meta_of(&conn, key)?.and_then(|v| v.parse().ok()))
             };
             let current = meta("generation")? == Some(generation)
                 && meta("lexical_generation")? == Some(generation);

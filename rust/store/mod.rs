@@ -131,6 +131,13 @@ fn open_read_only(path: &str) -> Result<Connection> {
     )?)
 }
 
+/// The meta value `key` as `conn` sees it (cached: a search reads a dozen meta values).
+fn meta_of(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT value FROM meta WHERE key = ?1")?
+        .query_row([key], |r| r.get(0))
+        .optional()
+}
+
 /// `path` as the path part of an SQLite `file:` URI.
 fn uri_path(path: &str) -> String {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.into());
@@ -405,11 +412,7 @@ impl Store {
     }
 
     pub fn meta(&self, key: &str) -> Result<Option<String>> {
-        // Cached: a search reads a dozen meta values.
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT value FROM meta WHERE key = ?1")?;
-        Ok(stmt.query_row([key], |r| r.get(0)).optional()?)
+        Ok(meta_of(&self.conn, key)?)
     }
 
     fn set_meta(&self, key: &str, value: &str) -> Result<()> {
