@@ -12,6 +12,7 @@ use crate::errors::Result;
 use crate::row_code::{code_bytes, StoredCodes};
 
 use super::doctor::{check, some, Check};
+use super::vectors::Loaded;
 use super::Store;
 
 /// The dense index with (chunk id, document id) per row.
@@ -149,13 +150,13 @@ fn read_codes(
 }
 
 impl Store {
-    /// `recall doctor`: every vector has the code it would be given now, and no code is left
-    /// without a vector (searches rank by the codes, not the vectors).
-    pub(super) fn check_codes(&self) -> Check {
-        let dim = match self.embedder() {
-            Ok(Some(e)) => e.dim,
-            _ => return check("codes", "ok", "nothing indexed"),
-        };
+    /// `recall doctor`: every vector (as the vectors check read them, with their dimension) has
+    /// the code it would be given now, and no code is left without a vector (searches rank by
+    /// the codes, not the vectors).
+    pub(super) fn check_codes(&self, vectors: Option<&(usize, Loaded)>) -> Check {
+        if self.embedder().ok().flatten().is_none() {
+            return check("codes", "ok", "nothing indexed");
+        }
         if self.meta("vector_codes").ok().flatten().as_deref() != Some(COMPLETE) {
             return check(
                 "codes",
@@ -164,13 +165,14 @@ impl Store {
                  as they load, and the next index run stores them",
             );
         }
-        let Ok((ids, data)) = self.load_vectors(dim, |_, _| true) else {
+        let Some((dim, (ids, data))) = vectors else {
             return check(
                 "codes",
                 "warning",
                 "not compared: the vectors cannot be read",
             );
         };
+        let dim = *dim;
         let stored: rusqlite::Result<rustc_hash::FxHashMap<i64, Vec<u8>>> = self
             .conn
             .prepare("SELECT chunk_id, code FROM vector_codes")
@@ -317,7 +319,10 @@ mod tests {
     #[test]
     fn doctor_finds_a_vector_changed_behind_its_code() {
         let store = store("codes-doctor");
-        let status = |store: &Store| store.check_codes();
+        let status = |store: &Store| {
+            let read = store.load_vectors(DIM, |_, _| true).unwrap();
+            store.check_codes(Some(&(DIM, read)))
+        };
         assert_eq!(status(&store).status, "ok", "{}", status(&store).detail);
         store
             .conn

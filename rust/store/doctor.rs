@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use crate::errors::{CoreError, Result};
 
-use super::vectors::Declined;
+use super::vectors::{Declined, Loaded};
 use super::{Store, SCHEMA_VERSION, VEC_TABLE};
 
 /// The outcome of one check: "ok", "warning" (works, but not as written) or "damaged".
@@ -81,8 +81,9 @@ impl Store {
             }
         };
         checks.push(self.check_rows());
-        checks.push(self.check_vectors(&chunks));
-        checks.push(self.check_codes());
+        let (vectors, read) = self.check_vectors(&chunks);
+        checks.push(vectors);
+        checks.push(self.check_codes(read.as_ref()));
         checks.push(self.check_lexical(&chunks));
         if !sqlite_ok {
             // The other checks read what SQLite could; its own verdict stands above them.
@@ -120,24 +121,47 @@ impl Store {
         }
     }
 
-    fn check_vectors(&self, chunks: &HashSet<i64>) -> Check {
+    /// The vectors check, and the vectors as read (with their dimension) for the codes check.
+    fn check_vectors(&self, chunks: &HashSet<i64>) -> (Check, Option<(usize, Loaded)>) {
         let dim = match self.embedder() {
             Ok(Some(e)) => e.dim,
-            Ok(None) if chunks.is_empty() => return check("vectors", "ok", "nothing indexed"),
-            Ok(None) => return check("vectors", "damaged", "chunks but no embedder recorded"),
-            Err(e) => return check("vectors", "damaged", e.to_string()),
+            Ok(None) if chunks.is_empty() => {
+                return (check("vectors", "ok", "nothing indexed"), None)
+            }
+            Ok(None) => {
+                return (
+                    check("vectors", "damaged", "chunks but no embedder recorded"),
+                    None,
+                )
+            }
+            Err(e) => return (check("vectors", "damaged", e.to_string()), None),
         };
         let (loaded, how) = match self.load_vectors_shadow(dim, &|_, _| true) {
             Ok(loaded) => (loaded, "sqlite-vec's blocks check out".to_string()),
-            Err(Declined::Misplaced(why)) => return check("vectors", "damaged", why),
+            Err(Declined::Misplaced(why)) => return (check("vectors", "damaged", why), None),
             Err(Declined::Layout(why)) => match self.load_vectors_table(dim, &|_, _| true) {
                 Ok(loaded) => (
                     loaded,
                     format!("read through {VEC_TABLE} (its blocks do not check out: {why})"),
                 ),
-                Err(e) => return check("vectors", "damaged", format!("{e} (blocks: {why})")),
+                Err(e) => {
+                    let why = format!("{e} (blocks: {why})");
+                    return (check("vectors", "damaged", why), None);
+                }
             },
         };
+        let outcome = self.vectors_outcome(chunks, dim, &loaded, &how);
+        (outcome, Some((dim, loaded)))
+    }
+
+    /// What the vectors as read say against the chunk rows.
+    fn vectors_outcome(
+        &self,
+        chunks: &HashSet<i64>,
+        dim: usize,
+        loaded: &Loaded,
+        how: &str,
+    ) -> Check {
         let have: HashSet<i64> = loaded.0.iter().map(|&(c, _)| c).collect();
         let mut missing: Vec<i64> = chunks.difference(&have).copied().collect();
         let mut ghosts: Vec<i64> = have.difference(chunks).copied().collect();

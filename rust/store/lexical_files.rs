@@ -75,13 +75,13 @@ impl Store {
     /// number of chunk rows (`CoreError::Damaged` when it does not read as written; a panic
     /// inside Tantivy on such data counts as damage too).
     pub(crate) fn saved_lexical(&self, counted: bool) -> Result<LexicalIndex> {
-        let (files, live) = self.lexical_files()?;
-        Self::open_lexical(files, counted.then_some(live))
-    }
-
-    /// The saved lexical files and the number of chunk rows they should list.
-    pub(super) fn lexical_files(&self) -> Result<SavedFiles> {
-        Ok(saved_files(&self.conn)?)
+        let files = saved_files(&self.conn)?;
+        let live = if counted {
+            Some(chunk_rows(&self.conn)?)
+        } else {
+            None
+        };
+        Self::open_lexical(files, live)
     }
 
     /// The saved lexical index read through a connection of its own, so that another thread
@@ -97,7 +97,9 @@ impl Store {
             };
             let current = meta("generation")? == Some(generation)
                 && meta("lexical_generation")? == Some(generation);
-            current.then(|| saved_files(&conn)).transpose()
+            current
+                .then(|| Ok((saved_files(&conn)?, chunk_rows(&conn)?)))
+                .transpose()
         })();
         let _ = conn.execute_batch("COMMIT");
         let (files, live) = read.ok()??;
@@ -175,17 +177,19 @@ impl Store {
     }
 }
 
-/// The saved lexical files (name, bytes) and the number of chunk rows they should list.
-type SavedFiles = (Vec<(String, Vec<u8>)>, u64);
-
-/// The lexical files saved in the store `conn` reads, and its number of chunk rows.
-fn saved_files(conn: &rusqlite::Connection) -> rusqlite::Result<SavedFiles> {
+/// The lexical files (name, bytes) saved in the store `conn` reads.
+fn saved_files(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<(String, Vec<u8>)>> {
     let mut stmt = conn.prepare("SELECT name, data FROM lexical_files")?;
     let files = stmt
         .query_map([], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(files)
+}
+
+/// The number of chunk rows, which the saved files should list.
+fn chunk_rows(conn: &rusqlite::Connection) -> rusqlite::Result<u64> {
     let n: i64 = conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
-    Ok((files, u64::try_from(n).unwrap_or(0)))
+    Ok(u64::try_from(n).unwrap_or(0))
 }
