@@ -12,10 +12,12 @@
 //! loading the rows (store/) or what a score means (trust.rs).
 
 use std::cmp::Ordering;
+use std::sync::{Arc, OnceLock};
 
 #[cfg(test)]
 use crate::row_code::{code_bytes, encode};
 use crate::row_code::{code_dot, decode, words_for, StoredCodes, MASKS, REPRODUCED};
+use crate::sliced::{Sliced, Term};
 
 /// Below this many rows the exact scan is already cheap: no first pass.
 const QUANTISE_FROM: usize = 4096;
@@ -29,6 +31,8 @@ const NOISY_SHARE: usize = 100;
 const PLANES: usize = 4;
 /// How far ahead of the row being scored the code pass asks for memory.
 const PREFETCH_ROWS: usize = 16;
+/// A query with at most one non-zero level in this many dimensions takes the sliced pass.
+const SPARSE_SHARE: usize = 8;
 
 /// Row-major `len × dim` matrix of codes for the first pass, with the float32 vector of every
 /// row its code does not reproduce (a hashed row's code is its vector: nothing else is held).
@@ -36,14 +40,19 @@ const PREFETCH_ROWS: usize = 16;
 pub struct DenseIndex {
     dim: usize,
     /// Per row: `words` sign masks (set = negative), then `words` of magnitude bit 0, then
-    /// `words` of magnitude bit 1.
-    codes: Vec<u64>,
+    /// `words` of magnitude bit 1 (shared with a thread slicing them).
+    codes: Arc<Vec<u64>>,
     /// Per row: its quantum (`x ≈ unit × ±level`).
     units: Vec<f32>,
     /// Per row: the index of its vector in `data`, or `REPRODUCED` when its code is its vector.
     held: Vec<u32>,
     /// The vectors of the rows whose code does not reproduce them, `dim` floats each.
     data: Vec<f32>,
+    /// The codes dimension by dimension (sliced.rs), made on a thread of their own after the
+    /// first sparse query; dropped by every change to the rows.
+    sliced: Arc<OnceLock<Sliced>>,
+    /// Set once that thread is started.
+    slicing: OnceLock<()>,
 }
 
 /// The query as bit planes: `levels[j]` holds the components whose magnitude level has bit j
@@ -58,28 +67,52 @@ struct QueryPlanes {
     sign: Vec<u64>,
 }
 
+/// The query's magnitude level of each component (0..=15 of its largest magnitude) and the
+/// planes they need: a query whose non-zero magnitudes are all one level (a hashed query) needs
+/// one plane, its levels then 0 or 1.
+fn query_levels(query: &[f32]) -> (Vec<u32>, usize) {
+    let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let top = (1 << PLANES) - 1;
+    let step = if max > 0.0 { max / top as f32 } else { 1.0 };
+    let mut level: Vec<u32> = query
+        .iter()
+        .map(|x| (x.abs() / step).round().min(top as f32) as u32)
+        .collect();
+    if level.iter().all(|&l| l == 0 || l == top) {
+        level.iter_mut().for_each(|l| *l = u32::from(*l > 0));
+        (level, 1)
+    } else {
+        (level, PLANES)
+    }
+}
+
+/// The query's non-zero levels as the sliced pass reads them, when it is sparse enough for that
+/// pass to read less than the row-major one (at most one dimension in `SPARSE_SHARE`) and its
+/// sums fit the pass's 16-bit lanes.
+fn sparse_terms(query: &[f32], level: &[u32]) -> Option<Vec<Term>> {
+    let terms: Vec<Term> = query
+        .iter()
+        .zip(level)
+        .enumerate()
+        .filter(|(_, (_, &l))| l > 0)
+        .map(|(dim, (&x, &l))| Term {
+            dim,
+            level: l as i16,
+            flip: if x < 0.0 { u64::MAX } else { 0 },
+        })
+        .collect();
+    let reach: i32 = terms.iter().map(|t| 3 * i32::from(t.level)).sum();
+    (terms.len() * SPARSE_SHARE <= query.len() && reach <= i32::from(i16::MAX)).then_some(terms)
+}
+
 impl QueryPlanes {
-    fn new(query: &[f32]) -> QueryPlanes {
+    fn new(query: &[f32], level: &[u32], planes: usize) -> QueryPlanes {
         let words = words_for(query.len());
         let padded = words.div_ceil(8) * 8;
-        let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-        let top = ((1 << PLANES) - 1) as f32;
-        let step = if max > 0.0 { max / top } else { 1.0 };
-        let level: Vec<u32> = query
-            .iter()
-            .map(|x| (x.abs() / step).round().min(top) as u32)
-            .collect();
-        // A query whose non-zero magnitudes are all one level (a hashed query) needs one plane.
-        let planes = if level.iter().all(|&l| l == 0 || l == top as u32) {
-            1
-        } else {
-            PLANES
-        };
         let mut levels = vec![0u64; planes * padded];
         let mut sign = vec![0u64; padded];
-        for (i, (&x, &l)) in query.iter().zip(&level).enumerate() {
+        for (i, (&x, &l)) in query.iter().zip(level).enumerate() {
             let (w, bit) = (i / 64, 1u64 << (i % 64));
-            let l = if planes == 1 { u32::from(l > 0) } else { l };
             for j in 0..planes {
                 if l >> j & 1 == 1 {
                     levels[j * padded + w] |= bit;
@@ -179,10 +212,12 @@ impl DenseIndex {
     ) -> DenseIndex {
         DenseIndex {
             dim,
-            codes,
+            codes: Arc::new(codes),
             units,
             held,
             data,
+            sliced: Arc::default(),
+            slicing: OnceLock::new(),
         }
     }
 
@@ -258,11 +293,12 @@ impl DenseIndex {
     }
 
     fn append(&mut self, added: DenseIndex) {
+        self.forget_sliced();
         if self.is_empty() {
             *self = added;
         } else {
             let base = (self.data.len() / self.dim) as u32;
-            self.codes.extend_from_slice(&added.codes);
+            Arc::make_mut(&mut self.codes).extend_from_slice(&added.codes);
             self.units.extend_from_slice(&added.units);
             self.held.extend(
                 added
@@ -277,11 +313,12 @@ impl DenseIndex {
     /// Keep the rows whose `keep` is true, in their order (`keep` has one flag per row).
     pub fn retain_rows(&mut self, keep: &[bool]) {
         assert_eq!(keep.len(), self.len(), "one flag per row");
+        self.forget_sliced();
         let (dim, stride) = (self.dim, self.stride());
         let (mut to, mut held_to) = (0, 0usize);
+        let codes = Arc::make_mut(&mut self.codes);
         for (from, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
-            self.codes
-                .copy_within(from * stride..(from + 1) * stride, to * stride);
+            codes.copy_within(from * stride..(from + 1) * stride, to * stride);
             self.units[to] = self.units[from];
             let h = self.held[from];
             if h != REPRODUCED {
@@ -294,7 +331,7 @@ impl DenseIndex {
             }
             to += 1;
         }
-        self.codes.truncate(to * stride);
+        codes.truncate(to * stride);
         self.units.truncate(to);
         self.held.truncate(to);
         self.data.truncate(held_to * dim);
@@ -359,16 +396,20 @@ impl DenseIndex {
         if k == 0 || self.dim == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        let planes = QueryPlanes::new(query);
+        let (level, planes) = query_levels(query);
         let mut shortlist = (k * OVERSAMPLE).max(SHORTLIST_MIN);
-        if planes.planes > 1 {
+        if planes > 1 {
             shortlist = shortlist.max(self.len() / NOISY_SHARE);
         }
         if self.len() < QUANTISE_FROM || shortlist >= self.len() / 2 {
             return self.top_k_exact(query, k);
         }
-        let mut exact: Vec<(usize, f32)> = self
-            .scan_codes(&planes, shortlist)
+        let sliced = sparse_terms(query, &level).and_then(|t| Some((t, self.sliced()?)));
+        let estimates = match sliced {
+            Some((terms, sliced)) => sliced.top_k(&terms, &self.units, shortlist),
+            None => self.scan_codes(&QueryPlanes::new(query, &level, planes), shortlist),
+        };
+        let mut exact: Vec<(usize, f32)> = estimates
             .into_iter()
             .map(|(i, _)| (i, self.score(i, query)))
             .collect();
@@ -376,6 +417,37 @@ impl DenseIndex {
         exact.truncate(k);
         exact.retain(|p| p.1.is_finite());
         exact
+    }
+
+    /// The sliced codes once made. The first sparse query starts a thread making them and takes
+    /// the row-major pass, as every query does until they are made: no query waits for them.
+    fn sliced(&self) -> Option<&Sliced> {
+        if let Some(made) = self.sliced.get() {
+            return Some(made);
+        }
+        self.slicing.get_or_init(|| {
+            let (codes, cell, dim) = (Arc::clone(&self.codes), Arc::clone(&self.sliced), self.dim);
+            // A thread the system refuses leaves every query on the row-major pass.
+            let _ = std::thread::Builder::new()
+                .name("recall-slicing".into())
+                .spawn(move || {
+                    cell.get_or_init(|| Sliced::build(&codes, dim));
+                });
+        });
+        None
+    }
+
+    /// The sliced codes, made here if no thread has made them (tests).
+    #[cfg(test)]
+    fn sliced_now(&self) -> &Sliced {
+        self.sliced
+            .get_or_init(|| Sliced::build(&self.codes, self.dim))
+    }
+
+    /// Drop the sliced codes before the rows change.
+    fn forget_sliced(&mut self) {
+        self.sliced = Arc::default();
+        self.slicing = OnceLock::new();
     }
 
     /// The exact scan over every row.
@@ -394,7 +466,7 @@ const ROWS_PER_THREAD: usize = 262_144;
 
 /// The cores this process may use, read once (the standard library reads cgroup files on
 /// every call, ~25 µs).
-fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
@@ -563,7 +635,7 @@ impl DenseIndex {
 /// The `k` largest scores seen, with their positions; earlier positions win ties. Scores
 /// above the running k-th best are buffered and the buffer is cut back to `k` when full, so a
 /// pass over N rows costs N comparisons plus a few linear selections, whatever k is.
-struct TopK {
+pub(crate) struct TopK {
     k: usize,
     cap: usize,
     kept: Vec<(usize, f32)>,
@@ -572,12 +644,12 @@ struct TopK {
 }
 
 /// Best score first; equal scores keep the earlier row first.
-fn better(a: &(usize, f32), b: &(usize, f32)) -> Ordering {
+pub(crate) fn better(a: &(usize, f32), b: &(usize, f32)) -> Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
 
 impl TopK {
-    fn new(k: usize) -> TopK {
+    pub(crate) fn new(k: usize) -> TopK {
         let cap = (2 * k).max(1024);
         TopK {
             k,
@@ -588,7 +660,7 @@ impl TopK {
     }
 
     #[inline(always)]
-    fn push(&mut self, i: usize, s: f32) {
+    pub(crate) fn push(&mut self, i: usize, s: f32) {
         // Strictly better only: an equal score never displaces an earlier row.
         if self.k > 0 && (s > self.floor || self.floor == f32::NEG_INFINITY) {
             self.kept.push((i, s));
@@ -614,7 +686,13 @@ impl TopK {
     }
 
     /// Best first, positions offset by `base`.
-    fn finish(mut self, base: usize) -> Vec<(usize, f32)> {
+    /// The score a row must beat to be kept (minus infinity until `k` rows are held).
+    #[inline(always)]
+    pub(crate) fn floor(&self) -> f32 {
+        self.floor
+    }
+
+    pub(crate) fn finish(mut self, base: usize) -> Vec<(usize, f32)> {
         if self.k == 0 {
             return Vec::new();
         }
@@ -664,6 +742,11 @@ impl DenseIndex {
 mod tests {
     use super::*;
     use crate::row_code::fixtures::{hashed_row, xorshift};
+
+    fn planes_of(query: &[f32]) -> QueryPlanes {
+        let (level, planes) = query_levels(query);
+        QueryPlanes::new(query, &level, planes)
+    }
 
     fn brute(index: &DenseIndex, q: &[f32], k: usize) -> Vec<(usize, f32)> {
         let mut all: Vec<(usize, f32)> = (0..index.len()).map(|i| (i, index.score(i, q))).collect();
@@ -781,7 +864,7 @@ mod tests {
             let query = sparse(&mut next, 6);
             let mut code = Vec::new();
             let unit = encode(&row, &mut code);
-            let q = QueryPlanes::new(&query);
+            let q = planes_of(&query);
             let step = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             let estimate = q.dot_portable(&code) as f32 * unit * step;
             assert!((estimate - dot(&row, &query)).abs() < 1e-5, "dim {dim}");
@@ -799,7 +882,7 @@ mod tests {
                 .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
                 .collect();
             for query in [&query, &dense_query] {
-                let q = QueryPlanes::new(query);
+                let q = planes_of(query);
                 let want = scan_rows(&q, &rows, &units, 5, 40);
                 assert_eq!(scan_block(&q, &rows, &units, 5, 40), want, "dim {dim}");
                 #[cfg(target_arch = "x86_64")]
@@ -810,7 +893,77 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(QueryPlanes::new(&dense_query).planes, PLANES);
+            assert_eq!(planes_of(&dense_query).planes, PLANES);
+        }
+    }
+
+    #[test]
+    fn the_sliced_pass_returns_the_row_major_shortlist() {
+        // Hashed rows and model-like rows, sparse queries of one plane and of several, short
+        // and long shortlists (the long ones reach rows the query does not touch).
+        let mut x = 4242u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for dim in [64, 100, 512] {
+            let rows = 64 * 150 + 37;
+            let mut data = Vec::with_capacity(rows * dim);
+            for r in 0..rows {
+                // Model-like rows too, except at 512 dimensions (a hashed store's).
+                if r % 3 == 0 && dim != 512 {
+                    data.extend((0..dim).map(|_| (next() % 2001) as f32 / 1000.0 - 1.0));
+                } else {
+                    data.extend(hashed_row(&mut next, dim, dim / 10 + 1, r % 7 == 0));
+                }
+            }
+            let index = DenseIndex::from_data(dim, data);
+            // The first sparse query takes the row-major pass and starts the slicing thread;
+            // once it is done, queries take the sliced pass, with the same answer.
+            let mut query = vec![0.0f32; dim];
+            query[3] = 0.6;
+            query[dim - 1] = -0.8;
+            let before = index.top_k(&query, 10);
+            let started = std::time::Instant::now();
+            while index.sliced.get().is_none() {
+                assert!(started.elapsed().as_secs() < 60, "the codes are sliced");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert_eq!(index.top_k(&query, 10), before);
+            for terms in [1, 3, dim / 8] {
+                let mut query = vec![0.0f32; dim];
+                for _ in 0..terms {
+                    let i = (next() % dim as u64) as usize;
+                    query[i] += if next().is_multiple_of(2) { 0.5 } else { -0.5 };
+                    if next().is_multiple_of(3) {
+                        query[i] *= 0.3;
+                    }
+                }
+                let (level, planes) = query_levels(&query);
+                let Some(sparse) = sparse_terms(&query, &level) else {
+                    panic!("a query of {terms} terms in {dim} dimensions is sparse");
+                };
+                let q = QueryPlanes::new(&query, &level, planes);
+                for k in [5, 300, rows / 2] {
+                    let want = index.scan_codes(&q, k);
+                    assert_eq!(
+                        index.sliced_now().top_k(&sparse, &index.units, k),
+                        want,
+                        "dim {dim}, {terms} terms, k {k}"
+                    );
+                    let [portable, fast] =
+                        index.sliced_now().both_kernels(&sparse, &index.units, k);
+                    assert_eq!(portable, fast, "kernels agree");
+                    let cut = Sliced::in_parts(&index.codes, dim, 3);
+                    assert_eq!(cut.top_k(&sparse, &index.units, k), want, "in parts");
+                }
+                if dim == 512 {
+                    // Hashed rows are their codes: the pass loses none of the best.
+                    assert_eq!(index.top_k(&query, 10), brute(&index, &query, 10));
+                }
+            }
         }
     }
 

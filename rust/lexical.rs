@@ -655,13 +655,20 @@ impl LexicalIndex {
                 &TopDocs::with_limit(k).order_by_score(),
             )
             .map_err(damaged)?;
+        // A segment's column of chunk ids is opened once per query, not once per hit.
+        let mut columns = rustc_hash::FxHashMap::default();
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
-            let column = searcher
-                .segment_reader(addr.segment_ord)
-                .fast_fields()
-                .u64("chunk")
-                .map_err(damaged)?;
+            let column = match columns.entry(addr.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(open) => open.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => slot.insert(
+                    searcher
+                        .segment_reader(addr.segment_ord)
+                        .fast_fields()
+                        .u64("chunk")
+                        .map_err(damaged)?,
+                ),
+            };
             if let Some(id) = column.first(addr.doc_id) {
                 out.push((id as i64, score));
             }

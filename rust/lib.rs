@@ -22,6 +22,7 @@ mod py_policy;
 mod py_store;
 mod py_vectors;
 pub mod row_code;
+mod sliced;
 pub mod store;
 pub mod triggers;
 pub mod trust;
