@@ -5,11 +5,14 @@
 //! bit planes, about a tenth of the f32 bytes) and, only when the code does not give the row
 //! back, its float32 vector: a hashed row is its code. Large indexes are scanned through the
 //! codes first: the query is cut into four magnitude bit planes (one for a hashed query), so the
-//! estimate is a few AND + popcount per 64 dimensions. An oversampled shortlist is then rescored
-//! exactly: every returned score is the dot product with the row's vector, held or given back
+//! estimate is a few AND + popcount per 64 dimensions; a sparse query (a hashed one) reads only
+//! its own dimensions, through the codes sliced dimension by dimension (sliced.rs) once a thread
+//! started by the first such query has made them, with the same estimates. An oversampled
+//! shortlist is then rescored exactly: every returned score is the dot product with the row's vector, held or given back
 //! by its code (SPEC §4 allows the first pass while recall@10 against the exact scan stays
 //! ≥ 0.99; benches/search_latency.py measures it). Does not own: the code itself (row_code.rs),
-//! loading the rows (store/) or what a score means (trust.rs).
+//! the sliced layout and its pass (sliced.rs), loading the rows (store/) or what a score means
+//! (trust.rs).
 
 use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};

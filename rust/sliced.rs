@@ -4,8 +4,8 @@
 //! Owns: the sliced layout and its pass. Rows are taken 64 at a time; for each block and each
 //! dimension three words hold the block's sign, magnitude bit 0 and magnitude bit 1 bits of
 //! that component, one bit per row. A query of `d` non-zero dimensions then reads `d` of the
-//! block's `dim` triples: at 1M hashed rows of 512 dimensions, about 1.5 MB per query
-//! dimension instead of the 192 MB of every row's code. The estimates are those of the
+//! block's `dim` triples: at 1M hashed rows of 512 dimensions, 375 KB per query dimension and
+//! 4 MB of row units instead of the 192 MB of every row's code. The estimates are those of the
 //! row-major pass to the bit (the same integer sum times the row's unit), so the shortlist and
 //! everything after it are unchanged. Does not own: the codes (row_code.rs), when this pass is
 //! taken and the exact rescoring (dense.rs).
