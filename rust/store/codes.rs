@@ -2,7 +2,7 @@
 //!
 //! Owns: reading the dense index from the stored codes (and only the vectors they do not
 //! reproduce), and writing the codes of vectors stored before the table existed. Does not own:
-//! the code itself (dense.rs), reading vectors (vectors.rs) or writing a document's rows
+//! the code itself (row_code.rs), reading vectors (vectors.rs) or writing a document's rows
 //! (write.rs, which writes each code with its vector).
 
 use rustc_hash::FxHashSet;
