@@ -9,6 +9,7 @@
 //! backend), scoring inside a leg, fusion (fusion.rs) or the rules (trust.rs).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -22,11 +23,12 @@ use crate::trust::{Candidate, Window};
 #[derive(Debug, Clone, Default)]
 pub struct DocumentRecord {
     pub id: i64,
-    pub source: String,
+    /// The corpus root: one per indexed folder, shared by its documents.
+    pub source: Arc<str>,
     pub path: String,
     pub key: String,
-    /// The store's fixed-width instant; None or unparsable: undated (SPEC §2.4).
-    pub first_indexed_at: Option<String>,
+    /// First indexing time in µs since the epoch; None: undated (SPEC §2.4).
+    pub first_indexed_us: Option<i64>,
     pub valid_from_raw: Option<String>,
     pub valid_until_raw: Option<String>,
     pub metadata_error: bool,
@@ -98,9 +100,10 @@ pub struct Corpus {
     pub index_of: FxHashMap<i64, usize>,
     pub graph: Graph,
     pub windows: Vec<Window>,
-    /// Per document: (source, path); per edge in force (as given to the graph): where it was
-    /// written.
-    pub locations: Vec<(String, String)>,
+    /// Per document: the root its path is relative to (the path is its graph node's);
+    /// `location` gives both.
+    pub sources: Vec<Arc<str>>,
+    /// Per edge in force (as given to the graph): where it was written.
     pub edge_meta: Vec<EdgeMeta>,
     /// Per document: its statements the reader could not classify, in force under the setting
     /// (vocabulary, line, statement), for the hit's `validity.unread` (SPEC §2.5).
@@ -131,7 +134,7 @@ impl Corpus {
         c.index_of.reserve(expected);
         c.doc_ids.reserve(expected);
         c.windows.reserve(expected);
-        c.locations.reserve(expected);
+        c.sources.reserve(expected);
         let mut nodes = Vec::with_capacity(expected);
         // SPEC §2.5: a dated retirement dates the successor edges its note declares.
         let mut retired_since: Vec<Option<i64>> = Vec::with_capacity(expected);
@@ -157,16 +160,13 @@ impl Corpus {
             });
             nodes.push(Node {
                 key: d.key,
-                path: d.path.clone(),
-                first_indexed_us: d
-                    .first_indexed_at
-                    .as_deref()
-                    .and_then(crate::store::parse_instant_us),
+                path: d.path,
+                first_indexed_us: d.first_indexed_us,
                 alias: d.alias,
                 // Set below, when a declaration needs folders.
                 folder: String::new(),
             });
-            c.locations.push((d.source, d.path));
+            c.sources.push(d.source);
         }
         c.unread = vec![Vec::new(); c.doc_ids.len()];
         let mut declared = Vec::new();
@@ -219,8 +219,8 @@ impl Corpus {
         }
         // Declarations in a note's own words resolve nearest first, by folder.
         if declared.iter().any(|d| d.scoped) {
-            for (node, (source, path)) in nodes.iter_mut().zip(&c.locations) {
-                node.folder = folder_of(source, path);
+            for (node, source) in nodes.iter_mut().zip(&c.sources) {
+                node.folder = folder_of(source, &node.path);
             }
         }
         c.graph = Graph::build_declared(nodes, &declared);
@@ -292,7 +292,10 @@ impl Corpus {
                     .iter()
                     .any(|&id| names_d(&self.graph.claim(id).resolution))
             })
-            .map(|declarer| self.locations[declarer].clone())
+            .map(|declarer| {
+                let (source, path) = self.location(declarer);
+                (source.to_string(), path.to_string())
+            })
             .collect();
         found.sort();
         found.dedup();
@@ -301,9 +304,15 @@ impl Corpus {
 
     /// The document `file` names: a stored path, or an absolute path under an indexed root.
     pub fn locate(&self, file: &str) -> Option<usize> {
-        self.locations.iter().position(|(source, path)| {
+        (0..self.sources.len()).find(|&d| {
+            let (source, path) = self.location(d);
             path == file || std::path::Path::new(source).join(path) == std::path::Path::new(file)
         })
+    }
+
+    /// Document `d`'s (source, path).
+    pub fn location(&self, d: usize) -> (&str, &str) {
+        (&self.sources[d], &self.graph.node(d).path)
     }
 }
 
@@ -394,7 +403,7 @@ mod tests {
             source: "/notes".into(),
             path: path.into(),
             key: crate::graph::resolution_key(path),
-            first_indexed_at: Some("2026-01-01T00:00:00.000000Z".into()),
+            first_indexed_us: crate::store::parse_instant_us("2026-01-01T00:00:00.000000Z"),
             ..DocumentRecord::default()
         }
     }

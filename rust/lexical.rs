@@ -7,14 +7,16 @@
 //! store/lexical_files.rs in the same SQLite transaction as the chunk rows, so the two legs
 //! commit together. Does not own: SQL, fusion (fusion.rs) or scores' meaning.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
-use tantivy::directory::{FileHandle, RamDirectory, WatchCallback, WatchHandle, WritePtr};
+use tantivy::directory::{
+    FileHandle, FileSlice, RamDirectory, WatchCallback, WatchHandle, WritePtr,
+};
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
@@ -52,25 +54,45 @@ struct Changes {
 }
 
 /// A RAM directory that remembers which files were written or deleted since the last `take`.
+/// The files it was opened with are held as read (no copy); what Tantivy writes goes to a
+/// `RamDirectory`.
 #[derive(Debug, Clone)]
 struct TrackedDir {
     inner: RamDirectory,
+    saved: Arc<RwLock<HashMap<PathBuf, FileSlice>>>,
     changes: Arc<Mutex<Changes>>,
 }
 
 impl TrackedDir {
     /// A directory holding `files`, each counted as already persisted.
     fn holding(files: Vec<(String, Vec<u8>)>) -> Result<TrackedDir> {
-        let dir = TrackedDir {
+        let saved = files
+            .into_iter()
+            .map(|(name, data)| (PathBuf::from(name), FileSlice::from(data)))
+            .collect();
+        Ok(TrackedDir {
             inner: RamDirectory::create(),
+            saved: Arc::new(RwLock::new(saved)),
             changes: Arc::default(),
-        };
-        for (name, data) in files {
-            dir.inner
-                .atomic_write(Path::new(&name), &data)
-                .map_err(tantivy_err)?;
-        }
-        Ok(dir)
+        })
+    }
+
+    /// A file the directory was opened with, unless written or deleted since.
+    fn saved(&self, path: &Path) -> Option<FileSlice> {
+        self.saved
+            .read()
+            .expect("lexical files lock")
+            .get(path)
+            .cloned()
+    }
+
+    /// Forget the saved `path` (it is being written or deleted); whether it was there.
+    fn unsave(&self, path: &Path) -> bool {
+        self.saved
+            .write()
+            .expect("lexical files lock")
+            .remove(path)
+            .is_some()
     }
 }
 
@@ -93,11 +115,16 @@ impl Directory for TrackedDir {
         &self,
         path: &Path,
     ) -> std::result::Result<Arc<dyn FileHandle>, OpenReadError> {
-        self.inner.get_file_handle(path)
+        match self.saved(path) {
+            Some(file) => Ok(Arc::new(file)),
+            None => self.inner.get_file_handle(path),
+        }
     }
 
     fn delete(&self, path: &Path) -> std::result::Result<(), DeleteError> {
-        self.inner.delete(path)?;
+        if !self.unsave(path) {
+            self.inner.delete(path)?;
+        }
         if !is_lock(path) {
             let mut c = self.changes.lock().expect("lexical directory lock");
             c.written.remove(path);
@@ -107,19 +134,30 @@ impl Directory for TrackedDir {
     }
 
     fn exists(&self, path: &Path) -> std::result::Result<bool, OpenReadError> {
-        self.inner.exists(path)
+        Ok(self.saved(path).is_some() || self.inner.exists(path)?)
     }
 
     fn open_write(&self, path: &Path) -> std::result::Result<WritePtr, OpenWriteError> {
+        if self.saved(path).is_some() {
+            return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
+        }
         self.mark_written(path);
         self.inner.open_write(path)
     }
 
     fn atomic_read(&self, path: &Path) -> std::result::Result<Vec<u8>, OpenReadError> {
-        self.inner.atomic_read(path)
+        match self.saved(path) {
+            Some(file) => Ok(file
+                .read_bytes()
+                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?
+                .as_slice()
+                .to_vec()),
+            None => self.inner.atomic_read(path),
+        }
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        self.unsave(path);
         self.mark_written(path);
         self.inner.atomic_write(path, data)
     }
@@ -596,7 +634,7 @@ impl LexicalIndex {
             std::mem::take(&mut *self.dir.changes.lock().expect("lexical directory lock"));
         let mut written = Vec::with_capacity(changes.written.len());
         for path in changes.written {
-            match self.dir.inner.atomic_read(&path) {
+            match self.dir.atomic_read(&path) {
                 Ok(bytes) => written.push((path.to_string_lossy().into_owned(), bytes)),
                 Err(OpenReadError::FileDoesNotExist(_)) => {}
                 Err(e) => return Err(tantivy_err(e)),
@@ -866,6 +904,50 @@ mod tests {
         assert_eq!(reloaded.num_docs(), 1);
         assert!(reloaded.search("429", 5).unwrap().is_empty());
         assert_eq!(reloaded.search("nightly", 5).unwrap()[0].0, 2);
+    }
+
+    #[test]
+    fn a_reopened_index_merges_away_the_files_it_was_opened_with() {
+        // Each commit is a segment; enough of them make Tantivy merge, deleting segment files
+        // the index was opened with (held as read) and writing new ones.
+        let mut saved: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+        let mut commit = |idx: &mut LexicalIndex| {
+            let (written, deleted) = idx.commit().unwrap();
+            // A segment written and merged away between two commits is listed as deleted
+            // without ever having been saved.
+            for name in deleted {
+                saved.remove(&name);
+            }
+            saved.extend(written);
+            saved.clone()
+        };
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        for i in 0..10 {
+            idx.add(i, &format!("first batch note {i} word{i}"))
+                .unwrap();
+            commit(&mut idx);
+        }
+        let before = commit(&mut idx);
+        let mut again = LexicalIndex::open(before.clone().into_iter().collect()).unwrap();
+        assert_eq!(again.num_docs(), 10);
+        for i in 10..30 {
+            again
+                .add(i, &format!("second batch note {i} word{i}"))
+                .unwrap();
+            commit(&mut again);
+        }
+        let after = commit(&mut again);
+        assert!(
+            before
+                .keys()
+                .any(|name| name != "meta.json" && !after.contains_key(name)),
+            "no segment the index was opened with was merged away"
+        );
+        let reloaded = LexicalIndex::open(after.into_iter().collect()).unwrap();
+        assert_eq!(reloaded.num_docs(), 30);
+        for i in [0, 9, 10, 29] {
+            assert_eq!(reloaded.search(&format!("word{i}"), 3).unwrap()[0].0, i);
+        }
     }
 
     #[test]

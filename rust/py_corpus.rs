@@ -184,10 +184,10 @@ impl PyCorpus {
             .into_iter()
             .map(|d| DocumentRecord {
                 id: d.0,
-                source: d.1,
+                source: d.1.into(),
                 path: d.2,
                 key: d.3,
-                first_indexed_at: d.4,
+                first_indexed_us: d.4.as_deref().and_then(crate::store::parse_instant_us),
                 valid_from_raw: d.5,
                 valid_until_raw: d.6,
                 metadata_error: d.7,

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 import recall
 from recall import _core
 from recall.cli import app
+from recall.instants import format_instant, parse_stored
 
 from .conftest import EXAMPLES, write_corpus
 
@@ -574,3 +575,19 @@ def test_the_asked_value_may_sit_in_another_section_of_the_note(
         assert hit.verdict == "ok" and hit.lacks is None and not result.abstained
         why = mem.explain(query, "edi-onboarding.md", now=now)
         assert why["asks_for"] == ["an amount of money"] and why["lacks"] is None
+
+
+def test_a_stored_instant_reads_back_and_anything_else_is_none() -> None:
+    instant = dt.datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=dt.timezone.utc)
+    assert parse_stored(format_instant(instant)) == instant
+    assert parse_stored("2026-03-04T05:06:07.000000Z") == instant.replace(microsecond=0)
+    for bad in (
+        None,
+        "",
+        "2026-03-04",
+        "2026-03-04 05:06:07.890123Z",
+        "2026-13-04T05:06:07.890123Z",
+        "2026-03-04T05:06:07.89012xZ",
+        "2026-03-04T05:06:07.890123+",
+    ):
+        assert parse_stored(bad) is None, bad

@@ -112,3 +112,22 @@ def test_the_db_file_alone_is_the_whole_store(tmp_path: Path) -> None:
     with recall.open(copy) as mem:
         after = mem.stats()
     assert after.to_dict() | {"path": before.path} == before.to_dict()
+
+
+def test_a_new_store_has_16k_pages_and_an_older_file_keeps_its_own(tmp_path: Path) -> None:
+    db = _indexed(tmp_path)
+    page = lambda path: sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]  # noqa: E731
+    assert page(db) == 16384
+    # A store written with 4 KiB pages (as before) is read and written as it is.
+    old = tmp_path / "old.db"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA page_size=4096")
+    con.execute(f"VACUUM INTO '{old}'")
+    con.close()
+    assert page(old) == 4096
+    with recall.open(old) as mem:
+        before = mem.stats().chunks
+        mem.index(EXAMPLES, calibrate=False)
+        assert mem.stats().chunks == before
+        assert mem.search("log retention", mode="development").hits
+    assert page(old) == 4096

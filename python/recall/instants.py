@@ -41,10 +41,12 @@ def format_micros(us: int | None) -> str | None:
 
 @functools.lru_cache(maxsize=64)
 def parse_stored(text: str | None) -> dt.datetime | None:
-    if not text:
+    """A stored instant (`format_instant`'s form) back in UTC; None for anything else.
+    Not `strptime`: its first call imports and compiles what it parses with (milliseconds)."""
+    if not text or len(text) != 27 or text[10] != "T" or text[19] != "." or text[26] != "Z":
         return None
     try:
-        return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.fromisoformat(text[:26]).replace(tzinfo=dt.timezone.utc)
     except ValueError:
         return None
 

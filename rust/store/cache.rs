@@ -103,6 +103,18 @@ impl DocIds {
     }
 }
 
+/// `f` on a thread of `scope` named `name` (as profilers and debuggers show it).
+fn named<'s, T: Send + 's>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 's,
+) -> std::thread::ScopedJoinHandle<'s, T> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn_scoped(scope, f)
+        .expect("the system starts a thread")
+}
+
 /// Documents handed to the corpus builder at a time.
 const DOCUMENT_BATCH: usize = 4096;
 
@@ -156,19 +168,25 @@ impl Store {
         let (docs_to, docs) = std::sync::mpsc::sync_channel::<Vec<DocumentRecord>>(8);
         let (edges_to, edges) = std::sync::mpsc::sync_channel::<Vec<EdgeRecord>>(1);
         let (corpus, read) = std::thread::scope(|scope| {
-            let building = scope.spawn(move || {
+            let building = named(scope, "recall-corpus", move || {
                 let edges = move || edges.recv().unwrap_or_default();
                 Corpus::build_from(docs.into_iter().flatten(), edges, &setting, expected)
             });
             // A first search also needs the lexical index: read and checked on a third thread
             // through a connection of its own.
             let path = self.path.clone();
-            let reading = (self.lexical.is_none() && !self.in_write)
-                .then(|| scope.spawn(move || Self::lexical_apart(&path, generation)));
+            let reading = (self.lexical.is_none() && !self.in_write).then(|| {
+                named(scope, "recall-lexical", move || {
+                    Self::lexical_apart(&path, generation)
+                })
+            });
             // So are the codes, when they are all a store needs (a hashed store's).
             let path = self.path.clone();
-            let coding = (dim > 0 && !self.in_write)
-                .then(|| scope.spawn(move || Self::codes_apart(&path, generation, dim)));
+            let coding = (dim > 0 && !self.in_write).then(|| {
+                named(scope, "recall-codes", move || {
+                    Self::codes_apart(&path, generation, dim)
+                })
+            });
             let read = (move || -> Result<_> {
                 let mut ids = Vec::with_capacity(expected);
                 self.read_documents(DOCUMENT_BATCH, |batch| {

@@ -3,6 +3,8 @@
 //! Owns: reading them, whole or in batches as they come. Does not own: what the corpus makes
 //! of them (judgment.rs) or when it is loaded (cache.rs).
 
+use std::sync::Arc;
+
 use crate::errors::Result;
 use crate::judgment::{Corpus, DocumentRecord, EdgeRecord};
 
@@ -37,30 +39,51 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT id, key, path, first_indexed_at, valid_from_raw, valid_until_raw,
                     metadata_error, source, alias, retired_state, retired_since,
-                    retired_vocabulary, retired_overridden FROM documents ORDER BY id",
+                    retired_vocabulary, retired_overridden,
+                    coalesce(valid_from_raw, valid_until_raw, metadata_error, retired_state,
+                             retired_since, retired_vocabulary) IS NULL
+             FROM documents ORDER BY id",
         )?;
         let mut rows = stmt.query([])?;
         let mut docs = Vec::new();
+        // Documents of one folder share its root.
+        let mut source: Arc<str> = Arc::from("");
         while let Some(r) = rows.next()? {
+            let text = |i| r.get_ref(i).ok().and_then(|v| v.as_str().ok());
+            if let Some(s) = text(7).filter(|s| *s != &*source) {
+                source = Arc::from(s);
+            }
+            // Most documents declare no window and no retirement: those columns are read
+            // only where one is set.
+            let plain = r.get::<_, bool>(13).unwrap_or(false);
+            let rare = |i| -> rusqlite::Result<Option<String>> {
+                if plain {
+                    Ok(None)
+                } else {
+                    r.get(i)
+                }
+            };
             // SPEC §2.5: hand-written garbage never crashes a search; unreadable text fields
             // fail closed as invalid metadata.
-            let from = r.get::<_, Option<String>>(4);
-            let until = r.get::<_, Option<String>>(5);
-            let err = r.get::<_, Option<String>>(6);
+            let (from, until, err) = (rare(4), rare(5), rare(6));
             docs.push(DocumentRecord {
                 id: r.get(0)?,
-                source: r.get::<_, String>(7).unwrap_or_default(),
+                source: if text(7).is_some() {
+                    source.clone()
+                } else {
+                    Arc::from("")
+                },
                 path: r.get::<_, String>(2).unwrap_or_default(),
                 key: r.get::<_, String>(1).unwrap_or_default(),
-                first_indexed_at: r.get(3).ok().flatten(),
+                first_indexed_us: text(3).and_then(super::parse_instant_us),
                 unreadable: from.is_err() || until.is_err() || err.is_err(),
                 valid_from_raw: from.ok().flatten(),
                 valid_until_raw: until.ok().flatten(),
                 metadata_error: err.ok().flatten().is_some(),
                 alias: r.get(8).ok().flatten(),
-                retired_state: r.get(9).ok().flatten(),
-                retired_since: r.get(10).ok().flatten(),
-                retired_vocabulary: r.get(11).ok().flatten(),
+                retired_state: rare(9).ok().flatten(),
+                retired_since: rare(10).ok().flatten(),
+                retired_vocabulary: rare(11).ok().flatten(),
                 retired_overridden: r.get::<_, Option<bool>>(12).ok().flatten() != Some(false),
             });
             if docs.len() == batch && !each(std::mem::take(&mut docs)) {

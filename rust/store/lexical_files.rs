@@ -177,15 +177,38 @@ impl Store {
     }
 }
 
-/// The lexical files (name, bytes) saved in the store `conn` reads.
+/// The lexical files (name, bytes) saved in the store `conn` reads, each read straight into a
+/// buffer of its own size (not assembled by SQLite first).
 fn saved_files(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<(String, Vec<u8>)>> {
-    let mut stmt = conn.prepare("SELECT name, data FROM lexical_files")?;
-    let files = stmt
-        .query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?))
-        })?
+    use std::io::Read;
+    let named: Vec<(i64, String)> = conn
+        .prepare("SELECT rowid, name FROM lexical_files")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    Ok(files)
+    named
+        .into_iter()
+        .map(|(row, name)| {
+            let mut blob = conn.blob_open(rusqlite::MAIN_DB, "lexical_files", "data", row, true)?;
+            let mut data = crate::memory::huge_vec(blob.len());
+            blob.read_to_end(&mut data).map_err(sqlite_error)?;
+            Ok((name, data))
+        })
+        .collect()
+}
+
+/// The SQLite error inside a blob read's I/O error (a damaged page reads as damage); any other
+/// failure to read as damage too.
+fn sqlite_error(e: std::io::Error) -> rusqlite::Error {
+    match e
+        .into_inner()
+        .map(|inner| inner.downcast::<rusqlite::Error>())
+    {
+        Some(Ok(err)) => *err,
+        _ => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            Some("a lexical file could not be read".into()),
+        ),
+    }
 }
 
 /// The number of chunk rows, which the saved files should list.
