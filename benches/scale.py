@@ -40,10 +40,11 @@ EMBEDDER = "hashing-512"
 WARMUP = 10
 PAUSE_S = 1.0
 
-# Run in a child process: open, cold first search, peak resident memory, warm p50/p95.
+# Run in a child process: open, cold first search, peak resident memory, warm p50/p95. It
+# imports only what a user's process does: numpy would start a BLAS thread pool whose threads
+# spin beside the first search (10-30 ms of it on two cores).
 CHILD = r"""
-import json, sys, time
-import numpy as np
+import json, statistics, sys, time
 import recall
 db, queries, PAUSE = sys.argv[1], json.loads(sys.stdin.read()), float(sys.argv[2])
 def rss_mb(field="VmRSS:"):
@@ -69,8 +70,8 @@ for q in queries[11:]:
     times.append((time.perf_counter() - s) * 1e3)
 print(json.dumps({
     "open_ms": (t1 - t0) * 1e3, "cold_ms": (t2 - t1) * 1e3, "rss_mb": rss_mb("VmHWM:"),
-    "rss_before_mb": before, "p50": float(np.percentile(times, 50)),
-    "p95": float(np.percentile(times, 95)), "queries": len(times),
+    "rss_before_mb": before, "p50": statistics.median(times),
+    "p95": statistics.quantiles(times, n=20, method="inclusive")[18], "queries": len(times),
 }))
 """
 
