@@ -8,8 +8,8 @@
 //! estimate is a few AND + popcount per 64 dimensions; a sparse query (a hashed one) reads only
 //! its own dimensions, through the codes sliced dimension by dimension (sliced.rs) once a thread
 //! started by the first such query has made them, with the same estimates. An oversampled
-//! shortlist is then rescored exactly: every returned score is the dot product with the row's vector, held or given back
-//! by its code (SPEC §4 allows the first pass while recall@10 against the exact scan stays
+//! shortlist is then rescored exactly: every returned score is the dot product with the row's
+//! vector, held or given back by its code (SPEC §4 allows the first pass while recall@10 against the exact scan stays
 //! ≥ 0.99; benches/search_latency.py measures it). Does not own: the code itself (row_code.rs),
 //! the sliced layout and its pass (sliced.rs), loading the rows (store/) or what a score means
 //! (trust.rs).

@@ -65,16 +65,16 @@ struct TrackedDir {
 
 impl TrackedDir {
     /// A directory holding `files`, each counted as already persisted.
-    fn holding(files: Vec<(String, Vec<u8>)>) -> Result<TrackedDir> {
+    fn holding(files: Vec<(String, Vec<u8>)>) -> TrackedDir {
         let saved = files
             .into_iter()
             .map(|(name, data)| (PathBuf::from(name), FileSlice::from(data)))
             .collect();
-        Ok(TrackedDir {
+        TrackedDir {
             inner: RamDirectory::create(),
             saved: Arc::new(RwLock::new(saved)),
             changes: Arc::default(),
-        })
+        }
     }
 
     /// A file the directory was opened with, unless written or deleted since.
@@ -511,7 +511,7 @@ impl LexicalIndex {
     /// loaded counts as already persisted.
     pub fn open(files: Vec<(String, Vec<u8>)>) -> Result<LexicalIndex> {
         let empty = files.is_empty();
-        let dir = TrackedDir::holding(files)?;
+        let dir = TrackedDir::holding(files);
         let index = if empty {
             Index::create(dir.clone(), schema().0, tantivy::IndexSettings::default())
                 .map_err(tantivy_err)?
@@ -525,7 +525,7 @@ impl LexicalIndex {
     /// damaged count would size allocations), their sum against `live` chunks when given, then
     /// every file's checksum. Anything wrong is `CoreError::Damaged`.
     pub fn open_checked(files: Vec<(String, Vec<u8>)>, live: Option<u64>) -> Result<LexicalIndex> {
-        let dir = TrackedDir::holding(files)?;
+        let dir = TrackedDir::holding(files);
         let index = Index::open(dir.clone()).map_err(damaged)?;
         let mut listed = 0u64;
         for segment in index.searchable_segment_metas().map_err(damaged)? {

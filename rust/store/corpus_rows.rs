@@ -46,11 +46,13 @@ impl Store {
         )?;
         let mut rows = stmt.query([])?;
         let mut docs = Vec::new();
-        // Documents of one folder share its root.
-        let mut source: Arc<str> = Arc::from("");
+        // Documents of one folder share its root; an unreadable root reads as empty.
+        let empty: Arc<str> = Arc::from("");
+        let mut source = empty.clone();
         while let Some(r) = rows.next()? {
             let text = |i| r.get_ref(i).ok().and_then(|v| v.as_str().ok());
-            if let Some(s) = text(7).filter(|s| *s != &*source) {
+            let root = text(7);
+            if let Some(s) = root.filter(|s| *s != &*source) {
                 source = Arc::from(s);
             }
             // Most documents declare no window and no retirement: those columns are read
@@ -68,10 +70,10 @@ impl Store {
             let (from, until, err) = (rare(4), rare(5), rare(6));
             docs.push(DocumentRecord {
                 id: r.get(0)?,
-                source: if text(7).is_some() {
+                source: if root.is_some() {
                     source.clone()
                 } else {
-                    Arc::from("")
+                    empty.clone()
                 },
                 path: r.get::<_, String>(2).unwrap_or_default(),
                 key: r.get::<_, String>(1).unwrap_or_default(),
