@@ -387,8 +387,9 @@ def measure(
     print(
         "    PostgreSQL, p50 of each part: "
         + ", ".join(f"{p} {median(xs):.2f}" for p, xs in parts.items())
-        + " (lexical: the BM25 order, its first look read with the state before the query is"
-        " embedded; load: what a commit changed; trust: the rows, then judging)"
+        + " (lexical: the BM25 order, and the lexicon's counts when they were not read with the"
+        " state before the query was embedded; load: what a commit changed; trust: the rows,"
+        " then judging)"
     )
     nonzero = float(np.mean(np.count_nonzero(vectors, axis=1)))
     for name, share in found.items():

@@ -259,55 +259,6 @@ pub fn bm25_rank(
     bm25_counted(query, df, docs, tokens, counted)
 }
 
-/// `bm25_rank` over chunks already analysed: (chunk id, token count, the chunk's `tsvector`
-/// as `tsvector_literal` writes it and PostgreSQL prints it), each term's frequency read from
-/// its positions. A backend whose full-text search finds the matching chunks (PostgreSQL)
-/// orders them with this, as the file store's index would.
-pub fn bm25_rank_tsvectors(
-    query: &str,
-    df: impl Fn(&str) -> u64,
-    docs: u64,
-    tokens: u64,
-    pool: &[(i64, u32, &str)],
-) -> Vec<(i64, f32)> {
-    // Each term's quoted form is made once per query, not once per chunk.
-    let needles: std::collections::HashMap<String, String> = query_terms(query)
-        .into_iter()
-        .map(|t| {
-            let needle = format!("{}:", ts_quote(&t));
-            (t, needle)
-        })
-        .collect();
-    let needles = &needles;
-    let counted = pool.iter().map(|&(chunk, length, vector)| {
-        let tf_of = move |t: &str| needles.get(t).map_or(0, |n| positions_in(vector, n));
-        (chunk, length, tf_of)
-    });
-    bm25_counted(query, df, docs, tokens, counted)
-}
-
-/// How many positions `term` has in a printed `tsvector` (`'a':1,4 'b':2`); 0 when absent.
-#[cfg(test)]
-fn positions_of(vector: &str, term: &str) -> u32 {
-    positions_in(vector, &format!("{}:", ts_quote(term)))
-}
-
-/// How many positions the lexeme `needle` (quoted, then `:`) has in a printed `tsvector`.
-fn positions_in(vector: &str, needle: &str) -> u32 {
-    let mut at = 0;
-    while let Some(found) = vector[at..].find(needle) {
-        let start = at + found;
-        // A lexeme starts the text or follows the space between two entries.
-        if start == 0 || vector.as_bytes()[start - 1] == b' ' {
-            let list = &vector[start + needle.len()..];
-            let end = list.find(' ').unwrap_or(list.len());
-            return list[..end].split(',').count() as u32;
-        }
-        at = start + 1;
-    }
-    0
-}
-
 /// The most one term held by `df` of `docs` chunks adds to a chunk's BM25, as Tantivy scores
 /// it: its IDF times (k1 + 1). A backend that prunes its lexical pool bounds scores with it.
 pub fn term_weight(df: u64, docs: u64) -> f32 {
@@ -319,7 +270,7 @@ pub fn term_weight(df: u64, docs: u64) -> f32 {
 /// BM25's share of a term's weight that `tf` occurrences in a text of `length` tokens earn,
 /// against an average length of `average`: `tf / (tf + k1 (1 - b + b length / average))`, the
 /// length quantised to Tantivy's one-byte field norm as the index stores it.
-fn saturation(tf: u32, length: u32, average: f32) -> f32 {
+pub(crate) fn saturation(tf: u32, length: u32, average: f32) -> f32 {
     use tantivy::fieldnorm::FieldNormReader;
     let norm = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(length));
     let k = BM25_K1 * (1.0 - BM25_B + BM25_B * norm as f32 / average.max(f32::MIN_POSITIVE));
@@ -411,16 +362,6 @@ fn bm25_counted<F: Fn(&str) -> u32>(
 const TSVECTOR_MAX_POSITION: usize = 16_383;
 const TSVECTOR_POSITIONS: usize = 255;
 
-fn ts_quote(term: &str) -> String {
-    format!("'{}'", term.replace('\\', "\\\\").replace('\'', "''"))
-}
-
-/// `text`'s analysed tokens as a PostgreSQL `tsvector` literal with positions, so a server's
-/// full-text search matches exactly the terms this analyser makes (no second analyser).
-pub fn tsvector_literal(text: &str) -> String {
-    tsvector_of(&analyse(text))
-}
-
 /// Each distinct token of `tokens` (in order of first use) with the positions a `tsvector`
 /// keeps of it: 1-based, capped as PostgreSQL caps them.
 fn tsvector_positions(tokens: &[String]) -> Vec<(&str, Vec<usize>)> {
@@ -442,7 +383,7 @@ fn tsvector_positions(tokens: &[String]) -> Vec<(&str, Vec<usize>)> {
 
 /// Analysed `tokens` as PostgreSQL receives a `tsvector` in binary (its `tsvectorrecv`): the
 /// lexeme count, then per lexeme, in byte order, its bytes, a NUL, its position count and its
-/// positions (weight D), all integers big-endian. The same value as `tsvector_of`'s literal.
+/// positions (weight D), all integers big-endian.
 pub fn tsvector_binary(tokens: &[String]) -> Vec<u8> {
     let mut positions = tsvector_positions(tokens);
     positions.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -457,31 +398,6 @@ pub fn tsvector_binary(tokens: &[String]) -> Vec<u8> {
         }
     }
     out
-}
-
-/// Analysed `tokens` (in order) as a PostgreSQL `tsvector` literal with positions.
-pub fn tsvector_of(tokens: &[String]) -> String {
-    tsvector_positions(tokens)
-        .iter()
-        .map(|(t, p)| {
-            let p: Vec<String> = p.iter().map(usize::to_string).collect();
-            format!("{}:{}", ts_quote(t), p.join(","))
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A query's searched terms as a PostgreSQL `tsquery` literal: the OR of its words, as the
-/// index's BM25 query is; None when it has no words.
-pub fn tsquery_literal(text: &str) -> Option<String> {
-    let terms = query_terms(text);
-    (!terms.is_empty()).then(|| {
-        terms
-            .iter()
-            .map(|t| ts_quote(t))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    })
 }
 
 pub struct LexicalIndex {
@@ -754,16 +670,6 @@ mod tests {
                     .count() as u64
             };
             let ours = bm25_rank(query, df, texts.len() as u64, tokens, &pool);
-            let vectors: Vec<(i64, u32, String)> = pool
-                .iter()
-                .map(|&(c, t)| (c, analyse(t).len() as u32, tsvector_literal(t)))
-                .collect();
-            let printed: Vec<(i64, u32, &str)> = vectors
-                .iter()
-                .map(|(c, n, v)| (*c, *n, v.as_str()))
-                .collect();
-            let from_vectors = bm25_rank_tsvectors(query, df, texts.len() as u64, tokens, &printed);
-            assert_eq!(ours, from_vectors, "{query}");
             let theirs = idx.search(query, 10).unwrap();
             assert_eq!(ours.len(), theirs.len(), "{query}");
             for ((a, sa), (b, sb)) in ours.iter().zip(&theirs) {
@@ -807,38 +713,7 @@ mod tests {
     }
 
     #[test]
-    fn positions_are_counted_per_whole_lexeme() {
-        let v = "'backup':1,4 'back':2 'up':3,7,9 'xup':5";
-        assert_eq!(positions_of(v, "backup"), 2);
-        assert_eq!(positions_of(v, "back"), 1);
-        assert_eq!(positions_of(v, "up"), 3);
-        assert_eq!(positions_of(v, "xup"), 1);
-        assert_eq!(positions_of(v, "ba"), 0);
-        assert_eq!(positions_of("", "up"), 0);
-    }
-
-    #[test]
-    fn tsvector_and_tsquery_literals_hold_the_analysed_terms() {
-        assert_eq!(
-            tsvector_literal("Backups back up; backup O'Neil"),
-            "'backup':1,4 'back':2 'up':3 'o':5 'neil':6"
-        );
-        assert_eq!(
-            tsquery_literal("rate-limits & 429!").as_deref(),
-            Some("'rate' | 'limit' | '429'")
-        );
-        assert_eq!(tsquery_literal("?!"), None);
-        let many = "word ".repeat(300);
-        let literal = tsvector_literal(&many);
-        assert_eq!(
-            literal.matches(',').count(),
-            254,
-            "at most 255 positions per term"
-        );
-    }
-
-    #[test]
-    fn the_binary_tsvector_holds_the_literals_lexemes_in_byte_order() {
+    fn the_binary_tsvector_holds_each_lexeme_once_in_byte_order_with_its_positions() {
         let tokens = analyse("Backups back up; backup O'Neil");
         let bytes = tsvector_binary(&tokens);
         let mut at = 4;
@@ -866,6 +741,10 @@ mod tests {
             .map(|(l, p)| (l.to_string(), p))
             .collect();
         assert_eq!(read, expected);
+        // At most 255 positions per lexeme, as PostgreSQL keeps them.
+        let many = tsvector_binary(&analyse(&"word ".repeat(300)));
+        assert_eq!(u16::from_be_bytes([many[9], many[10]]), 255);
+        assert_eq!(many.len(), 4 + 5 + 2 + 2 * 255);
     }
 
     #[test]

@@ -14,11 +14,13 @@ pub mod hashing;
 pub mod judgment;
 pub mod lexical;
 pub mod memory;
+pub mod postings;
 mod py_corpus;
 mod py_errors;
 mod py_functions;
 mod py_hits;
 mod py_policy;
+mod py_postings;
 mod py_store;
 mod py_vectors;
 pub mod row_code;
@@ -62,15 +64,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;
     m.add_class::<py_vectors::PyVectors>()?;
+    m.add_class::<py_postings::PyPostings>()?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_terms, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::bm25_vectors, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_row, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_body, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::relevance, m)?)?;
-    m.add_function(wrap_pyfunction!(py_corpus::bm25_ceiling, m)?)?;
     m.add_function(wrap_pyfunction!(py_corpus::dense_order, m)?)?;
-    m.add_function(wrap_pyfunction!(py_corpus::bm25_rank, m)?)?;
-    m.add_function(wrap_pyfunction!(py_corpus::tsquery_literal, m)?)?;
     m.add_function(wrap_pyfunction!(rrf, m)?)?;
     Ok(())
 }

@@ -463,12 +463,6 @@ pub fn relevance(
     })
 }
 
-/// The most one term held by `df` of `chunks` chunks adds to a chunk's BM25 (`lexical::term_weight`).
-#[pyfunction]
-pub fn bm25_ceiling(df: u64, chunks: u64) -> f64 {
-    f64::from(lexical::term_weight(df, chunks))
-}
-
 /// A store's declaration counts as `stats` reports them: one writer for every backend.
 pub(crate) fn tally_into(d: &Bound<'_, PyDict>, t: &Tally) -> PyResult<()> {
     let (resolved, dangling, ambiguous, selfref) = t.claims;
@@ -513,36 +507,8 @@ pub fn lexical_row<'py>(
     (body, tokens.len(), distinct)
 }
 
-/// The lexical leg's order for chunks a text search matched: `pool` is [(chunk_id, token
-/// count, the chunk's tsvector as PostgreSQL prints it)], `term_dfs` each query term's document
-/// frequency among `chunk_count` chunks holding `token_count` tokens. BM25 as the file store's
-/// index scores it, best first, ties by chunk id, at most `limit`.
-#[pyfunction]
-pub fn bm25_rank(
-    text: &str,
-    pool: Vec<(i64, u32, String)>,
-    term_dfs: Vec<(String, u64)>,
-    chunk_count: u64,
-    token_count: u64,
-    limit: usize,
-) -> Vec<(i64, f64)> {
-    let dfs: HashMap<String, u64> = term_dfs.into_iter().collect();
-    let pool: Vec<(i64, u32, &str)> = pool.iter().map(|(c, n, v)| (*c, *n, v.as_str())).collect();
-    let df = |t: &str| dfs.get(t).copied().unwrap_or(0);
-    let mut ranked = lexical::bm25_rank_tsvectors(text, df, chunk_count, token_count, &pool);
-    ranked.dedup_by_key(|r| r.0);
-    ranked.truncate(limit);
-    ranked.into_iter().map(|(c, s)| (c, f64::from(s))).collect()
-}
-
 /// The distinct analysed terms of `text`, in order (the lexical leg's analyser).
 #[pyfunction]
 pub fn lexical_terms(text: &str) -> Vec<String> {
     lexical::terms(text)
-}
-
-/// A query's searched terms as a PostgreSQL `tsquery` literal (their OR); None without words.
-#[pyfunction]
-pub fn tsquery_literal(text: &str) -> Option<String> {
-    lexical::tsquery_literal(text)
 }

@@ -404,18 +404,11 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
         recall.open("postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
 
 
-@pytest.mark.parametrize("pool", [None, 3])
-def test_both_legs_rank_as_the_file_store_does(
-    tmp_path: Path, pg_url: str, pool: int | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_both_legs_rank_as_the_file_store_does(tmp_path: Path, pg_url: str) -> None:
     """After a migration the chunk ids are the same, so each leg's order can be compared: the
-    lexical leg's exactly (BM25 as the file store's index scores it), the dense leg's exactly
-    too (the file store's scan over the vectors the reader holds, ties broken by chunk id as
-    the file store breaks them). With a pool of 3 the
-    lexical leg scores the chunks holding the rarest words first and looks further when they
-    cannot decide the top, as it does at scale."""
-    if pool is not None:
-        monkeypatch.setattr("recall.postgres.search.RARE_POOL", pool)
+    lexical leg's exactly (BM25 as the file store's index scores it, over the terms the reader
+    holds of every chunk), the dense leg's exactly too (the file store's scan over the vectors
+    the reader holds, ties broken by chunk id as the file store breaks them)."""
     notes = write_corpus(
         tmp_path / "zipf",
         {
@@ -426,7 +419,7 @@ def test_both_legs_rank_as_the_file_store_does(
     )
     with recall.open(tmp_path / "a.db") as mem:
         mem.index([EXAMPLES, notes])
-    pg = pg_target(pg_url, f"legs{pool}")
+    pg = pg_target(pg_url, "legs")
     migrate(str(tmp_path / "a.db"), pg)
     queries = [*QUERIES, "w5 w17 common1", "common0 common2", "w3", "w96 w11 w40 common1 w2"]
     with recall.open(tmp_path / "a.db") as file, recall.open(pg) as server:
@@ -482,9 +475,10 @@ def test_a_namespace_an_earlier_release_wrote_is_read_then_upgraded(
     with recall.open(url) as mem:
         mem.index(corpus)
     # What an earlier release left: no `standing` column, tables version 1, declarations read
-    # by the reader before (SPEC §2.5 statements unknown to it).
+    # by the reader before (SPEC §2.5 statements unknown to it), a full-text index.
     _sql(
         pg_url,
+        f"CREATE INDEX chunks_body ON {namespace}.chunks USING gin (body)",
         f"DELETE FROM {namespace}.edges WHERE standing IS NOT NULL",
         f"ALTER TABLE {namespace}.edges DROP COLUMN standing",
         f"UPDATE {namespace}.meta SET value = '1' WHERE key IN "
@@ -507,12 +501,15 @@ def test_a_namespace_an_earlier_release_wrote_is_read_then_upgraded(
         assert [u.statement for u in hit.validity.unread] == ["🚧 Parked pending legal"]
         (schema,) = [c for c in mem.doctor().checks if c.name == "schema"]
         assert schema.status == "ok"
+    with psycopg.connect(pg_url) as con:
+        index = f"{namespace}.chunks_body"
+        assert con.execute("SELECT to_regclass(%s)", (index,)).fetchone() == (None,)
 
 
 def test_a_search_takes_two_round_trips(corpus: Path, pg_url: str) -> None:
-    """Memory.search on a server: what it reads before it embeds, with the lexicon and the
-    chunks holding the query's rarest words, in one round trip (the dense leg is the scan of
-    the vectors the process holds); the rows of both legs' chunks in another (counted as the
+    """Memory.search on a server: what it reads before it embeds, with the lexicon's counts
+    for the query's terms, in one round trip (both legs score what the process holds); the
+    rows of both legs' chunks in another (counted as the
     client's Sync messages in libpq's trace of the pool's one connection)."""
     write_corpus(
         corpus,

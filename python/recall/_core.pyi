@@ -8,6 +8,7 @@ from recall.rows import DocumentRow, ExportedDocument, JournalRow, KnownRow, Sea
 __all__ = [
     "Corpus",
     "Vectors",
+    "Postings",
     "EmbedderMismatchError",
     "RecallError",
     "EXPLAIN_DEPTH",
@@ -19,9 +20,7 @@ __all__ = [
     "StoreLockedError",
     "hashing_embed",
     "identifiers",
-    "bm25_ceiling",
     "bm25_vectors",
-    "bm25_rank",
     "dense_order",
     "judge",
     "lexical_body",
@@ -33,7 +32,6 @@ __all__ = [
     "may_declare",
     "trigger_offsets",
     "rrf",
-    "tsquery_literal",
 ]
 
 SCHEMA_VERSION: int
@@ -211,6 +209,23 @@ class Vectors:
     def nearest(self, query: bytes, n: int) -> list[tuple[int, float]]: ...
 
 @final
+class Postings:
+    def __new__(cls) -> Postings: ...
+    def __len__(self) -> int: ...
+    @property
+    def last_id(self) -> int: ...
+    def extend(self, ids: list[int], lengths: list[int], vectors: bytes) -> None: ...
+    def remove(self, ids: list[int]) -> int: ...
+    def rank(
+        self,
+        text: str,
+        term_dfs: list[tuple[str, int]],
+        chunk_count: int,
+        token_count: int,
+        limit: int,
+    ) -> list[tuple[int, float]]: ...
+
+@final
 class Corpus:
     def __new__(
         cls,
@@ -256,7 +271,6 @@ class Corpus:
 
 def lexical_terms(text: str) -> list[str]: ...
 def bm25_vectors(texts: list[str]) -> list[list[tuple[str, float, str]]]: ...
-def bm25_ceiling(df: int, chunks: int) -> float: ...
 def dense_order(query: bytes, rows: list[tuple[int, bytes]]) -> list[int]: ...
 def lexical_body(title: str, heading_path: str, text: str) -> str: ...
 def lexical_row(text: str) -> tuple[bytes, int, list[str]]: ...
@@ -267,12 +281,3 @@ def relevance(
     lexical_weight: float,
     identifier_weight: float,
 ) -> float: ...
-def bm25_rank(
-    text: str,
-    pool: list[tuple[int, int, str]],
-    term_dfs: list[tuple[str, int]],
-    chunk_count: int,
-    token_count: int,
-    limit: int,
-) -> list[tuple[int, float]]: ...
-def tsquery_literal(text: str) -> str | None: ...

@@ -1,5 +1,5 @@
 """What a process holds of a namespace to search it: the trust layer's corpus (documents and
-their declarations) and the chunk vectors, as of one committed generation.
+their declarations) and each chunk's vector and analysed terms, as of one committed generation.
 
 Owns: reading them once, then after each commit only what it changed, by the change log
 (schema 3, `schema.change_log_ddl`): the documents it wrote (`changed` past the generation
@@ -34,8 +34,9 @@ _COUNTED = ("generation", "log_from", "pg_schema_version", "vocabularies", "docu
 
 
 class Replica:
-    """The corpus, and the vectors once a search asks for them, of one namespace (`t` names
-    its tables; `standing(c)` is the edges' standing column, or NULL before schema 2)."""
+    """The corpus, and the chunks' vectors and terms once a search asks for them, of one
+    namespace (`t` names its tables; `standing(c)` is the edges' standing column, or NULL
+    before schema 2)."""
 
     def __init__(self, t: Any, standing: Any) -> None:
         self._t = t
@@ -47,10 +48,12 @@ class Replica:
         self._setting = "all"
         self.corpus = _core.Corpus([], [], "all")
         self.vectors: _core.Vectors | None = None
+        #: The chunks' terms (the lexical leg), held with the vectors.
+        self.postings = _core.Postings()
 
     def current(self, c: Any, generation: int, *, vectors: bool) -> Replica:
-        """Brought to the committed generation (at least `generation`), with the vectors
-        when `vectors`; reads nothing when it is there already."""
+        """Brought to the committed generation (at least `generation`), with the chunks'
+        vectors and terms when `vectors`; reads nothing when it is there already."""
         if generation == self.generation and (self.vectors is not None or not vectors):
             return self
         behind = self.generation >= 0 and self._logged
@@ -128,11 +131,12 @@ class Replica:
             self._edges.setdefault(int(e[1]), []).append((int(e[0]), tuple(e[1:])))
 
     def _read_vectors(self, c: Any, since: int | None) -> None:
-        """The vectors of the chunks added since they were last read and the removals logged
-        after generation `since`; every vector when `since` is None."""
+        """The vectors and terms of the chunks added since they were last read and the removals
+        logged after generation `since`; every chunk's when `since` is None."""
         t = self._t
         if since is None:
             self.vectors = None
+            self.postings = _core.Postings()
             after = 0
         else:
             assert self.vectors is not None
@@ -142,21 +146,24 @@ class Replica:
                 (since,),
             ).fetchall()
             self.vectors.remove([int(g) for (g,) in gone])
+            self.postings.remove([int(g) for (g,) in gone])
             after = self.vectors.last_id
         if self.vectors is None:
             dim = int(
                 c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'embedder_dim'").fetchone()[0]
             )
             self.vectors = _core.Vectors(dim)
-        # A page of vectors per round trip as one value the server joins (one bytes object,
-        # not one per row), in binary: pgvector's form, big-endian.
+        # A page of chunks per round trip, its vectors and its terms each as one value the
+        # server joins (one bytes object, not one per row), in binary: pgvector's form and
+        # `tsvectorsend`'s, big-endian.
         dim = self.vectors.dim
         while True:
             with c.cursor(binary=True) as cur:
-                ids, sent = cur.execute(
+                ids, sent, lengths, terms = cur.execute(
                     "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding), ''::bytea"
-                    f" ORDER BY id) FROM (SELECT id, embedding FROM {t('chunks')} WHERE id > %s"
-                    " ORDER BY id LIMIT %s) page",
+                    " ORDER BY id), array_agg(tokens ORDER BY id), string_agg(tsvectorsend(body),"
+                    f" ''::bytea ORDER BY id) FROM (SELECT id, embedding, tokens, body"
+                    f" FROM {t('chunks')} WHERE id > %s ORDER BY id LIMIT %s) page",
                     (after, VECTOR_PAGE),
                 ).fetchone()
             if not ids:
@@ -164,6 +171,7 @@ class Replica:
             # Each value: int16 dimension, int16 unused (one float32's width), the components.
             rows = np.frombuffer(sent, dtype=">f4").reshape(len(ids), dim + 1)[:, 1:]
             self.vectors.extend(ids, rows.astype("<f4").tobytes())
+            self.postings.extend(ids, lengths, terms)
             after = ids[-1]
 
 

@@ -6,9 +6,9 @@ roles. Does not own: reading or writing rows (store.py).
 The tables mirror the single-file store's (documents, chunks, edges, meta) so that a memory
 moves between backends row for row; the chunk table is made by the first index run, when the
 embedder's dimension is known. Vectors are pgvector `vector(D)`, scanned by each reader over
-the copy it holds (no index); the lexical leg is a `tsvector` of the core's own analysed terms
-with a GIN index (it finds the matching chunks; the core orders them by BM25), and `lexicon`
-keeps each term's document frequency for BM25 and the lexical evidence (SPEC §7). The change
+the copy it holds (no index); the lexical leg is a `tsvector` of the core's own analysed terms,
+which each reader also holds and scores by BM25 (no index either), and `lexicon` keeps each
+term's document frequency for BM25 and the lexical evidence (SPEC §7). The change
 log (`change_log_ddl`) tells a reader what each commit changed.
 """
 
@@ -27,13 +27,13 @@ __all__ = [
     "chunk_log_ddl",
     "chunks_ddl",
     "dropped_indexes_ddl",
-    "search_indexes_ddl",
 ]
 
 DEFAULT_NAMESPACE = "recall"
 #: Version of the tables below (kept in `meta` as `pg_schema_version`): 2 added the edges'
-#: `standing`, 3 the change log (`documents.changed`, `removed`).
-SCHEMA_VERSION = 3
+#: `standing`, 3 the change log (`documents.changed`, `removed`), 4 dropped the full-text
+#: index (readers score the terms they hold).
+SCHEMA_VERSION = 4
 
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -199,7 +199,8 @@ CREATE TRIGGER chunks_removed AFTER DELETE ON {ns}.chunks
 
 
 def chunks_ddl(ns: str, dim: int) -> str:
-    """The chunk table for an embedder of `dim` dimensions (its indexes: `search_indexes_ddl`)."""
+    """The chunk table for an embedder of `dim` dimensions (no index but its keys: each reader
+    scans the vectors and terms it holds)."""
     return f"""
 CREATE TABLE IF NOT EXISTS {ns}.chunks (
     id           bigserial PRIMARY KEY,
@@ -216,22 +217,13 @@ CREATE TABLE IF NOT EXISTS {ns}.chunks (
     embedding    vector({int(dim)}) NOT NULL,
     UNIQUE (doc_id, ordinal)
 );
--- A search reads the bodies of every chunk holding the query's rarest words: kept inline and
--- uncompressed (compressed only when a row holds nothing else to move out), the text and the
--- vector go out of line first.
+-- A reader reads every chunk's body once: kept inline and uncompressed (compressed only when a
+-- row holds nothing else to move out), the text and the vector go out of line first.
 ALTER TABLE {ns}.chunks ALTER COLUMN body SET STORAGE MAIN;
 """
 
 
-def search_indexes_ddl(ns: str) -> str:
-    """The lexical leg's index: built after the first run's rows are in, then kept by inserts.
-    The dense leg needs none: a reader scans the vectors it holds (`replica.py`)."""
-    return f"""
-CREATE INDEX IF NOT EXISTS chunks_body ON {ns}.chunks USING gin (body);
-"""
-
-
 def dropped_indexes_ddl(ns: str) -> str:
-    """Indexes an earlier release built that no read uses (the HNSW graph of schema 2: every
-    insert paid for it)."""
-    return f"DROP INDEX IF EXISTS {ns}.chunks_embedding;"
+    """Indexes an earlier release built that no read uses, each paid for by every insert: the
+    HNSW graph of schema 2, the full-text index (readers score the terms they hold)."""
+    return f"DROP INDEX IF EXISTS {ns}.chunks_embedding; DROP INDEX IF EXISTS {ns}.chunks_body;"

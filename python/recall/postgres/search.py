@@ -1,10 +1,11 @@
 """The read path of a query on PostgreSQL: both legs' retrieval, the candidates' rows, explain.
 
-Owns: the dense leg's exact scan of the vectors the process holds (`replica.py`, the file
-store's scan), asking full-text search for the chunks holding the query's words (with their
-positions), reading the rows the trust layer and the caller need, and handing them to the Rust
-core (`_core.Corpus`), which orders both legs, fuses, and judges with the code the single-file
-store judges with. Does not own: any rule, or the connection (base.py).
+Owns: both legs over what the process holds of the namespace (`replica.py`): the dense leg's
+exact scan of the vectors (the file store's scan) and the lexical leg's BM25 over the chunks'
+terms, weighted by the lexicon's document frequencies (as the file store's index scores them);
+reading the rows the trust layer and the caller need, and handing them to the Rust core
+(`_core.Corpus`), which fuses and judges with the code the single-file store judges with.
+Does not own: any rule, or the connection (base.py).
 """
 
 from __future__ import annotations
@@ -26,17 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Searching"]
 
-#: The query's rarest terms are searched first while the chunks holding them number at most
-#: this (all of them are scored: they decide the top of the lexical leg when they can).
-RARE_POOL = 2000
-#: Distinct words of a query that are searched (as the file store's index searches them).
-MAX_QUERY_TERMS = 64
 #: Seconds what `search_state` read ahead serves the search of its text that follows (it
 #: follows at once unless that search was refused before it ran; then it is left to expire).
 AHEAD = 1.0
-#: Matching chunks full-text search hands the core to order by BM25: at least this, and four
-#: times the candidates asked for (all of them when fewer match).
-LEXICAL_POOL = 100
 
 
 class Searching(Namespace):
@@ -46,8 +39,8 @@ class Searching(Namespace):
         self, record_prefix: str, text: str | None = None
     ) -> tuple[tuple[int, str | None, str | None, int], tuple[str, int, str] | None, str | None]:
         """The contract's state in one round trip; given the query's `text`, the same round trip
-        also reads what its search starts with (`_send_lexical`), kept for this thread's next
-        `search` of that text."""
+        also reads what its search starts with (the lexicon's counts for its terms,
+        `_send_lexicon`), kept for this thread's next `search` of that text."""
         self._ahead.found = None
         with self._conn() as c:
             if not self._exists(c):
@@ -60,10 +53,12 @@ class Searching(Namespace):
                     " WHERE key = 'embedder_fingerprint')",
                     ([*FRESHNESS_KEYS, *EMBEDDER_KEYS], record_prefix),
                 )
-                sent = self._send_lexical(c, text) if ahead and text is not None else None
+                terms = _core.lexical_terms(text) if ahead and text is not None else None
+                sent = self._send_lexicon(c, terms) if terms is not None else None
             rows = dict(state.fetchall())
-            if sent is not None:
-                self._ahead.found = (text, time.monotonic(), _lexical_read(*sent))
+            if terms is not None and sent is not None:
+                read = _counts(terms, sent.fetchall())
+                self._ahead.found = (text, time.monotonic(), read)
         bound = bound_of(rows)
         record = rows.get(record_prefix + bound[2]) if bound else None
         return freshness_of(rows), bound, record
@@ -86,19 +81,18 @@ class Searching(Namespace):
                 read = found[2]
             else:
                 # One round trip (unless `search_state` read it with the state).
-                with c.pipeline():
-                    sent = self._send_lexical(c, text)
-                read = _lexical_read(*sent)
-            generation, term_dfs, chunk_count, tokens, first = read
+                terms = _core.lexical_terms(text)
+                read = _counts(terms, self._send_lexicon(c, terms).fetchall())
+            generation, term_dfs, chunk_count, tokens = read
             t_sent = time.perf_counter()
             with self._replica_lock:
                 replica = self._replica_for(c, generation, vectors=True)
                 t_loaded = time.perf_counter()
                 assert replica.vectors is not None
                 dense = [i for i, _ in replica.vectors.nearest(query, candidates)]
+                t_dense = time.perf_counter()
+                lexical = replica.postings.rank(text, term_dfs, chunk_count, tokens, candidates)
                 corpus = replica.corpus
-            t_dense = time.perf_counter()
-            lexical = self._lexical(c, text, candidates, term_dfs, chunk_count, tokens, first=first)
             t_lexical = time.perf_counter()
             # One round trip: the rows of both legs' chunks (their vectors are held here).
             ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
@@ -138,9 +132,9 @@ class Searching(Namespace):
             "lexical": lexical,
             "generation": generation,
             "documents": len(corpus),
-            # The lexical leg's first look (read with the state before the query was embedded,
-            # else here) and its BM25 order are timed as lexical; bringing the corpus and the
-            # vectors forward after a commit as load.
+            # The lexicon's counts (read with the state before the query was embedded, else
+            # here) and the BM25 order are timed as lexical; bringing the corpus and the
+            # chunks forward after a commit as load.
             "load_ms": (t_loaded - t_sent) * ms,
             "dense_ms": (t_dense - t_loaded) * ms,
             "lexical_ms": (t_sent - t0 + t_lexical - t_dense) * ms,
@@ -148,19 +142,9 @@ class Searching(Namespace):
             "trust_ms": (t_done - t_lexical) * ms,
         }
 
-    def _send_lexical(self, c: Any, text: str) -> tuple[list[str], Any, Any]:
-        """Queue what a search of `text` starts with: the generation, the counts, the query
-        terms' frequencies and the chunks holding its rarest words (`_lexical_read` reads
-        them once the pipeline is through)."""
-        terms = _core.lexical_terms(text)
-        tsquery = _core.tsquery_literal(text)
-        counted = self._send_lexicon(c, terms)
-        rare = self._send_rare(c, terms, tsquery) if tsquery else None
-        return terms, counted, rare
-
     def _send_lexicon(self, c: Any, terms: list[str]) -> Any:
-        """Queue the generation, the chunk and token counts, and each term's document
-        frequency (read by `_counts`)."""
+        """Send (in a pipeline: queue) the statement reading the generation, the chunk and
+        token counts, and each term's document frequency (`_counts` reads its rows)."""
         return c.execute(
             f"SELECT key, value::bigint FROM {self._t('meta')}"
             " WHERE key IN ('generation', 'chunks', 'tokens')"
@@ -168,91 +152,19 @@ class Searching(Namespace):
             (terms,),
         )
 
-    def _send_rare(self, c: Any, terms: list[str], tsquery: str) -> Any:
-        """Queue the chunks `_lexical` scores first, with what `_matching` reads of each: all
-        those holding one of the query's words when they number at most RARE_POOL, else those
-        holding one of its rarest words (the rarest first while their chunks add up to at most
-        RARE_POOL; none when even the rarest is commoner). The server chooses them from the
-        lexicon as `_lexical` chooses from the same frequencies."""
-        return c.execute(
-            _RARE_SQL.format(lexicon=self._t("lexicon"), chunks=self._t("chunks")),
-            {"terms": terms, "searched": MAX_QUERY_TERMS, "pool": RARE_POOL, "all": tsquery},
-        )
-
-    def _dense(self, c: Any, query: bytes, n: int) -> list[int]:
-        """The `n` chunk ids nearest the query, best first (ties by chunk id): the scan of
-        the vectors the process holds, brought to the committed generation."""
+    def _legs(
+        self, c: Any, query: bytes, text: str, n: int, counted: _Counted
+    ) -> tuple[list[int], list[int]]:
+        """Each leg's best `n` chunk ids, best first: the dense scan and the BM25 order over
+        what the process holds, brought to the committed generation (`counted`: the lexicon's
+        counts for `text`)."""
+        _, term_dfs, chunk_count, tokens = counted
         with self._replica_lock:
-            vectors = self._replica_for(c, vectors=True).vectors
-            assert vectors is not None
-            return [i for i, _ in vectors.nearest(query, n)]
-
-    def _lexicon(self, c: Any, text: str) -> tuple[list[tuple[str, int]], int, int]:
-        """Each analysed query term's document frequency, the chunks and their tokens."""
-        terms = _core.lexical_terms(text)
-        _, term_dfs, chunk_count, tokens = _counts(terms, self._send_lexicon(c, terms).fetchall())
-        return term_dfs, chunk_count, tokens
-
-    def _lexical(
-        self,
-        c: Any,
-        text: str,
-        n: int,
-        term_dfs: list[tuple[str, int]],
-        chunk_count: int,
-        tokens: int,
-        first: dict[int, tuple[int, str]] | None = None,
-    ) -> list[tuple[int, float]]:
-        """The lexical leg's best `n` (chunk id, BM25), ordered by the core as the file store's
-        index scores them. Full-text search finds the chunks; each comes with the positions of
-        the query's terms and its length. When few chunks hold any of the words, all of them
-        are scored. Otherwise every chunk holding one of the rarest terms is; when the n-th of
-        those outscores what the other terms could add up to, no other chunk can enter the top
-        n. Failing that, the chunks full-text search's own rank puts first join them. `first`:
-        the chunks scored first, when `_send_rare` fetched them already."""
-        tsquery = _core.tsquery_literal(text)
-        if tsquery is None:
-            return []
-        searched = [(t, df) for t, df in term_dfs[:MAX_QUERY_TERMS] if df > 0]
-        terms = [t for t, _ in searched]
-
-        def ranked(pool: dict[int, tuple[int, str]]) -> list[tuple[int, float]]:
-            rows = [(i, length, v) for i, (length, v) in pool.items()]
-            return _core.bm25_rank(text, rows, term_dfs, chunk_count, tokens, n)
-
-        if sum(df for _, df in searched) <= RARE_POOL:
-            return ranked(first if first is not None else self._matching(c, tsquery, terms, None))
-        rare: list[str] = []
-        held = 0
-        for term, df in sorted(searched, key=lambda x: x[1]):
-            if held + df > RARE_POOL:
-                break
-            rare.append(term)
-            held += df
-        pool: dict[int, tuple[int, str]] = {}
-        if rare:
-            pool.update(
-                first if first is not None else self._matching(c, _or_query(rare), terms, None)
-            )
-            best = ranked(pool)
-            rest = sum(_core.bm25_ceiling(df, chunk_count) for t, df in searched if t not in rare)
-            if len(best) >= n and best[n - 1][1] > rest * (1 + 1e-6):
-                return best
-        pool.update(self._matching(c, tsquery, terms, max(LEXICAL_POOL, 4 * n)))
-        return ranked(pool)
-
-    def _matching(
-        self, c: Any, tsquery: str, terms: list[str], limit: int | None
-    ) -> dict[int, tuple[int, str]]:
-        """(chunk id → (token count, the chunk's `terms` with their positions)) of the chunks
-        matching `tsquery`: all of them, or the `limit` full-text search ranks first."""
-        order = " ORDER BY ts_rank(body, %(q)s::tsquery) DESC, id LIMIT %(n)s" if limit else ""
-        rows = c.execute(
-            "SELECT id, tokens, ts_filter(setweight(body, 'A', %(t)s), '{a}')::text"
-            f" FROM {self._t('chunks')} WHERE body @@ %(q)s::tsquery{order}",
-            {"q": tsquery, "t": terms, "n": limit},
-        ).fetchall()
-        return _matches(rows)
+            replica = self._replica_for(c, vectors=True)
+            assert replica.vectors is not None
+            dense = replica.vectors.nearest(query, n)
+            lexical = replica.postings.rank(text, term_dfs, chunk_count, tokens, n)
+        return [i for i, _ in dense], [i for i, _ in lexical]
 
     def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
         return _rows(
@@ -293,10 +205,11 @@ class Searching(Namespace):
             doc_id = corpus.locate(file)
             if doc_id is None:
                 return None
-            depth = _core.EXPLAIN_DEPTH
-            dense = self._dense(c, query, depth)
+            terms = _core.lexical_terms(text)
+            counted = _counts(terms, self._send_lexicon(c, terms).fetchall())
+            dense, lexical = self._legs(c, query, text, _core.EXPLAIN_DEPTH, counted)
             rows = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
-            term_dfs, chunk_count, tokens = self._lexicon(c, text)
+            _, term_dfs, chunk_count, _ = counted
 
             def rank(ids: list[int]) -> int | None:
                 owners = dict(
@@ -307,7 +220,6 @@ class Searching(Namespace):
                 found = [i for i, chunk in enumerate(ids, 1) if owners.get(chunk) == doc_id]
                 return found[0] if found else None
 
-            lexical = self._lexical(c, text, depth, term_dfs, chunk_count, tokens)
             declarations = c.execute(
                 f"SELECT vocabulary, line, statement, overridden, {self._standing(c)}"
                 f" FROM {self._t('edges')} WHERE doc_id = %s ORDER BY id",
@@ -328,7 +240,7 @@ class Searching(Namespace):
                 term_dfs=term_dfs,
                 chunk_count=chunk_count,
                 dense_rank=rank(dense),
-                lexical_rank=rank([i for i, _ in lexical]),
+                lexical_rank=rank(lexical),
                 declarations=[tuple(d) for d in declarations],
                 retired=tuple(retired) if retired else None,
                 vocabularies=setting,
@@ -344,34 +256,11 @@ _ROW = (
     " d.retired_vocabulary, d.retired_line, d.retired_statement"
 )
 
-#: `_send_rare`'s statement: the query's terms the lexicon holds (of its first `searched`),
-#: the plan (`all` when their chunks add up to at most `pool`, else the OR of the rarest while
-#: they do, each quoted as `_or_query` quotes it: chr(39) a quote, chr(92) a backslash), and
-#: what `_matching` reads of each chunk it finds.
-_RARE_SQL = """
-WITH known AS (
-    SELECT u.term, u.ord, l.df
-    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, ord)
-    JOIN {lexicon} l ON l.term = u.term
-    WHERE u.ord <= %(searched)s AND l.df > 0
-), plan AS (
-    SELECT CASE WHEN coalesce(sum(df), 0) <= %(pool)s THEN %(all)s::tsquery ELSE (
-        SELECT string_agg(
-            chr(39) || replace(replace(term, chr(92), chr(92) || chr(92)), chr(39),
-                               chr(39) || chr(39)) || chr(39), ' | ')::tsquery
-        FROM (SELECT term, sum(df) OVER (ORDER BY df, ord) AS held FROM known) r
-        WHERE held <= %(pool)s
-    ) END AS q, array_agg(term ORDER BY ord) AS searched
-    FROM known
-)
-SELECT c.id, c.tokens, ts_filter(setweight(c.body, 'A', plan.searched), '{{a}}')::text
-FROM plan JOIN {chunks} c ON c.body @@ plan.q
-"""
+#: (generation, each term's document frequency, chunks, tokens): what the lexicon counts.
+_Counted = tuple[int, list[tuple[str, int]], int, int]
 
 
-def _counts(
-    terms: list[str], rows: list[tuple[str, int]]
-) -> tuple[int, list[tuple[str, int]], int, int]:
+def _counts(terms: list[str], rows: list[tuple[str, int]]) -> _Counted:
     """(generation, each term's document frequency, chunks, tokens) from `_send_lexicon`'s
     rows (a term's row is named `.term`)."""
     dfs = {name[1:]: int(n) for name, n in rows if name.startswith(".")}
@@ -382,21 +271,6 @@ def _counts(
         counts.get("chunks", 0),
         counts.get("tokens", 0),
     )
-
-
-#: (generation, each term's document frequency, chunks, tokens, the first pool or None).
-_LexicalRead = tuple[int, list[tuple[str, int]], int, int, "dict[int, tuple[int, str]] | None"]
-
-
-def _lexical_read(terms: list[str], counted: Any, rare: Any) -> _LexicalRead:
-    """What `_send_lexical` queued, read."""
-    generation, term_dfs, chunk_count, tokens = _counts(terms, counted.fetchall())
-    first = _matches(rare.fetchall()) if rare is not None else None
-    return generation, term_dfs, chunk_count, tokens, first
-
-
-def _matches(rows: list[tuple[int, int, str]]) -> dict[int, tuple[int, str]]:
-    return {int(i): (int(n), v) for i, n, v in rows}
 
 
 def _rows(found: list[tuple[Any, ...]]) -> dict[int, dict[str, Any]]:
@@ -424,11 +298,6 @@ def _rows(found: list[tuple[Any, ...]]) -> dict[int, dict[str, Any]]:
             },
         }
     return rows
-
-
-def _or_query(terms: list[str]) -> str:
-    """A tsquery literal: the OR of `terms` (analysed terms: letters and digits only)."""
-    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
 
 
 def _empty_outcome() -> SearchOutcome:

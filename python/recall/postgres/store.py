@@ -257,7 +257,7 @@ class PgStore(Searching, Summaries):
             if first:
                 conn.execute(chunks_ddl(self.namespace, dim))
                 conn.execute(chunk_log_ddl(self.namespace))
-            self._run = Run(conn, self.namespace, dim, build_indexes=first)
+            self._run = Run(conn, self.namespace, dim)
             self._run.server_clock = self._server_clock
         except BaseException:
             self._write = None
@@ -267,8 +267,9 @@ class PgStore(Searching, Summaries):
 
     def _upgrade(self, conn: Any) -> None:
         """Bring a namespace's tables to this release's (the run's transaction holds the
-        lock): the change log (schema 3), whose removals start with this run, and no HNSW
-        index. An empty namespace gets the same, as it is made."""
+        lock): the change log (schema 3), whose removals start with this run, and none of the
+        indexes no read uses (the HNSW graph; the full-text index, schema 4). An empty
+        namespace gets the same, as it is made."""
         conn.execute(change_log_ddl(self.namespace))
         if self._exists(conn, "chunks"):
             conn.execute(chunk_log_ddl(self.namespace))

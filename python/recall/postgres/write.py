@@ -20,7 +20,6 @@ import numpy as np
 
 from recall import _core
 from recall.errors import UsageError
-from recall.postgres.schema import search_indexes_ddl
 from recall.rows import DocumentRow, EdgeRow, JournalRow, RetiredRow
 
 __all__ = ["CLOCK", "Run"]
@@ -117,7 +116,7 @@ def _declared(alias: str | None, retired: RetiredRow | None) -> tuple[Any, ...]:
 class Run:
     """One index run's writes, inside the transaction `conn` holds under the writer lock."""
 
-    def __init__(self, conn: Any, namespace: str, dim: int, *, build_indexes: bool) -> None:
+    def __init__(self, conn: Any, namespace: str, dim: int) -> None:
         self.conn = conn
         self.ns = namespace
         self.dim = dim
@@ -125,9 +124,6 @@ class Run:
         self._pending: list[_Document] = []
         # The document frequencies the run's chunks add, written once (`_write_terms`).
         self._terms: Counter[str] = Counter()
-        # The namespace's first run: its lexical index is built once its rows are in (faster
-        # than growing it row by row; no reader can see the table yet).
-        self._build_indexes = build_indexes
 
     def _t(self, table: str) -> str:
         return f"{self.ns}.{table}"
@@ -369,9 +365,6 @@ class Run:
             " WHERE first_indexed_at IS NULL OR indexed_at IS NULL",
             (clock, clock),
         )
-        if self._build_indexes:
-            c.execute("SET LOCAL maintenance_work_mem = '1GB'")
-            c.execute(search_indexes_ddl(self.ns))
         c.execute(f"DELETE FROM {t('lexicon')} WHERE df <= 0")
         row = c.execute(f"SELECT value FROM {t('meta')} WHERE key = 'generation'").fetchone()
         generation = (int(row[0]) if row and row[0].isdigit() else 0) + 1
