@@ -13,6 +13,7 @@ not own: the connection, or what a search does with them (search.py).
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -155,24 +156,38 @@ class Replica:
             self.vectors = _core.Vectors(dim)
         # A page of chunks per round trip, its vectors and its terms each as one value the
         # server joins (one bytes object, not one per row), in binary: pgvector's form and
-        # `tsvectorsend`'s, big-endian.
-        dim = self.vectors.dim
-        while True:
-            with c.cursor(binary=True) as cur:
-                ids, sent, lengths, terms = cur.execute(
-                    "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding), ''::bytea"
-                    " ORDER BY id), array_agg(tokens ORDER BY id), string_agg(tsvectorsend(body),"
-                    f" ''::bytea ORDER BY id) FROM (SELECT id, embedding, tokens, body"
-                    f" FROM {t('chunks')} WHERE id > %s ORDER BY id LIMIT %s) page",
-                    (after, VECTOR_PAGE),
-                ).fetchone()
-            if not ids:
-                return
+        # `tsvectorsend`'s, big-endian. A full page is taken in on a thread of its own while
+        # the next is read, so the server's work and this process's overlap.
+        vectors, postings, dim = self.vectors, self.postings, self.vectors.dim
+
+        def take(ids: list[int], sent: bytes, lengths: list[int], terms: bytes) -> None:
             # Each value: int16 dimension, int16 unused (one float32's width), the components.
             rows = np.frombuffer(sent, dtype=">f4").reshape(len(ids), dim + 1)[:, 1:]
-            self.vectors.extend(ids, rows.astype("<f4").tobytes())
-            self.postings.extend(ids, lengths, terms)
-            after = ids[-1]
+            vectors.extend(ids, rows.astype("<f4").tobytes())
+            postings.extend(ids, lengths, terms)
+
+        taking: Future[None] | None = None
+        with ThreadPoolExecutor(1, thread_name_prefix="recall-chunks") as taker:
+            while True:
+                with c.cursor(binary=True) as cur:
+                    page = cur.execute(
+                        "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding),"
+                        " ''::bytea ORDER BY id), array_agg(tokens ORDER BY id),"
+                        " string_agg(tsvectorsend(body), ''::bytea ORDER BY id) FROM (SELECT id,"
+                        f" embedding, tokens, body FROM {t('chunks')} WHERE id > %s ORDER BY id"
+                        " LIMIT %s) page",
+                        (after, VECTOR_PAGE),
+                    ).fetchone()
+                if taking is not None:
+                    taking.result()
+                    taking = None
+                if not page[0]:
+                    return
+                if len(page[0]) < VECTOR_PAGE:
+                    take(*page)
+                else:
+                    taking = taker.submit(take, *page)
+                after = page[0][-1]
 
 
 def _int(value: str | None) -> int:
