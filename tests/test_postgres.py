@@ -646,6 +646,27 @@ def test_a_reader_reads_only_what_each_commit_changed(
         assert _legs(reader, q) == after and reads == []
 
 
+def test_chunks_read_a_page_at_a_time_answer_as_in_one(
+    corpus: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader takes in each full page of chunks while it reads the next: pages of 3 give
+    the same vectors and terms, so the same legs, as one page."""
+    write_corpus(
+        corpus,
+        {f"n{i}.md": f"# Note {i}\n\nThe retry budget of service {i} is {i}.\n" for i in range(11)},
+    )
+    url = pg_target(pg_url, "paged")
+    queries = ["retry budget of service 7", "service 2", "note"]
+    with recall.open(url) as mem:
+        mem.index(corpus)
+        whole = [_legs(mem, q) for q in queries]
+    monkeypatch.setattr("recall.postgres.replica.VECTOR_PAGE", 3)
+    with recall.open(url) as mem:
+        assert [_legs(mem, q) for q in queries] == whole
+        assert len(mem._store._replica.postings) == len(mem._store._replica.vectors) == 11
+    assert all(legs[0] and legs[1] for legs in whole)
+
+
 def test_counts_that_disagree_are_read_again(corpus: Path, pg_url: str) -> None:
     """Rows changed where the change log cannot see them (its triggers off) make the counts
     disagree: the reader reads everything again rather than answer from what it held."""
