@@ -4,7 +4,8 @@ On one Zipf corpus (benches/zipf_corpus.py) of about N chunks:
 
 - embedding, once: every chunk is embedded by a first index run into a scratch file, and the
   stores below are then written from those vectors (an embedder that remembers them), so their
-  index figures are the store's write path alone;
+  index figures are the store's write path alone (each run timed after the runs before it
+  are written out: `os.sync()` and a server checkpoint);
 - the first search of a fresh handle (for PostgreSQL: reading the corpus and the vectors);
 - `Memory.search` end to end, warm, strict mode with the same certified calibration, p50/p95,
   the stores interleaved query by query (the query embedded each time, as a user's is);
@@ -285,6 +286,17 @@ def run(url: str, work: Path, args: argparse.Namespace) -> None:
             base.close()
 
 
+def settle(server: str) -> None:
+    """Before an index run is timed: the runs before it written out, by the kernel and by the
+    server (a checkpoint), so their writeback does not land on it."""
+    import psycopg
+
+    os.sync()
+    with psycopg.connect(server, autocommit=True) as con:
+        con.execute("CHECKPOINT")
+    os.sync()
+
+
 def measure(
     corpus: Any,
     embedder: Remembered,
@@ -296,12 +308,15 @@ def measure(
     chunks, root = args.chunks, Path(targets["sqlite"]).parent / "notes"
     index_s: dict[str, float] = {}
     counted: dict[str, int] = {}
+    server = targets["postgres"].partition("&namespace=")[0]
     for name, target in targets.items():
+        settle(server)
         with recall.open(target, embedder=embedder) as mem:
             t0 = time.perf_counter()
             counted[name] = mem.index(root, calibrate=False).chunks
             index_s[name] = time.perf_counter() - t0
     if base is not None:
+        settle(server)
         done = base.ask(index=True)
         index_s["baseline"], counted["baseline"] = done["seconds"], done["chunks"]
     for name, seconds in index_s.items():

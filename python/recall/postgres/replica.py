@@ -22,12 +22,18 @@ from recall import _core
 
 __all__ = ["Replica"]
 
-#: The documents columns the corpus is built from (`_core.Corpus`), the row id first.
+#: The documents columns the corpus is built from (`_core.Corpus`), the row id first, then
+#: what a hit shows of its document besides (`SHOWN`).
 _DOCUMENT = (
     "id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
     " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
-    " retired_overridden"
+    " retired_overridden, title, indexed_at, retired_line, retired_statement"
 )
+#: Where a held document's row (`Replica.documents`) has each column a hit shows.
+SHOWN = {
+    name: at
+    for at, name in enumerate(_DOCUMENT.replace(" IS NOT NULL", "").replace(" ", "").split(","))
+}
 #: Vectors read per round trip.
 VECTOR_PAGE = 5_000
 #: The meta records a read checks against what it brought forward.
@@ -90,6 +96,11 @@ class Replica:
         edges = sorted(e for listed in self._edges.values() for e in listed)
         self.corpus = _core.Corpus(documents, [e for _, e in edges], self._setting)
         return self
+
+    @property
+    def documents(self) -> dict[int, tuple[Any, ...]]:
+        """Each held document's row (`_DOCUMENT`'s columns; `SHOWN` names them) by id."""
+        return self._documents
 
     def _agrees(self, meta: dict[str, str], vectors: bool) -> bool:
         """Whether what was brought forward counts what the commit counted."""

@@ -21,11 +21,20 @@ from recall.postgres.base import (
     bound_of,
     freshness_of,
 )
+from recall.postgres.replica import SHOWN, Replica
 
 if TYPE_CHECKING:
     from recall.rows import HitRow, SearchOutcome
 
 __all__ = ["Searching"]
+
+# Where a held document's row has each column a hit shows.
+_SOURCE, _PATH, _TITLE = SHOWN["source"], SHOWN["path"], SHOWN["title"]
+_INDEXED, _FIRST = SHOWN["indexed_at"], SHOWN["first_indexed_at"]
+_FROM, _UNTIL = SHOWN["valid_from_raw"], SHOWN["valid_until_raw"]
+_STATE, _SINCE = SHOWN["retired_state"], SHOWN["retired_since"]
+_VOCABULARY, _LINE = SHOWN["retired_vocabulary"], SHOWN["retired_line"]
+_STATEMENT = SHOWN["retired_statement"]
 
 #: Seconds what `search_state` read ahead serves the search of its text that follows (it
 #: follows at once unless that search was refused before it ran; then it is left to expire).
@@ -96,19 +105,19 @@ class Searching(Namespace):
             t_lexical = time.perf_counter()
             # One round trip: the rows of both legs' chunks (their vectors are held here).
             ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
-            rows = self._chunk_rows(c, "c.id = ANY(%s)", (ids,))
+            rows = self._chunk_rows(c, replica, "id = ANY(%s)", (ids,))
 
             def fetch(doc_id: int) -> list[tuple[int, bytes, str]]:
-                found = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
+                found = self._chunk_rows(c, replica, "doc_id = %s", (doc_id,))
                 rows.update(found)
-                return [(i, *chunk[1:]) for i, chunk in self._judged(found).items()]
+                return [(i, *chunk[1:]) for i, chunk in self._judged(replica, found).items()]
 
             out = corpus.judge(
                 query,
                 text=text,
                 dense=dense,
                 lexical=[i for i, _ in lexical],
-                chunks=self._judged(rows),
+                chunks=self._judged(replica, rows),
                 term_dfs=term_dfs,
                 chunk_count=chunk_count,
                 fetch=fetch,
@@ -152,35 +161,23 @@ class Searching(Namespace):
             (terms,),
         )
 
-    def _legs(
-        self, c: Any, query: bytes, text: str, n: int, counted: _Counted
-    ) -> tuple[list[int], list[int]]:
-        """Each leg's best `n` chunk ids, best first: the dense scan and the BM25 order over
-        what the process holds, brought to the committed generation (`counted`: the lexicon's
-        counts for `text`)."""
-        _, term_dfs, chunk_count, tokens = counted
+    def _chunk_rows(
+        self, c: Any, replica: Replica, where: str, args: tuple[Any, ...]
+    ) -> dict[int, dict[str, Any]]:
+        """The rows of the chunks `where` selects, each with what the process holds of its
+        document (`replica`); a chunk of a document committed after those is left out."""
+        found = c.execute(f"SELECT {_ROW} FROM {self._t('chunks')} WHERE {where}", args).fetchall()
         with self._replica_lock:
-            replica = self._replica_for(c, vectors=True)
-            assert replica.vectors is not None
-            dense = replica.vectors.nearest(query, n)
-            lexical = replica.postings.rank(text, term_dfs, chunk_count, tokens, n)
-        return [i for i, _ in dense], [i for i, _ in lexical]
+            return _rows(found, replica.documents)
 
-    def _chunk_rows(self, c: Any, where: str, args: tuple[Any, ...]) -> dict[int, dict[str, Any]]:
-        return _rows(
-            c.execute(
-                f"SELECT {_ROW} FROM {self._t('chunks')} c"
-                f" JOIN {self._t('documents')} d ON d.id = c.doc_id WHERE {where}",
-                args,
-            ).fetchall()
-        )
-
-    def _judged(self, rows: dict[int, dict[str, Any]]) -> dict[int, tuple[int, bytes, str]]:
+    def _judged(
+        self, replica: Replica, rows: dict[int, dict[str, Any]]
+    ) -> dict[int, tuple[int, bytes, str]]:
         """Chunk id → (document id, vector, lexical body) as the core judges a chunk, the
-        vector from those the process holds; a chunk committed after them is left out (its
-        document is not in the corpus they go with either)."""
+        vector from those the process holds (`replica`); a chunk committed after them is left
+        out (its document is not in the corpus they go with either)."""
         with self._replica_lock:
-            vectors = self._replica.vectors if self._replica is not None else None
+            vectors = replica.vectors
             held = {i: vectors.get(i) for i in rows} if vectors is not None else {}
         return {
             i: (r["doc_id"], v, r["body"])
@@ -206,10 +203,18 @@ class Searching(Namespace):
             if doc_id is None:
                 return None
             terms = _core.lexical_terms(text)
-            counted = _counts(terms, self._send_lexicon(c, terms).fetchall())
-            dense, lexical = self._legs(c, query, text, _core.EXPLAIN_DEPTH, counted)
-            rows = self._chunk_rows(c, "c.doc_id = %s", (doc_id,))
-            _, term_dfs, chunk_count, _ = counted
+            _, term_dfs, chunk_count, tokens = _counts(
+                terms, self._send_lexicon(c, terms).fetchall()
+            )
+            # Each leg's order to the explain depth, over what the process holds.
+            depth = _core.EXPLAIN_DEPTH
+            with self._replica_lock:
+                replica = self._replica_for(c, vectors=True)
+                assert replica.vectors is not None
+                dense = [i for i, _ in replica.vectors.nearest(query, depth)]
+                ranked = replica.postings.rank(text, term_dfs, chunk_count, tokens, depth)
+                lexical = [i for i, _ in ranked]
+            rows = self._chunk_rows(c, replica, "doc_id = %s", (doc_id,))
 
             def rank(ids: list[int]) -> int | None:
                 owners = dict(
@@ -236,7 +241,7 @@ class Searching(Namespace):
                 doc_id,
                 query,
                 text=text,
-                chunks=[(i, *chunk[1:]) for i, chunk in self._judged(rows).items()],
+                chunks=[(i, *chunk[1:]) for i, chunk in self._judged(replica, rows).items()],
                 term_dfs=term_dfs,
                 chunk_count=chunk_count,
                 dense_rank=rank(dense),
@@ -248,13 +253,9 @@ class Searching(Namespace):
             )
 
 
-#: The columns of a chunk's row a search reads (`c` the chunk, `d` its document; `_rows`).
-_ROW = (
-    "c.id, c.doc_id, d.source, d.path, d.title, c.ordinal, c.text,"
-    " c.heading_path, c.line_start, c.line_end, d.indexed_at, d.first_indexed_at,"
-    " d.valid_from_raw, d.valid_until_raw, d.retired_state, d.retired_since,"
-    " d.retired_vocabulary, d.retired_line, d.retired_statement"
-)
+#: The columns of a chunk's row a search reads (`_rows`); its document's come from what the
+#: process holds (`Replica.documents`).
+_ROW = "id, doc_id, ordinal, text, heading_path, line_start, line_end"
 
 #: (generation, each term's document frequency, chunks, tokens): what the lexicon counts.
 _Counted = tuple[int, list[tuple[str, int]], int, int]
@@ -273,28 +274,38 @@ def _counts(terms: list[str], rows: list[tuple[str, int]]) -> _Counted:
     )
 
 
-def _rows(found: list[tuple[Any, ...]]) -> dict[int, dict[str, Any]]:
-    """Chunk id → the row a search reads (`_ROW`'s columns), as the judge and the hit take
-    them."""
+def _rows(
+    found: list[tuple[Any, ...]], documents: dict[int, tuple[Any, ...]]
+) -> dict[int, dict[str, Any]]:
+    """Chunk id → the row a search reads (`_ROW`'s columns, with its document's held row), as
+    the judge and the hit take them; a chunk whose document is not held is left out."""
     rows: dict[int, dict[str, Any]] = {}
-    for r in found:
-        rows[int(r[0])] = {
-            "doc_id": int(r[1]),
-            "body": _core.lexical_body(r[4], r[7], r[6]),
-            "retired": (r[14], r[15], r[16] or "", r[17], r[18] or "") if r[14] else None,
+    for chunk, doc_id, ordinal, text, heading_path, line_start, line_end in found:
+        d = documents.get(doc_id)
+        if d is None:
+            continue
+        title, state = d[_TITLE], d[_STATE]
+        rows[int(chunk)] = {
+            "doc_id": int(doc_id),
+            "body": _core.lexical_body(title, heading_path, text),
+            "retired": (
+                (state, d[_SINCE], d[_VOCABULARY] or "", d[_LINE], d[_STATEMENT] or "")
+                if state
+                else None
+            ),
             "shown": {
-                "source": r[2],
-                "path": r[3],
-                "title": r[4],
-                "ordinal": r[5],
-                "text": r[6],
-                "heading_path": r[7],
-                "line_start": r[8],
-                "line_end": r[9],
-                "indexed_at": r[10] or "",
-                "first_indexed_at": r[11] or "",
-                "valid_from": r[12],
-                "valid_until": r[13],
+                "source": d[_SOURCE],
+                "path": d[_PATH],
+                "title": title,
+                "ordinal": ordinal,
+                "text": text,
+                "heading_path": heading_path,
+                "line_start": line_start,
+                "line_end": line_end,
+                "indexed_at": d[_INDEXED] or "",
+                "first_indexed_at": d[_FIRST] or "",
+                "valid_from": d[_FROM],
+                "valid_until": d[_UNTIL],
             },
         }
     return rows
