@@ -6,7 +6,8 @@ On one Zipf corpus (benches/zipf_corpus.py) of about N chunks:
   stores below are then written from those vectors (an embedder that remembers them), so their
   index figures are the store's write path alone (each run timed after the runs before it
   are written out: `os.sync()` and a server checkpoint);
-- the first search of a fresh handle (for PostgreSQL: reading the corpus and the vectors);
+- the first search of a fresh handle (for PostgreSQL: reading the corpus, the vectors and the
+  chunks' terms);
 - `Memory.search` end to end, warm, strict mode with the same certified calibration, p50/p95,
   the stores interleaved query by query (the query embedded each time, as a user's is);
 - the dense leg's recall@10 against numpy's exact scan of the vectors read back from the
