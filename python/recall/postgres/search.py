@@ -89,9 +89,7 @@ class Searching(Namespace):
             if found is not None and found[0] == text and time.monotonic() - found[1] < AHEAD:
                 read = found[2]
             else:
-                # One round trip (unless `search_state` read it with the state).
-                terms = _core.lexical_terms(text)
-                read = _counts(terms, self._send_lexicon(c, terms).fetchall())
+                read = self._lexicon(c, text)  # unless `search_state` read it with the state
             generation, term_dfs, chunk_count, tokens = read
             t_sent = time.perf_counter()
             with self._replica_lock:
@@ -161,6 +159,11 @@ class Searching(Namespace):
             (terms,),
         )
 
+    def _lexicon(self, c: Any, text: str) -> _Counted:
+        """What the lexicon counts for `text`'s terms, in one round trip."""
+        terms = _core.lexical_terms(text)
+        return _counts(terms, self._send_lexicon(c, terms).fetchall())
+
     def _chunk_rows(
         self, c: Any, replica: Replica, where: str, args: tuple[Any, ...]
     ) -> dict[int, dict[str, Any]]:
@@ -202,10 +205,7 @@ class Searching(Namespace):
             doc_id = corpus.locate(file)
             if doc_id is None:
                 return None
-            terms = _core.lexical_terms(text)
-            _, term_dfs, chunk_count, tokens = _counts(
-                terms, self._send_lexicon(c, terms).fetchall()
-            )
+            _, term_dfs, chunk_count, tokens = self._lexicon(c, text)
             # Each leg's order to the explain depth, over what the process holds.
             depth = _core.EXPLAIN_DEPTH
             with self._replica_lock:
