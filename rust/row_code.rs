@@ -141,8 +141,10 @@ fn decode_into(masks: &[u64], unit: f32, out: &mut [f32]) {
 /// `dot(v, q)` (dense.rs) of the vector `v` a code stands for, to the bit, without building
 /// it: `dot` adds each component's product into lane `i % 8`, in order, and a zero component
 /// adds nothing to a lane, so only the components the code holds are visited; the last
-/// `dim % 8` are summed apart, as `dot` does.
-pub(crate) fn code_dot(masks: &[u64], unit: f32, q: &[f32]) -> f32 {
+/// `dim % 8` are summed apart, as `dot` does. Nor does a zero component of the query when the
+/// unit is finite (every product is then ±0): `support` (`query_support`) skips those too, so
+/// a sparse query visits only the components both hold.
+pub(crate) fn code_dot(masks: &[u64], unit: f32, q: &[f32], support: &[u64]) -> f32 {
     let dim = q.len();
     let words = words_for(dim);
     let body = dim - dim % 8;
@@ -156,6 +158,9 @@ pub(crate) fn code_dot(masks: &[u64], unit: f32, q: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     for w in 0..words {
         let mut held = masks[words + w] | masks[2 * words + w];
+        if unit.is_finite() {
+            held &= support[w];
+        }
         let end = body.saturating_sub(w * 64);
         if end < 64 {
             held &= (1u64 << end) - 1;
@@ -177,6 +182,18 @@ pub(crate) fn code_dot(masks: &[u64], unit: f32, q: &[f32]) -> f32 {
         .map(|(x, y)| x * y)
         .sum();
     acc.iter().sum::<f32>() + tail
+}
+
+/// The query's non-zero components, one bit each, in `words_for(q.len())` words (a NaN
+/// component counts as non-zero).
+pub(crate) fn query_support(q: &[f32]) -> Vec<u64> {
+    let mut support = vec![0u64; words_for(q.len())];
+    for (i, &x) in q.iter().enumerate() {
+        if x != 0.0 {
+            support[i / 64] |= 1 << (i % 64);
+        }
+    }
+    support
 }
 
 /// A row's code as the store keeps it: version, flags (bit 0: the code, with its exceptions,

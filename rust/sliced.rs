@@ -92,19 +92,10 @@ impl Sliced {
     /// estimates, best first, earlier rows winning ties), exactly the ones the row-major pass
     /// returns. `units` holds one per row.
     pub(crate) fn top_k(&self, terms: &[Term], units: &[f32], k: usize) -> Vec<(usize, f32)> {
-        let mut best: Vec<(usize, f32)> = match &self.parts[..] {
-            [one] => self.scan(one, terms, units, k),
-            parts => std::thread::scope(|scope| {
-                let handles: Vec<_> = parts
-                    .iter()
-                    .map(|part| scope.spawn(move || self.scan(part, terms, units, k)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().expect("scan thread panicked"))
-                    .collect()
-            }),
-        };
+        let mut best: Vec<(usize, f32)> = crate::dense::fan_out(self.parts.len(), |p| {
+            self.scan(&self.parts[p], terms, units, k)
+        })
+        .concat();
         best.sort_by(crate::dense::better);
         best.truncate(k);
         // A row the query touches in none of its dimensions was not pushed: its estimate is 0.
@@ -198,8 +189,10 @@ fn scan_portable(part: &Part, terms: &[Term], units: &[f32], k: usize) -> Vec<(u
     top.finish(0)
 }
 
-/// How many blocks ahead of the one being summed the pass asks for each dimension's words.
+/// How many blocks ahead of the one being summed the pass asks for each dimension's words,
+/// and for the rows' units (a block's 64 units are four cache lines).
 const PREFETCH_BLOCKS: usize = 24;
+const UNIT_PREFETCH_BLOCKS: usize = 8;
 
 /// The pass with 64 rows' sums in 8-bit lanes (one register) when the query's largest sum
 /// fits them, as a hashed query's does, else in 16-bit lanes (two registers); each dimension is
@@ -242,6 +235,16 @@ unsafe fn scan_lanes<const NARROW: bool>(
     let mut top = TopK::new(k);
     let mut estimates = [0f32; BLOCK];
     for b in 0..part.blocks {
+        // The units of a block are read whole: ask for them ahead too (without it the pass
+        // waits on these loads more than on the dimensions' words).
+        let ahead = units
+            .as_ptr()
+            .wrapping_add((part.first + b + UNIT_PREFETCH_BLOCKS) * BLOCK)
+            as *const i8;
+        for line in 0..BLOCK * 4 / 64 {
+            // SAFETY: a prefetch never faults, wherever it points.
+            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line * 64));
+        }
         // NARROW: all 64 rows in `low_rows`; else rows 0–31 there and 32–63 in `high_rows`.
         let (mut low_rows, mut high_rows) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         let mut touched = 0u64;
