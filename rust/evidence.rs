@@ -74,17 +74,24 @@ impl QueryEvidence {
         &self.answer
     }
 
-    /// Share of the query's IDF mass among the hit's analysed terms, in [0, 1]; 0 for a query
-    /// with no terms.
-    pub fn lexical_share(&self, hit_terms: &HashSet<String>) -> f32 {
+    /// Share of the query's IDF mass among the hit's analysed terms, which `each_term` hands
+    /// to the visitor it is given (repeats allowed), in [0, 1]; 0 for a query with no terms.
+    pub fn lexical_share(&self, each_term: impl FnOnce(&mut dyn FnMut(&str))) -> f32 {
         if self.total_idf <= 0.0 {
             return 0.0;
         }
+        let mut held = vec![false; self.terms.len()];
+        each_term(&mut |term| {
+            if let Some(i) = self.terms.iter().position(|(t, _)| t == term) {
+                held[i] = true;
+            }
+        });
         let matched: f64 = self
             .terms
             .iter()
-            .filter(|(t, _)| hit_terms.contains(t))
-            .map(|(_, idf)| idf)
+            .zip(&held)
+            .filter(|(_, &h)| h)
+            .map(|((_, idf), _)| idf)
             .sum();
         (matched / self.total_idf).clamp(0.0, 1.0) as f32
     }
@@ -140,12 +147,17 @@ mod tests {
             ],
             "rate E1102",
         );
-        let hit = |ts: &[&str]| ts.iter().map(|t| t.to_string()).collect::<HashSet<_>>();
-        assert_eq!(e.lexical_share(&hit(&["rate", "e1102", "other"])), 1.0);
-        assert_eq!(e.lexical_share(&hit(&["e1102"])), 0.75);
-        assert_eq!(e.lexical_share(&hit(&["rate"])), 0.25);
-        assert_eq!(e.lexical_share(&hit(&[])), 0.0);
-        assert_eq!(QueryEvidence::default().lexical_share(&hit(&["x"])), 0.0);
+        let hit = |ts: &'static [&'static str]| {
+            move |visit: &mut dyn FnMut(&str)| ts.iter().for_each(|t| visit(t))
+        };
+        assert_eq!(
+            e.lexical_share(hit(&["rate", "e1102", "other", "rate"])),
+            1.0
+        );
+        assert_eq!(e.lexical_share(hit(&["e1102"])), 0.75);
+        assert_eq!(e.lexical_share(hit(&["rate"])), 0.25);
+        assert_eq!(e.lexical_share(hit(&[])), 0.0);
+        assert_eq!(QueryEvidence::default().lexical_share(hit(&["x"])), 0.0);
         assert!(idf(1, 100) > idf(50, 100) && idf(100, 100) > 0.0);
     }
 }

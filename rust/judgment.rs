@@ -340,8 +340,7 @@ pub fn candidate(
     let mut c = Candidate::dense(doc, chunk, score);
     match body {
         Some(body) => {
-            let terms: HashSet<String> = lexical::terms(body).into_iter().collect();
-            c.lexical = ev.lexical_share(&terms);
+            c.lexical = ev.lexical_share(|visit| lexical::each_term(body, visit));
             c.identifiers_held = ev.identifiers_held(body);
             c.identifier_match = c.identifiers_held && !ev.identifiers().is_empty();
             c.lacks = ev.answer().lacks(body);

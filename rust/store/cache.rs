@@ -132,8 +132,8 @@ impl Store {
         }
         self.cache = None;
         // SPEC §1: one read transaction, so documents, edges and vectors are one generation's
-        // snapshot even while another process commits.
-        let own = !self.in_write;
+        // snapshot even while another process commits (the caller's, when it holds one).
+        let own = self.conn.is_autocommit();
         if own {
             self.conn.execute_batch("BEGIN")?;
         }

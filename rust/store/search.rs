@@ -79,28 +79,88 @@ impl Store {
         chunk: i64,
         score: f32,
     ) -> Candidate {
-        let body: Option<String> = self
-            .conn
-            .prepare_cached(
-                "SELECT d.title, c.heading_path, c.text FROM chunks c
-                 JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
-            )
-            .and_then(|mut st| {
-                st.query_row([chunk], |r| {
-                    Ok(lexical_body(
-                        &r.get::<_, String>(0)?,
-                        &r.get::<_, String>(1)?,
-                        &r.get::<_, String>(2)?,
-                    ))
-                })
+        let row = self.shown_row(chunk).ok().flatten();
+        candidate_of(ev, doc, chunk, score, row.as_ref())
+    }
+
+    /// What a hit shows of `chunk` and its document; None for a chunk a concurrent writer
+    /// removed.
+    fn shown_row(&self, chunk: i64) -> Result<Option<ShownRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
+                    c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw,
+                    d.retired_state, d.retired_since, d.retired_vocabulary, d.retired_line,
+                    d.retired_statement
+             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
+        )?;
+        let row = stmt.query_row([chunk], |r| {
+            Ok(ShownRow {
+                source: r.get(0)?,
+                path: r.get(1)?,
+                title: r.get(2)?,
+                ordinal: r.get(3)?,
+                text: r.get(4)?,
+                heading_path: r.get(5)?,
+                line_start: r.get(6)?,
+                line_end: r.get(7)?,
+                indexed_at: r.get(8).unwrap_or_default(),
+                first_indexed_at: r.get(9).unwrap_or_default(),
+                valid_from: r.get(10).ok().flatten(),
+                valid_until: r.get(11).ok().flatten(),
+                retired: r.get::<_, Option<String>>(12).ok().flatten().map(|state| {
+                    (
+                        state,
+                        r.get(13).ok().flatten(),
+                        r.get(14).unwrap_or_default(),
+                        r.get(15).ok().flatten(),
+                        r.get::<_, Option<String>>(16)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                    )
+                }),
             })
-            .ok();
-        judgment::candidate(ev, doc, chunk, score, body.as_deref())
+        });
+        match row {
+            Ok(row) => Ok(Some(row)),
+            Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Dense retrieval, then the trust layer (SPEC §4–§5): `candidates` dense chunks, one hit
     /// per document, cut to `k` documents before judging; successors may be fetched beyond `k`.
     pub fn search(
+        &mut self,
+        query: &[f32],
+        text: &str,
+        k: usize,
+        candidates: usize,
+        policy: &Policy,
+    ) -> Result<SearchOutcome> {
+        // One read transaction for the whole search: every statement reads the same commit,
+        // and the file's locks are taken once, not once per statement. (Inside an index run's
+        // write, its own transaction already holds them.)
+        let snapshot = self.conn.is_autocommit();
+        if snapshot {
+            self.conn.execute_batch("BEGIN")?;
+        }
+        let outcome = self.search_read(query, text, k, candidates, policy);
+        if snapshot {
+            self.end_read();
+        }
+        outcome
+    }
+
+    /// End a search's read transaction (rolled back if ending it fails).
+    fn end_read(&mut self) {
+        if !self.conn.is_autocommit() && self.conn.execute_batch("COMMIT").is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+
+    /// `search` inside the caller's transaction.
+    fn search_read(
         &mut self,
         query: &[f32],
         text: &str,
@@ -145,6 +205,16 @@ impl Store {
         let fused = fusion::rrf(&dense_ids, &lexical_ids);
         let t_fused = std::time::Instant::now();
         let ev = self.query_evidence(text)?;
+        // Each candidate's row is read once: its text for the evidence, the rest for its hit.
+        let read = std::cell::RefCell::new(std::collections::HashMap::new());
+        let candidate = |doc: usize, chunk: i64, score: f32| {
+            let row = self.shown_row(chunk).ok().flatten();
+            let c = candidate_of(&ev, doc, chunk, score, row.as_ref());
+            if let Some(row) = row {
+                read.borrow_mut().insert(chunk, row);
+            }
+            c
+        };
         let (cands, retrieval) = judgment::shortlist(
             &fused,
             k,
@@ -154,7 +224,7 @@ impl Store {
                 let score = dense
                     .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
                     .map_or_else(|| cache.dense.score(row, query), |&(_, s)| s);
-                self.candidate(&ev, doc, f.chunk, score)
+                candidate(doc, f.chunk, score)
             },
         );
         let fetch = |d: usize| {
@@ -162,7 +232,7 @@ impl Store {
                 .rows_of(d)
                 .map(|row| (row, cache.dense.score(row, query)))
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-                .map(|(row, score)| self.candidate(&ev, d, cache.row_chunk[row], score))
+                .map(|(row, score)| candidate(d, cache.row_chunk[row], score))
         };
         let judged = trust::judge(
             &cache.corpus.graph,
@@ -171,71 +241,41 @@ impl Store {
             policy,
             fetch,
         );
+        let mut read = read.into_inner();
         let mut hits = Vec::with_capacity(judged.len());
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
-                    c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw,
-                    d.retired_state, d.retired_since, d.retired_vocabulary, d.retired_line,
-                    d.retired_statement
-             FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
-        )?;
         for h in judged {
-            let superseded_by = h
-                .superseded_by
-                .map(|s| cache.corpus.graph.node(s).path.clone());
-            let promoted_from = h
-                .promoted_from
-                .map(|s| cache.corpus.graph.node(s).path.clone());
-            let displaced_by = h
-                .displaced_by
-                .map(|s| cache.corpus.graph.node(s).path.clone());
-            let lacks = h.lacks.map(|l| ev.answer().describe(l));
-            let retired_in_force = cache.corpus.windows[h.doc].retired;
-            let unread = cache.corpus.unread_of(h.doc);
-            let row = stmt.query_row([h.chunk], |r| {
-                let retired = match r.get::<_, Option<String>>(12).ok().flatten() {
-                    Some(state) if retired_in_force => Some((
-                        state,
-                        r.get(13).ok().flatten(),
-                        r.get(14).unwrap_or_default(),
-                        r.get(15).ok().flatten(),
-                        r.get::<_, Option<String>>(16)
-                            .ok()
-                            .flatten()
-                            .unwrap_or_default(),
-                    )),
-                    _ => None,
-                };
-                Ok(HitRow {
-                    retrieval: retrieval.get(&h.chunk).cloned(),
-                    source: r.get(0)?,
-                    path: r.get(1)?,
-                    title: r.get(2)?,
-                    ordinal: r.get(3)?,
-                    text: r.get(4)?,
-                    heading_path: r.get(5)?,
-                    line_start: r.get(6)?,
-                    line_end: r.get(7)?,
-                    indexed_at: r.get(8).unwrap_or_default(),
-                    first_indexed_at: r.get(9).unwrap_or_default(),
-                    valid_from: r.get(10).ok().flatten(),
-                    valid_until: r.get(11).ok().flatten(),
-                    superseded_by: superseded_by.clone(),
-                    retired,
-                    judged: h.clone(),
-                    promoted_from: promoted_from.clone(),
-                    displaced_by: displaced_by.clone(),
-                    lacks: lacks.clone(),
-                    unread: unread.clone(),
-                })
+            let row = match read.remove(&h.chunk) {
+                Some(row) => row,
+                None => match self.shown_row(h.chunk)? {
+                    Some(row) => row,
+                    // A chunk removed by a concurrent writer since the cache loaded: skip it;
+                    // the next search reloads.
+                    None => continue,
+                },
+            };
+            let path_of = |s: usize| cache.corpus.graph.node(s).path.clone();
+            hits.push(HitRow {
+                retrieval: retrieval.get(&h.chunk).cloned(),
+                source: row.source,
+                path: row.path,
+                title: row.title,
+                ordinal: row.ordinal,
+                text: row.text,
+                heading_path: row.heading_path,
+                line_start: row.line_start,
+                line_end: row.line_end,
+                indexed_at: row.indexed_at,
+                first_indexed_at: row.first_indexed_at,
+                valid_from: row.valid_from,
+                valid_until: row.valid_until,
+                superseded_by: h.superseded_by.map(path_of),
+                retired: row.retired.filter(|_| cache.corpus.windows[h.doc].retired),
+                promoted_from: h.promoted_from.map(path_of),
+                displaced_by: h.displaced_by.map(path_of),
+                lacks: h.lacks.map(|l| ev.answer().describe(l)),
+                unread: cache.corpus.unread_of(h.doc),
+                judged: h,
             });
-            match row {
-                Ok(hit) => hits.push(hit),
-                // A chunk removed by a concurrent writer since the cache loaded: skip it; the
-                // next search reloads.
-                Err(rusqlite::Error::QueryReturnedNoRows) => {}
-                Err(e) => return Err(e.into()),
-            }
         }
         let t4 = std::time::Instant::now();
         let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
@@ -252,4 +292,35 @@ impl Store {
             trust_ms: ms(t_fused, t4),
         })
     }
+}
+
+/// The columns of a chunk and its document that a hit shows.
+struct ShownRow {
+    source: String,
+    path: String,
+    title: String,
+    ordinal: i64,
+    text: String,
+    heading_path: String,
+    line_start: i64,
+    line_end: i64,
+    indexed_at: String,
+    first_indexed_at: String,
+    valid_from: Option<String>,
+    valid_until: Option<String>,
+    /// The retirement columns as stored, whether or not it is in force.
+    retired: Option<Retired>,
+}
+
+/// The candidate of `chunk` with the lexical evidence of its row; no row (a chunk a concurrent
+/// writer removed) gives no evidence.
+fn candidate_of(
+    ev: &QueryEvidence,
+    doc: usize,
+    chunk: i64,
+    score: f32,
+    row: Option<&ShownRow>,
+) -> Candidate {
+    let body = row.map(|r| lexical_body(&r.title, &r.heading_path, &r.text));
+    judgment::candidate(ev, doc, chunk, score, body.as_deref())
 }

@@ -496,6 +496,10 @@ impl Store {
     /// commit.
     pub fn recover(&mut self) {
         self.rollback();
+        // A search stopped inside its read transaction.
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
         self.lexical = None;
         self.cache = None;
     }
