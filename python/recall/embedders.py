@@ -87,6 +87,9 @@ class HashingEmbedder:
                 f"recall embedder: hashing-{dim} is out of range; pick a dimension in 8..8192"
             )
         self._dim = dim
+        # The version tag changes whenever tokenisation or hashing changes, so stores built with
+        # an older scheme are recognised as another lineage. Made once: every search checks it.
+        self._fingerprint = hashlib.sha256(f"{_HASHING_VERSION}:{dim}".encode()).hexdigest()[:16]
 
     @property
     def name(self) -> str:
@@ -98,9 +101,7 @@ class HashingEmbedder:
 
     @property
     def fingerprint(self) -> str:
-        # The version tag changes whenever tokenisation or hashing changes, so stores built with
-        # an older scheme are recognised as another lineage.
-        return hashlib.sha256(f"{_HASHING_VERSION}:{self._dim}".encode()).hexdigest()[:16]
+        return self._fingerprint
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         import numpy as np
