@@ -7,6 +7,9 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+/// Chain length past which a walk keeps a set of the documents it has passed.
+const SHORT_CHAIN: usize = 16;
+
 /// SPEC §2.3: trim; while ≥ 2 chars and wrapped in `[` … `]`, unwrap and trim; drop a trailing
 /// `.md` in any case; keep the last `/` or `\` segment; trim.
 pub fn resolution_key(reference: &str) -> String {
@@ -467,15 +470,23 @@ impl Graph {
     /// §2.4). Every step uses only the edges that apply at `at`.
     pub fn walk_at(&self, d: usize, at: At) -> Vec<usize> {
         let mut path = vec![d];
-        let mut visited = vec![false; self.nodes.len()];
-        visited[d] = true;
+        // A revisit is looked for in the path itself while it is short (chains are: a search
+        // walks several per query, and a mark per document would clear the whole corpus each
+        // time), then in a set.
+        let mut seen: Option<rustc_hash::FxHashSet<usize>> = None;
         let mut cur = d;
         while let Some(next) = self.successor_at(cur, at) {
-            if visited[next] {
+            let revisit = match seen.as_mut() {
+                Some(set) => !set.insert(next),
+                None => path.contains(&next),
+            };
+            if revisit {
                 break;
             }
-            visited[next] = true;
             path.push(next);
+            if seen.is_none() && path.len() > SHORT_CHAIN {
+                seen = Some(path.iter().copied().collect());
+            }
             cur = next;
         }
         path
@@ -563,6 +574,21 @@ mod tests {
         let g = graph(&[("a.md", None), ("b.md", None)], &[(0, "b"), (1, "a")]);
         assert_eq!(g.terminal(0, None), Some(1));
         assert_eq!(g.terminal(1, None), Some(0));
+    }
+
+    #[test]
+    fn a_long_chain_walks_to_its_end_and_stops_on_a_revisit() {
+        // d0 → d1 → … → d39, and d39 back to d20: past the short-chain length.
+        let names: Vec<String> = (0..40).map(|i| format!("d{i}.md")).collect();
+        let docs: Vec<(&str, Option<i64>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+        let mut edges: Vec<(usize, String)> = (0..39).map(|i| (i + 1, format!("d{i}"))).collect();
+        edges.push((20, "d39".into()));
+        let edges: Vec<(usize, &str)> = edges.iter().map(|(d, r)| (*d, r.as_str())).collect();
+        let g = graph(&docs, &edges);
+        let walk = g.walk(0, None);
+        assert_eq!(walk, (0..40).collect::<Vec<_>>());
+        assert_eq!(g.terminal(0, None), Some(39));
+        assert_eq!(g.walk(25, None), (25..40).chain(20..25).collect::<Vec<_>>());
     }
 
     #[test]
