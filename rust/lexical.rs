@@ -422,9 +422,12 @@ pub struct LexicalIndex {
 fn schema() -> (Schema, Field, Field) {
     let mut sb = Schema::builder();
     let chunk = sb.add_u64_field("chunk", INDEXED | FAST);
+    // Frequencies without positions: no query reads them (the user's words are ORed, never a
+    // phrase), and they were about a third of the index to write, merge and load. An index
+    // saved with positions keeps its own schema and reads as before.
     let indexing = TextFieldIndexing::default()
         .set_tokenizer("en_stem")
-        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+        .set_index_option(IndexRecordOption::WithFreqs);
     let body = sb.add_text_field(
         "body",
         TextOptions::default().set_indexing_options(indexing),
@@ -861,6 +864,55 @@ mod tests {
         }
     }
 
+    /// The indexing of the body field in `idx`'s schema.
+    fn body_option(idx: &LexicalIndex) -> IndexRecordOption {
+        match idx.index.schema().get_field_entry(idx.body).field_type() {
+            tantivy::schema::FieldType::Str(options) => options
+                .get_indexing_options()
+                .expect("the body is indexed")
+                .index_option(),
+            other => panic!("the body is {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_index_saved_with_positions_reads_and_takes_writes_as_before() {
+        assert_eq!(
+            body_option(&LexicalIndex::open(Vec::new()).unwrap()),
+            IndexRecordOption::WithFreqs
+        );
+        // The schema indexes were created with before positions were dropped.
+        let mut sb = Schema::builder();
+        sb.add_u64_field("chunk", INDEXED | FAST);
+        sb.add_text_field(
+            "body",
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer("en_stem")
+                    .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            ),
+        );
+        let dir = TrackedDir::holding(Vec::new());
+        let index =
+            Index::create(dir.clone(), sb.build(), tantivy::IndexSettings::default()).unwrap();
+        let mut old = LexicalIndex::reading(index, dir).unwrap();
+        for i in 0..10 {
+            old.add(i, &format!("old note {i} word{i}")).unwrap();
+        }
+        let (saved, _) = old.commit().unwrap();
+        let mut idx = LexicalIndex::open(saved).unwrap();
+        assert_eq!(body_option(&idx), IndexRecordOption::WithFreqsAndPositions);
+        assert_eq!(idx.search("word3", 3).unwrap()[0].0, 3);
+        for i in 10..20 {
+            idx.add(i, &format!("new note {i} word{i}")).unwrap();
+        }
+        idx.commit().unwrap();
+        assert_eq!(idx.num_docs(), 20);
+        for i in [3, 15] {
+            assert_eq!(idx.search(&format!("word{i}"), 3).unwrap()[0].0, i);
+        }
+    }
+
     #[test]
     fn a_write_of_a_large_share_of_the_index_leaves_one_segment() {
         let mut saved: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
@@ -906,3 +958,4 @@ mod tests {
         assert!(idx.search("!!! ?? 🙂", 3).unwrap().is_empty());
     }
 }
+
