@@ -423,7 +423,7 @@ fn schema() -> (Schema, Field, Field) {
     let mut sb = Schema::builder();
     let chunk = sb.add_u64_field("chunk", INDEXED | FAST);
     // Frequencies without positions: no query reads them (the user's words are ORed, never a
-    // phrase), and they were about a third of the index to write, merge and load. An index
+    // phrase), and they were close to half of the index to write, merge and load. An index
     // saved with positions keeps its own schema and reads as before.
     let indexing = TextFieldIndexing::default()
         .set_tokenizer("en_stem")
@@ -958,4 +958,3 @@ mod tests {
         assert!(idx.search("!!! ?? 🙂", 3).unwrap().is_empty());
     }
 }
-
