@@ -133,16 +133,7 @@ impl Store {
         self.cache = None;
         // SPEC §1: one read transaction, so documents, edges and vectors are one generation's
         // snapshot even while another process commits (the caller's, when it holds one).
-        let own = self.conn.is_autocommit();
-        if own {
-            self.conn.execute_batch("BEGIN")?;
-        }
-        let loaded = self.load_cache();
-        if own {
-            // Read-only: ending it cannot lose anything.
-            let _ = self.conn.execute_batch("COMMIT");
-        }
-        let (cache, lexical) = loaded?;
+        let (cache, lexical) = self.in_read(|store| store.load_cache())?;
         if let Some(index) = lexical {
             self.lexical = Some(Lexical::loaded(index, cache.generation));
         }

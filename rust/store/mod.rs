@@ -379,6 +379,22 @@ impl Store {
         }
     }
 
+    /// Run `f` in one read transaction, so that every statement it makes reads the same
+    /// commit (and the file's locks are taken once); inside a transaction already open (an
+    /// index run's write, an outer read), in that one.
+    pub(crate) fn in_read<T>(&mut self, f: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+        let own = self.conn.is_autocommit();
+        if own {
+            self.conn.execute_batch("BEGIN")?;
+        }
+        let out = f(self);
+        // Read-only: ending it cannot lose anything; a failed end is rolled back.
+        if own && !self.conn.is_autocommit() && self.conn.execute_batch("COMMIT").is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        out
+    }
+
     /// Why writes are refused, when the store is open read-only.
     pub fn read_only(&self) -> Option<&str> {
         self.read_only.as_deref()

@@ -138,28 +138,11 @@ impl Store {
         candidates: usize,
         policy: &Policy,
     ) -> Result<SearchOutcome> {
-        // One read transaction for the whole search: every statement reads the same commit,
-        // and the file's locks are taken once, not once per statement. (Inside an index run's
-        // write, its own transaction already holds them.)
-        let snapshot = self.conn.is_autocommit();
-        if snapshot {
-            self.conn.execute_batch("BEGIN")?;
-        }
-        let outcome = self.search_read(query, text, k, candidates, policy);
-        if snapshot {
-            self.end_read();
-        }
-        outcome
+        // One read transaction: every statement of the search reads the same commit.
+        self.in_read(|store| store.search_read(query, text, k, candidates, policy))
     }
 
-    /// End a search's read transaction (rolled back if ending it fails).
-    fn end_read(&mut self) {
-        if !self.conn.is_autocommit() && self.conn.execute_batch("COMMIT").is_err() {
-            let _ = self.conn.execute_batch("ROLLBACK");
-        }
-    }
-
-    /// `search` inside the caller's transaction.
+    /// `search` inside a read transaction.
     fn search_read(
         &mut self,
         query: &[f32],
