@@ -505,17 +505,6 @@ impl LexicalIndex {
         })
     }
 
-    /// Documents in the index's committed segments, deleted ones included.
-    fn index_docs(&self) -> Result<u64> {
-        Ok(self
-            .index
-            .searchable_segment_metas()
-            .map_err(tantivy_err)?
-            .iter()
-            .map(|m| u64::from(m.max_doc()))
-            .sum())
-    }
-
     /// Live documents (chunks) in the committed index.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
@@ -572,9 +561,11 @@ impl LexicalIndex {
             // leaves it one segment: a query then walks each word's postings once, not once per
             // segment (a quarter less time at 1M chunks). The merge reads what the write wrote
             // about four times at most, far faster than the write made it.
-            let segments = self.index.searchable_segment_ids().map_err(tantivy_err)?;
-            if segments.len() > 1 && added * MERGE_SHARE >= self.index_docs()? {
-                w.merge(&segments).wait().map_err(tantivy_err)?;
+            let segments = self.index.searchable_segment_metas().map_err(tantivy_err)?;
+            let docs: u64 = segments.iter().map(|m| u64::from(m.max_doc())).sum();
+            if segments.len() > 1 && added * MERGE_SHARE >= docs {
+                let ids: Vec<_> = segments.iter().map(|m| m.id()).collect();
+                w.merge(&ids).wait().map_err(tantivy_err)?;
             }
             // Merges run in background threads: wait, so that no file is still being written
             // when its bytes are copied into the store.
