@@ -214,14 +214,15 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fixtures::{doc, embedder, temp_db};
+    use crate::store::fixtures::{doc, embedder, temp_db, TempDb};
 
     const DIM: usize = 64;
 
     /// a.md holds rows a model would write (no code reproduces them), b.md hashed rows (each
     /// its code), the second with four tokens in one bucket.
-    fn store(name: &str) -> Store {
-        let mut store = Store::open(&temp_db(name)).unwrap();
+    fn store(name: &str) -> (TempDb, Store) {
+        let dir = temp_db(name);
+        let mut store = Store::open(&dir).unwrap();
         store.begin(&embedder(DIM)).unwrap();
         store.put_document(&doc("a.md", 3, DIM), "t0").unwrap();
         let mut hashed = doc("b.md", 2, DIM);
@@ -233,7 +234,7 @@ mod tests {
         }
         store.put_document(&hashed, "t0").unwrap();
         store.commit("t0").unwrap();
-        store
+        (dir, store)
     }
 
     fn coded(store: &Store) -> Dense {
@@ -252,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_store_reads_its_codes_as_the_vectors_coded() {
-        let store = store("codes-read");
+        let (_dir, store) = store("codes-read");
         assert_eq!(
             store.meta("vector_codes").unwrap().as_deref(),
             Some(COMPLETE)
@@ -274,7 +275,7 @@ mod tests {
 
     #[test]
     fn vectors_written_before_the_codes_get_theirs_at_the_next_commit() {
-        let mut store = store("codes-backfill");
+        let (_dir, mut store) = store("codes-backfill");
         let before = coded(&store);
         store
             .conn
@@ -299,7 +300,7 @@ mod tests {
     #[test]
     fn codes_read_apart_only_when_they_are_all_a_store_needs_at_that_generation() {
         // a.md's rows need their vectors: the codes alone do not make the index.
-        let store = store("codes-apart");
+        let (_dir, store) = store("codes-apart");
         let generation = store.generation().unwrap();
         assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
         store
@@ -318,7 +319,7 @@ mod tests {
 
     #[test]
     fn doctor_finds_a_vector_changed_behind_its_code() {
-        let store = store("codes-doctor");
+        let (_dir, store) = store("codes-doctor");
         let status = |store: &Store| {
             let read = store.load_vectors(DIM, |_, _| true).unwrap();
             store.check_codes(Some(&(DIM, read)))
@@ -343,7 +344,7 @@ mod tests {
 
     #[test]
     fn a_code_that_cannot_be_read_codes_the_vectors_instead() {
-        let store = store("codes-damaged");
+        let (_dir, store) = store("codes-damaged");
         let before = coded(&store);
         store
             .conn

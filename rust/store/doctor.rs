@@ -278,9 +278,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fixtures::{doc, embedder, temp_db};
+    use crate::store::fixtures::{doc, embedder, temp_db, TempDb};
 
-    fn indexed(name: &str) -> (String, Store) {
+    fn indexed(name: &str) -> (TempDb, Store) {
         let path = temp_db(name);
         let mut store = Store::open(&path).unwrap();
         store.begin(&embedder(4)).unwrap();

@@ -571,12 +571,39 @@ pub(crate) mod fixtures {
         }
     }
 
-    pub(crate) fn temp_db(name: &str) -> String {
+    /// A store's path in a folder of its own, removed with everything in it when dropped:
+    /// keep it alive as long as the store is open.
+    pub(crate) struct TempDb {
+        dir: std::path::PathBuf,
+        path: String,
+    }
+
+    impl std::ops::Deref for TempDb {
+        type Target = str;
+        fn deref(&self) -> &str {
+            &self.path
+        }
+    }
+
+    impl AsRef<Path> for TempDb {
+        fn as_ref(&self) -> &Path {
+            Path::new(&self.path)
+        }
+    }
+
+    impl Drop for TempDb {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    pub(crate) fn temp_db(name: &str) -> TempDb {
         let dir =
             std::env::temp_dir().join(format!("recall-store-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir.join("memory.db").to_string_lossy().into_owned()
+        let path = dir.join("memory.db").to_string_lossy().into_owned();
+        TempDb { dir, path }
     }
 }
 
@@ -630,7 +657,7 @@ mod tests {
         assert!(matches!(err, CoreError::NotAStore { .. }), "{err}");
         assert!(err.to_string().contains("orders"), "{err}");
         assert_eq!(std::fs::read(&path).unwrap(), before);
-        assert!(!Path::new(&format!("{path}-wal")).exists());
+        assert!(!Path::new(&format!("{}-wal", &*path)).exists());
     }
 
     #[test]
@@ -664,7 +691,7 @@ mod tests {
             Store::open_with(&missing, read),
             Err(CoreError::Missing { .. })
         ));
-        assert!(!Path::new(&missing).exists());
+        assert!(!Path::new(&*missing).exists());
     }
 
     #[test]

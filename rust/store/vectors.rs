@@ -303,7 +303,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::fixtures::{doc, embedder, temp_db};
+    use crate::store::fixtures::{doc, embedder, temp_db, TempDb};
     use crate::store::{f32_blob, NewDocument};
 
     const DIM: usize = 4;
@@ -327,8 +327,9 @@ mod tests {
     /// Chunks 1-3 (a.md) and 4-5 (b.md) fill slots 0-4 of one block; the second run removes
     /// a.md and puts c.md's chunks 6-7 into the freed slots 0-1, so slot 2 is free with its
     /// row cleared, and slot order is not chunk-id order.
-    fn store(name: &str) -> Store {
-        let mut store = Store::open(&temp_db(name)).unwrap();
+    fn store(name: &str) -> (TempDb, Store) {
+        let dir = temp_db(name);
+        let mut store = Store::open(&dir).unwrap();
         store.begin(&embedder(DIM)).unwrap();
         store.put_document(&document("a.md", 3), "t0").unwrap();
         store.put_document(&document("b.md", 2), "t0").unwrap();
@@ -337,7 +338,7 @@ mod tests {
         store.remove_documents("/corpus", &["a.md".into()]).unwrap();
         store.put_document(&document("c.md", 2), "t1").unwrap();
         store.commit("t1").unwrap();
-        store
+        (dir, store)
     }
 
     /// (chunk id, document id, vector) of every chunk as it was written, in chunk-id order.
@@ -486,7 +487,7 @@ mod tests {
 
     #[test]
     fn fast_path_serves_a_sound_store() {
-        let store = store("vectors-sound");
+        let (_dir, store) = store("vectors-sound");
         let written = written(&store);
         assert_eq!(written.len(), 4);
         assert_eq!(read_shadow(&store).unwrap(), written);
@@ -498,7 +499,7 @@ mod tests {
     fn short_vectors_blob_falls_back() {
         // Still holds the live slots 0-4, but is not the block's length nor a whole number of
         // vectors.
-        let store = store("vectors-short");
+        let (_dir, store) = store("vectors-short");
         run(
             &store,
             "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 5 * 16 + 3)",
@@ -508,7 +509,7 @@ mod tests {
 
     #[test]
     fn vectors_blob_cut_through_a_live_vector_is_refused() {
-        let store = store("vectors-cut");
+        let (_dir, store) = store("vectors-cut");
         run(
             &store,
             "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 4 * 16 + 8)",
@@ -519,7 +520,7 @@ mod tests {
 
     #[test]
     fn row_moved_into_another_rows_slot_is_refused() {
-        let store = store("vectors-moved");
+        let (_dir, store) = store("vectors-moved");
         run(
             &store,
             "UPDATE vec_chunks_rowids SET chunk_offset =
@@ -548,7 +549,7 @@ mod tests {
             (-1, "row 4 is at offset -1 of block 1"),
         ];
         for (offset, because) in cases {
-            let store = store(&format!("vectors-offset{offset}"));
+            let (_dir, store) = store(&format!("vectors-offset{offset}"));
             run(
                 &store,
                 &format!("UPDATE vec_chunks_rowids SET chunk_offset = {offset} WHERE rowid = 4"),
@@ -564,7 +565,7 @@ mod tests {
 
     #[test]
     fn cleared_validity_bit_falls_back() {
-        let store = store("vectors-cleared");
+        let (_dir, store) = store("vectors-cleared");
         // Chunk 4 sits in slot 3.
         edit_validity(&store, |bits| bits[0] &= !(1 << 3));
         assert_falls_back(&store, "row 4: slot 3 of block 1 is free");
@@ -572,7 +573,7 @@ mod tests {
 
     #[test]
     fn live_slot_without_a_row_falls_back() {
-        let store = store("vectors-stray");
+        let (_dir, store) = store("vectors-stray");
         edit_validity(&store, |bits| bits[0] |= 1 << 2);
         assert_falls_back(&store, "5 live slots for 4 rows");
     }
@@ -580,14 +581,14 @@ mod tests {
     #[test]
     fn missing_block_row_falls_back() {
         // The virtual table's scan reads positions and vectors only, not `_chunks`.
-        let store = store("vectors-noblock");
+        let (_dir, store) = store("vectors-noblock");
         run(&store, "DELETE FROM vec_chunks_chunks");
         assert_falls_back(&store, "vectors of block 1: no such block");
     }
 
     #[test]
     fn missing_vectors_block_is_refused() {
-        let store = store("vectors-novectors");
+        let (_dir, store) = store("vectors-novectors");
         run(&store, "DELETE FROM vec_chunks_vector_chunks00");
         assert_declined_layout(&store, "block 1 has no vectors");
         assert_refused(&store, "cannot be read");
@@ -595,7 +596,7 @@ mod tests {
 
     #[test]
     fn vectors_stored_as_text_fall_back() {
-        let store = store("vectors-text");
+        let (_dir, store) = store("vectors-text");
         run(
             &store,
             "UPDATE vec_chunks_vector_chunks00 SET vectors = CAST(vectors AS TEXT)",
@@ -617,7 +618,7 @@ mod tests {
     #[test]
     fn block_rowid_column_drifted_from_its_rowid_falls_back() {
         // The sqlite-vec quirk: `rowid` is a plain column of `_vector_chunks00`.
-        let store = store("vectors-quirk");
+        let (_dir, store) = store("vectors-quirk");
         run(&store, "UPDATE vec_chunks_vector_chunks00 SET rowid = 99");
         assert_falls_back(&store, "rowid column differs");
     }
