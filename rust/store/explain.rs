@@ -16,8 +16,19 @@ use super::Store;
 
 impl Store {
     /// Explain one document's verdict for `query` (SPEC §8.2). `file` is a stored path or an
-    /// absolute path under an indexed root. Returns None when no document matches.
+    /// absolute path under an indexed root. Returns None when no document matches. Every
+    /// statement reads the same commit, as a search's do (`in_read`).
     pub fn explain(
+        &mut self,
+        file: &str,
+        query: &[f32],
+        text: &str,
+        policy: &Policy,
+    ) -> Result<Option<Explanation>> {
+        self.in_read(|store| store.explain_read(file, query, text, policy))
+    }
+
+    fn explain_read(
         &mut self,
         file: &str,
         query: &[f32],
