@@ -242,6 +242,7 @@ def main() -> None:
     ap.add_argument("--make-in", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.set is not None:
+        args.set = args.set.resolve()  # the child that makes the store runs in benches/
         count = len(questions(args.set))
         if args.queries is not None and not 0 < args.queries <= count:
             ap.error(f"--queries: the set has {count} questions")

@@ -180,12 +180,6 @@ impl PyStore {
         false
     }
 
-    /// A file on this machine: no read waits on a server (the store contract's `remote`).
-    #[getter]
-    fn remote(&self) -> bool {
-        false
-    }
-
     /// The store contract's `use_server_clock`: a file has no clock of its own, so every
     /// write is stamped with the `now` it passes.
     fn use_server_clock(&self, on: bool) {

@@ -270,15 +270,20 @@ def test_minilm_int8_agrees_with_fp32_and_is_fingerprinted_apart(
     assert minilm.fingerprint != minilm_fp32.fingerprint
 
 
-def test_a_texts_int8_vector_depends_on_nothing_else_in_the_call(minilm: OnnxEmbedder) -> None:
-    """Each text runs on its own, so the activation scale int8 compute picks is its own."""
-    alone = minilm.embed(list(PINNED))
-    many = ["short", *PINNED, "a much longer passage " * 20] * 6  # shared over every session
-    mixed = minilm.embed(many)
-    assert len(minilm._sessions) == min(models.cores(), models.MAX_WORKERS)
+@pytest.mark.parametrize("compute", ["int8", "fp32"])
+def test_a_texts_vector_depends_on_nothing_else_in_the_call(
+    compute: str, minilm: OnnxEmbedder, minilm_fp32: OnnxEmbedder
+) -> None:
+    """Each text runs on its own, so the activation scale int8 compute picks is its own; the
+    query session (every core) and the workers (a share of them each) give the same bits."""
+    model = minilm if compute == "int8" else minilm_fp32
+    alone = np.vstack([model.embed([text]) for text in PINNED])  # the query session
+    many = ["short", *PINNED, "a much longer passage " * 20] * 6  # shared over every worker
+    mixed = model.embed(many)
+    assert len(model._sessions) == min(models.cores(), models.MAX_WORKERS)
     for start in range(0, len(many), 5):
         assert np.array_equal(mixed[start + 1 : start + 4], alone)
-    assert np.array_equal(minilm.embed_query(["short"])[0], minilm.embed(["short"])[0])
+    assert np.array_equal(model.embed_query(["short"])[0], model.embed(["short"])[0])
 
 
 def test_a_store_made_in_fp32_keeps_fp32_and_new_stores_get_int8(

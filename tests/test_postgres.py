@@ -15,12 +15,9 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 from typer.testing import CliRunner
 
@@ -28,7 +25,6 @@ import recall
 from recall import _core
 from recall.calibration import RECORD_PREFIX as RECORD
 from recall.cli import app
-from recall.embedders import HashingEmbedder
 from recall.migrate import migrate
 
 from .conftest import EXAMPLES, pg_target, write_corpus
@@ -539,49 +535,6 @@ def test_a_search_takes_two_round_trips(corpus: Path, pg_url: str) -> None:
         assert store._pool.get_stats()["pool_size"] == 1
         syncs = trace.read_text().count("\tSync")
         assert syncs == 2 * len(QUERIES), syncs
-
-
-def test_a_search_on_a_server_embeds_its_query_while_the_state_is_read(
-    corpus: Path, tmp_path: Path, pg_url: str
-) -> None:
-    """With a loaded model (any embedder but the built-in hashing one), a search on a server
-    embeds its query on a thread of its own while its first round trip is out, and answers as
-    the file store does; a search on a file embeds on the caller's thread."""
-
-    class Noting(HashingEmbedder):
-        def __init__(self) -> None:
-            super().__init__(64)
-            self.threads: list[str] = []
-
-        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-            self.threads.append(threading.current_thread().name)
-            return super().embed(texts)
-
-    write_corpus(
-        corpus,
-        {
-            "a.md": "# Limits\n\nThe public API allows 600 requests per second.\n",
-            "b.md": "# On call\n\nThe weekly rotation escalates to the lead.\n",
-        },
-    )
-    served, local = Noting(), Noting()
-    with (
-        recall.open(pg_target(pg_url, "overlap"), embedder=served) as mem,
-        recall.open(tmp_path / "f.db", embedder=local) as file,
-    ):
-        mem.index(corpus)
-        file.index(corpus)
-        served.threads.clear()
-        local.threads.clear()
-        for q in QUERIES:
-            got, want = mem.search(q, mode="development"), file.search(q, mode="development")
-            assert [(h.provenance.file, h.verdict) for h in got.hits] == [
-                (h.provenance.file, h.verdict) for h in want.hits
-            ]
-            assert got.timings_ms["embed"] > 0
-    assert len(served.threads) == len(QUERIES)
-    assert all(name.startswith("recall-embed") for name in served.threads), served.threads
-    assert local.threads == [threading.current_thread().name] * len(QUERIES)
 
 
 def _legs(mem: recall.Memory, q: str) -> tuple[Any, ...]:

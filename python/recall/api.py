@@ -46,7 +46,6 @@ from recall.calibration import (
 )
 from recall.embedders import (
     Embedder,
-    HashingEmbedder,
     get_embedder,
     query_vector,
 )
@@ -66,8 +65,6 @@ from recall.store import Location, Store, locate
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
     from recall.authoring.lint import LintReport
     from recall.doctor import DoctorReport
     from recall.forgetting import ForgetReport, Forgotten
@@ -185,7 +182,6 @@ class Memory:
         self._calibration_memo: (
             tuple[tuple[str, str | None], tuple[Calibration | None, str]] | None
         ) = None
-        self._overlapping: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> Memory:
         return self
@@ -195,20 +191,9 @@ class Memory:
 
     def close(self) -> None:
         self._closed = True
-        if self._overlapping is not None:
-            self._overlapping.shutdown(wait=False)
         for store in (self._handle, self._empty):
             if store is not None:
                 store.close()
-
-    def _overlap(self) -> ThreadPoolExecutor:
-        """The thread a search embeds its query on while a server answers (made on first use:
-        a search on a file never imports the pool)."""
-        if self._overlapping is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._overlapping = ThreadPoolExecutor(1, thread_name_prefix="recall-embed")
-        return self._overlapping
 
     @property
     def _store(self) -> Store:
@@ -510,15 +495,6 @@ class Memory:
         chosen = mode_arg(mode)
         instant = utc(now)
         known = utc(known_as_of) if known_as_of is not None else None
-        # A store on a server: the query is embedded while the state's round trip is out (a
-        # loaded model; hashing costs microseconds). The vector is used only if the checks
-        # below pass with this embedder.
-        early = self._embedder
-        embedding = (
-            self._overlap().submit(_timed_vector, early, query)
-            if early is not None and type(early) is not HashingEmbedder and self._store.remote
-            else None
-        )
         # The cheap summary, not stats(): its edge and vector counts scan whole tables.
         freshness, bound, record = self._store.search_state(RECORD_PREFIX, query)
         documents, newest_indexed_at, last_run_at, churn = freshness
@@ -535,10 +511,7 @@ class Memory:
         if refusal is not None and chosen == "strict":
             raise TrustRefusal(*refusal)
         policy = _policy(calibration, instant, known)
-        if embedding is not None and embedder is early:
-            vector, embed_ms = embedding.result()
-        else:
-            vector, embed_ms = _timed_vector(embedder, query)
+        vector, embed_ms = _timed_vector(embedder, query)
         raw = self._store.search(
             vector, text=query, k=k, candidates=max(CANDIDATES, k), policy=policy
         )

@@ -60,7 +60,7 @@ class Judge:
         self.directory = root.resolve()
         config = read_config(self.directory / JUDGE_CONFIG, self._KEYS, "judge", JudgeError)
         self._session = open_session(
-            self.directory / "model.onnx", "judge", JudgeError, spinning=False
+            self.directory / "model.onnx", "judge", JudgeError, spinning="never"
         )
         self._tokenizer = open_tokenizer(
             self.directory / "tokenizer.json",

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -72,12 +72,16 @@ def _runtime(what: str, error: type[RecallError]) -> tuple[Any, Any]:
     return onnxruntime, tokenizers
 
 
+#: How an onnxruntime session's worker threads wait for work (`open_session`).
+Spinning = Literal["always", "in_call", "never"]
+
+
 def open_session(
     model: Path,
     what: str,
     error: type[RecallError],
     *,
-    spinning: bool = True,
+    spinning: Spinning = "always",
     int8: bool = False,
     threads: int | None = None,
 ) -> Any:
@@ -85,9 +89,12 @@ def open_session(
     model's saved optimised graph (`recall.graphs`) when there is one; a file that will not
     load is refused with its path.
 
-    `spinning=False` lets the session's worker threads sleep as soon as a call returns: for a
-    model called once in a while next to another (the judge beside the embedder), whose
-    spinning threads would otherwise hold a core the other needs (benches/RESULTS.md).
+    `spinning`: how the session's worker threads wait for work. "always" (onnxruntime's
+    default): they spin between operators and for a while after a call returns, the fastest
+    for calls one after another (an index run's). "in_call": they spin between the operators
+    of a call and stop when it returns, so they hold no core the caller needs next (a query,
+    after which the search runs). "never": they sleep whenever they wait, for a model called
+    once in a while next to another (the judge beside the embedder; benches/RESULTS.md).
     `int8=True` computes the model's int8-stored weights in int8 (`recall.int8_graph`).
     """
     ort, _ = _runtime(what, error)
@@ -98,8 +105,10 @@ def open_session(
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
-    if not spinning:
+    if spinning == "never":
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    elif spinning == "in_call":
+        options.add_session_config_entry("session.force_spinning_stop", "1")
     # The graph optimised once (recall.graphs); the model file itself when that is not to be had.
     graph = saved_graph(ort, model, int8=int8)
     if graph is not None:
@@ -290,12 +299,15 @@ class OnnxEmbedder:
         self._name = name or f"onnx:{self.directory}"
         self.int8 = int8
         self._fingerprint = fingerprint_of(hashes, self.config, int8)
-        # One session for queries and small calls; the others open on the first large call.
+        # One session on every core for queries and small calls (a query is one short text:
+        # its matrix products split over the cores); many texts are shared out over `workers`
+        # sessions of `cores // workers` threads each, opened on the first large call. On one
+        # core, or where a worker has every core, the query session is the only one.
         workers = min(cores(), MAX_WORKERS)
         self._threads = max(1, cores() // workers)
         self._workers = workers
-        self._sessions = [self._open()]
-        self._session = self._sessions[0]
+        self._session = self._open(cores(), "in_call")
+        self._sessions: list[Any] = [self._session] if workers == 1 else []
         self._grow = threading.Lock()
         self._tokenizer = open_tokenizer(
             self.tokenizer_path, self.config.max_tokens, "embedder", EmbedderError
@@ -318,9 +330,14 @@ class OnnxEmbedder:
         self._pooling = self.config.pooling or ("mean" if rank == 3 else "none")
         self._dim = int(self._run([self._encode(["probe"], "")[0]]).shape[1])
 
-    def _open(self) -> Any:
+    def _open(self, threads: int, spinning: Spinning = "always") -> Any:
         return open_session(
-            self.model_path, "embedder", EmbedderError, int8=self.int8, threads=self._threads
+            self.model_path,
+            "embedder",
+            EmbedderError,
+            spinning=spinning,
+            int8=self.int8,
+            threads=threads,
         )
 
     @property
@@ -372,12 +389,12 @@ class OnnxEmbedder:
         return np.ascontiguousarray(pooled, dtype=np.float32)
 
     def _sessions_for(self, texts: int) -> list[Any]:
-        """The sessions to share `texts` texts over, opening the others on the first large call."""
+        """The sessions to share `texts` texts over, opening the workers on the first large call."""
         if texts < 2 * self._workers:
-            return self._sessions[:1]
+            return [self._session]
         with self._grow:
             while len(self._sessions) < self._workers:
-                self._sessions.append(self._open())
+                self._sessions.append(self._open(self._threads))
         return self._sessions
 
     def _embed(self, texts: Sequence[str], prefix: str) -> npt.NDArray[np.float32]:

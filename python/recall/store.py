@@ -54,12 +54,6 @@ class Store(Protocol):
         may be another machine's, so it is neither reported missing nor a source of moves."""
         ...
 
-    @property
-    def remote(self) -> bool:
-        """Whether a read waits on a server: a search then embeds its query while the state it
-        reads first (`search_state`) is on its way."""
-        ...
-
     def close(self) -> None:
         """Release the store; an open write is rolled back. Idempotent."""
         ...

@@ -80,8 +80,6 @@ class PgStore(Searching, Summaries):
     #: Several machines may index into one namespace: a root missing on this machine may be
     #: another machine's, so it is neither reported missing nor a source of moved documents.
     shared = True
-    #: A read waits on the server: a search embeds its query while the state is on its way.
-    remote = True
 
     def __init__(self, url: str, *, namespace: str | None = None, read_only: bool = False) -> None:
         try:
