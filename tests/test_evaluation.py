@@ -717,4 +717,6 @@ def test_bench_evaluation_sets_are_consistent(folder: Path) -> None:
                 n for n in notes if ident.lower() in (folder / "notes" / n).read_text().lower()
             ]
             assert holders == list(q.relevant), q.query
-    assert Counter(q.category for q in questions)["far_gap"] >= 40
+    counts = Counter(q.category for q in questions)
+    assert counts["far_gap"] + counts["near_topic"] >= 40
+    assert set(counts) <= {"paraphrase", "identifier", "far_gap", "near_topic", "near_miss"}

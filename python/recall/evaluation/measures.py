@@ -45,6 +45,7 @@ __all__ = [
 CATEGORIES = (
     "paraphrase",
     "far_gap",
+    "near_topic",
     "supersession",
     "identifier",
     "near_miss",
@@ -59,6 +60,7 @@ RECALL_AT = 5
 #: Judgment metrics in report order, with the label the tables print.
 METRICS: dict[str, str] = {
     "far_gap_false_confidence": "far-gap false confidence",
+    "near_topic_false_confidence": "near-topic false confidence",
     "false_abstain": "false abstain (answerable)",
     "superseded_trust_plain": "superseded trust: plain",
     "superseded_trust_recency": "superseded trust: recency",
@@ -179,6 +181,8 @@ def _measure(
     real_retired = [r for r in real if not r.answerable]
     metrics = {
         "far_gap_false_confidence": share(of("far_gap"), answered),
+        # In the corpus's own domain, and no note answers: the gap an agent meets most.
+        "near_topic_false_confidence": share(of("near_topic"), answered),
         "false_abstain": share([r for r in rows if r.answerable], lambda r: r.abstained),
         "superseded_trust_plain": share(supersession, lambda r: r.plain_top in superseded),
         "superseded_trust_recency": share(supersession, lambda r: r.recency_pick in superseded),
