@@ -12,7 +12,7 @@ import pytest
 
 import recall
 from recall import _core
-from recall.calibration import Evidence, fit_evidence, load_record
+from recall.calibration import Evidence, fit_evidence, fit_labelled_evidence, load_record
 
 from .conftest import write_corpus
 from .test_search import certified
@@ -130,6 +130,29 @@ def test_fit_prefers_dense_only_when_the_lexical_leg_adds_nothing() -> None:
     tangled = [ev(True, 0.3, 0.9), ev(True, 0.2, 0.8), ev(False, 0.3, 0.1), ev(False, 0.25, 0.2)]
     fitted, weights = fit_evidence(tangled)
     assert weights[0] > 0 and fitted.auc == 1.0
+
+
+def test_made_lookups_never_loosen_a_labelled_fit() -> None:
+    """SPEC §7: the identifier lookups recall makes beside a labelled set may only add evidence.
+    Lookups whose dense cosine is low (the identifier, not the topic, names their note) must not
+    pull the labelled threshold down under the off-topic questions, nor change the lexical
+    weight the labelled questions chose; they may switch the identifier weight on."""
+
+    def ev(answerable: bool, score: float, lexical: float = 0.0, match: bool = False) -> Evidence:
+        return Evidence("q", answerable, ((score, lexical, True, match, True),))
+
+    labelled = [ev(True, 0.55 + i / 100) for i in range(20)]
+    labelled += [ev(False, 0.20 + i / 100) for i in range(20)]
+    alone, weights = fit_evidence(labelled)
+    lookups = [ev(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
+    mixed, mixed_weights = fit_labelled_evidence(labelled, lookups)
+    assert mixed.threshold == alone.threshold
+    assert mixed_weights[0] == weights[0]
+    # The lookups are answered: the identifier evidence lifts them over the boundary.
+    assert mixed_weights[1] > 0
+    assert all(e.sample(*mixed_weights) >= mixed.threshold for e in lookups)
+    # Without lookups the labelled fit is the fit of its questions alone.
+    assert fit_labelled_evidence(labelled, []) == (alone, weights)
 
 
 def test_records_without_features_load_as_dense_only() -> None:

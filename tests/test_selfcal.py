@@ -5,6 +5,7 @@ churn), and that a user's labelled calibration always takes precedence."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -46,12 +47,17 @@ def test_the_questions_come_from_the_notes_and_are_the_same_every_time(tmp_path:
         indexed = {(s, p): t for s, p, t in mem._store.document_list()}
     assert set(kinds) == {"title", "identifier", "near_topic", "off_topic"}
     assert len(kinds["title"]) == selfcal.MAX_ANSWERABLE
-    # A quarter of the 91 notes is left out for near-topic questions, never asked as answerable.
+    # A quarter of the 91 notes is asked about with the note left out, never as answerable;
+    # each question leaves out a group of its own (the note and those sharing its subject).
     assert len(kinds["near_topic"]) == 91 // 4
-    left_out = {n for p in kinds["near_topic"] for n in p.left_out}
+    groups = [p.left_out for p in kinds["near_topic"]]
+    assert len(set(groups)) == len(groups) == len({p.query for p in kinds["near_topic"]})
+    left_out = {n for group in groups for n in group}
     answering = {n for p in kinds["title"] for n in p.relevant}
-    assert len(left_out) == 91 // 4 and not left_out & answering
+    assert len(left_out) >= 91 // 4 and all(groups)
     assert all(n in indexed for n in left_out | answering)
+    # Asked about its subject, not a code only the left-out note holds.
+    assert not any(_core.identifiers(p.query) for p in kinds["near_topic"])
     assert all(not p.answerable for p in kinds["near_topic"] + kinds["off_topic"])
     # Identifier lookups ask for codes a user would look up, each held by a few notes.
     asked = [_core.identifiers(p.query) for p in kinds["identifier"]]
@@ -63,6 +69,71 @@ def test_the_questions_come_from_the_notes_and_are_the_same_every_time(tmp_path:
     bank = [q for q in selfcal.OFFTOPIC.read_text(encoding="utf-8").splitlines()]
     bank = [q for q in bank if q and not q.startswith("#")]
     assert [p.query for p in kinds["off_topic"]] == bank and len(bank) >= 200
+
+
+@pytest.mark.parametrize(
+    ("title", "asked"),
+    [
+        ("ALRT-103: public API error rate", "public API error rate"),
+        ("14. Deploy to Kubernetes through Argo CD", "Deploy to Kubernetes through Argo CD"),
+        ("Postmortem PD-2368: checkout down", "Postmortem checkout down"),
+        ("INC-4471", ""),
+        ("Vault", ""),
+    ],
+)
+def test_a_near_topic_question_asks_the_subject_of_a_title(title: str, asked: str) -> None:
+    assert selfcal.subject(title) == asked
+
+
+def _note(path: str, title: str, key: str = "", names: tuple[str, ...] = ()) -> selfcal._Note:
+    return selfcal._Note(
+        "root", path, title, (), frozenset(), frozenset({key or path}), frozenset(names)
+    )
+
+
+def test_notes_that_share_a_subject_are_left_out_together() -> None:
+    """SPEC §7: a near-topic question is honest only when no note left in answers it: the
+    notes titled alike but for an identifier, the family of a formulaic title once the words
+    most titles share are set aside, and the notes a declaration links, in either direction."""
+    objects = ["domain", "table", "view", "index", "role", "schema", "sequence", "trigger"]
+    notes = [_note(f"{verb}-{o}.md", f"{verb.upper()} {o.upper()}") for o in objects
+             for verb in ("create", "drop")]  # fmt: skip
+    notes += [
+        _note("alter-index.md", "ALTER INDEX"),
+        _note("alter-materialized-view.md", "ALTER MATERIALIZED VIEW"),
+        _note("alrt-103.md", "ALRT-103: public API error rate"),
+        _note("alrt-104.md", "ALRT-104: public API error rate"),
+        _note("alrt-105.md", "ALRT-105: public API latency"),
+        _note("rates-v1.md", "Rate limits", key="rates-v1"),
+        _note("rates-v2.md", "Public API quotas", key="rates-v2", names=("rates-v1",)),
+    ]
+    relatives = selfcal._relatives(notes)
+
+    def of(path: str) -> set[str]:
+        return {p for _, p in relatives[("root", path)]}
+
+    assert of("alrt-103.md") == {"alrt-104.md"}
+    # CREATE and DROP head most titles: a form, and what follows is the subject.
+    assert of("drop-domain.md") == {"create-domain.md"}
+    assert of("create-index.md") == {"drop-index.md"}
+    # ALTER heads two titles here: part of the subject, so neither has a family.
+    assert of("alter-index.md") == of("alter-materialized-view.md") == set()
+    assert of("rates-v1.md") == {"rates-v2.md"} and of("rates-v2.md") == {"rates-v1.md"}
+
+
+def test_a_copy_of_the_note_is_left_out_with_it(tmp_path: Path) -> None:
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    body = "The parcel gateway retries a courier five times with jitter before it gives up."
+    (corpus / "gateway.md").write_text(f"# Courier gateway\n\n{body}\n", encoding="utf-8")
+    (corpus / "gateway-copy.md").write_text(f"# Gateway notes\n\n{body}\n", encoding="utf-8")
+    (corpus / "leave.md").write_text("# Leave\n\nParental leave is sixteen weeks.\n")
+    with recall.open(tmp_path / "h.db", embedder="hashing-512") as mem:
+        mem.index(corpus, calibrate=False)
+        notes = {n.path: n for n in selfcal._notes(mem._store)}
+        found = selfcal.copies(mem._store, notes["gateway.md"])
+        alone = selfcal.copies(mem._store, notes["leave.md"])
+    assert {p for _, p in found} == {"gateway-copy.md"} and alone == set()
 
 
 def test_a_near_topic_question_is_searched_without_its_note(tmp_path: Path) -> None:
@@ -101,20 +172,28 @@ def test_the_first_index_run_calibrates_and_strict_search_answers(minilm: Path) 
     assert stats.calibration["id"] == record.id
 
 
-def test_the_self_made_threshold_is_placed_by_the_off_topic_questions(minilm: Path) -> None:
+def test_the_self_made_threshold_is_placed_by_the_unanswerable_questions(minilm: Path) -> None:
+    """SPEC §7: midway between the off-topic questions' 95th percentile and the near-topic
+    questions' median, above where the off-topic questions alone would put it."""
     with recall.open(minilm) as mem:
         record, _ = mem.calibration()
         probes = selfcal.probes(mem._store)
         evidence = fitting.evidence(mem._store, mem.embedder, probes, CANDIDATES)
     assert record is not None
-    off = [
-        e.sample(record.lexical_weight, record.identifier_weight)
-        for e, p in zip(evidence, probes)
-        if p.kind == "off_topic"
-    ]
-    from recall.calibration import threshold_for
 
-    assert record.threshold == threshold_for([], off, selfcal.CEILING)
+    def samples(kind: str) -> list[float]:
+        return [
+            e.sample(record.lexical_weight, record.identifier_weight)
+            for e, p in zip(evidence, probes)
+            if p.kind == kind
+        ]
+
+    from recall.calibration import NEAR_QUANTILE, quantile, threshold_for
+
+    off, near = samples("off_topic"), samples("near_topic")
+    middle = (quantile(off, selfcal.CEILING) + quantile(near, NEAR_QUANTILE)) / 2
+    assert record.threshold == math.floor(middle * 1000 + 1e-9) / 1000
+    assert record.threshold > threshold_for([], off, selfcal.CEILING)
     assert record.n_answerable == sum(p.answerable for p in probes)
 
 
@@ -176,19 +255,23 @@ def test_cli_index_then_strict_search_and_calibrate_auto(minilm: Path, tmp_path:
     )
     assert res.exit_code == 0 and "calibrated itself" not in res.stdout
     res = runner.invoke(app, ["eval", "--calibration", "bogus", "--json"])
-    assert res.exit_code == 2 and "labelled, self, both" in res.output
+    assert res.exit_code == 2 and "labelled, self, prior, both, all" in res.output
 
 
 def test_self_made_against_labelled_on_the_shipped_set() -> None:
-    """The targets, on the shipped set with the default model: a self-made calibration within
-    0.05 of the cross-fitted labelled one on far-gap false confidence and false abstention,
-    identifier lookups >= 0.95 right and none answered from another note."""
+    """On the shipped set with the default model: a self-made calibration within 0.05 of the
+    cross-fitted labelled one on far-gap false confidence, false abstention at most 0.10,
+    identifier lookups >= 0.95 right and none answered from another note, and near-topic
+    questions refused far more often than a threshold placed by off-topic questions alone
+    (20 of 35 answered; benches/RESULTS.md has the figures against the labelled fit's)."""
     labelled, made = evaluation.evaluate_shipped(["minilm-l6"], calibrations=("labelled", "self"))
     assert (labelled.calibration_source, made.calibration_source) == ("labelled", "self")
     assert made.calibrations[0]["source"] == "self" and made.calibrations[0]["certified"]
     assert made.modes == {"strict": labelled.questions}
-    for key in ("far_gap_false_confidence", "false_abstain"):
-        assert made.metrics[key].value <= labelled.metrics[key].value + 0.05  # type: ignore[operator]
+    far = "far_gap_false_confidence"
+    assert made.metrics[far].value <= labelled.metrics[far].value + 0.05  # type: ignore[operator]
+    assert made.metrics["false_abstain"].value <= 0.10  # type: ignore[operator]
+    assert made.metrics["near_topic_false_confidence"].count <= 15
     # Whichever calibration is in use: the labelled folds hold lookups of their own, and are
     # fitted with those made from the notes beside them.
     for report in (labelled, made):

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recall import _core, fitting, selfcal
+from recall import _core, fitting, priors, selfcal
 from recall import calibration_records as records
 from recall.arguments import (
     embedder_arg,
@@ -57,6 +57,7 @@ from recall.refusals import (
     check_lineage,
     judge_unavailable,
     not_ready,
+    trust_of,
 )
 from recall.results import Context, Result, assemble, hit_of
 from recall.selfcal import Probe
@@ -297,10 +298,16 @@ class Memory:
     def calibration(
         self, bound: tuple[str, int, str] | None = None
     ) -> tuple[Calibration | None, str]:
-        """The usable calibration for the store's embedder, or (None, why it is not usable)."""
+        """The calibration a search applies for the store's embedder, or (None, why there is
+        none): the store's record in use, or the prior shipped for a built-in embedder while
+        the store is too small or too new to calibrate itself (SPEC §7, `recall.priors`)."""
         bound = bound or self._store.embedder()
         if bound is None:
             return None, "nothing indexed yet"
+        return priors.in_force(*self._stored(bound), bound[2])
+
+    def _stored(self, bound: tuple[str, int, str]) -> tuple[Calibration | None, str]:
+        """The store's own record in use for `bound`'s embedder (never the prior)."""
         return self._parsed(bound[2], self._store.meta(meta_key(bound[2])))
 
     def _parsed(self, fingerprint: str, raw: str | None) -> tuple[Calibration | None, str]:
@@ -324,7 +331,7 @@ class Memory:
             self._store,
             bound,
             calibration,
-            self.calibration(bound)[0],
+            self._stored(bound)[0],
             source=history,
             now=now,
             replace=replace,
@@ -418,7 +425,7 @@ class Memory:
         bound = self._store.embedder()
         if bound is None:
             return []
-        return records.history(self._store, bound, self.calibration(bound)[0])[::-1]
+        return records.history(self._store, bound, self._stored(bound)[0])[::-1]
 
     def use_calibration(self, number: int) -> Calibration:
         """Put the history's entry `number` (`calibration_history()`, `recall calibrate
@@ -428,7 +435,7 @@ class Memory:
         bound = self._store.embedder()
         if bound is None:
             raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
-        return records.use(self._store, bound, number, self.calibration(bound)[0])
+        return records.use(self._store, bound, number, self._stored(bound)[0])
 
     def export_calibration(self) -> dict[str, Any]:
         """The stored calibration record for this store's embedder, as JSON-ready data."""
@@ -462,7 +469,7 @@ class Memory:
             self._store,
             bound,
             calibration,
-            self.calibration(bound)[0],
+            self._stored(bound)[0],
             source="import",
             saved_at=format_instant(utc(None)),
             in_use=True,
@@ -504,7 +511,7 @@ class Memory:
         assert bound is not None
         embedder = self.embedder
         check_lineage(self.path, bound, embedder)
-        calibration, why = self._parsed(bound[2], record)
+        calibration, why = priors.in_force(*self._parsed(bound[2], record), bound[2])
         refusal = refusal or calibration_refusal(calibration, why, churn)
         judge, unavailable = self._judge_if(entail)
         refusal = refusal or unavailable
@@ -680,17 +687,35 @@ class Memory:
             return report
         if flag_arg("index", "calibrate", calibrate):
             report.calibrated = self.calibrate_if_due(now=now)
+        report.trust = self.trust()
         return report
+
+    def trust(self) -> dict[str, Any]:
+        """What trust the store has now (SPEC §7): `state` (`labelled`, `self`, `prior`,
+        `missing`, `uncertified`, `stale`, or `empty` before anything is indexed), whether a
+        strict search answers, the calibration in force, and one line saying so with the next
+        step (what `recall index` prints last)."""
+        bound = self._store.embedder()
+        if bound is None or self._store.freshness()[0] == 0:
+            line = "strict search refuses (INDEX_NOT_READY): nothing is indexed"
+            return {"state": "empty", "answers": False, "calibration": None, "line": line}
+        calibration, why = self.calibration(bound)
+        return trust_of(calibration, why, self._store.freshness()[3])
 
     def calibrate_if_due(self, *, now: dt.datetime | None = None) -> dict[str, Any] | None:
         """Run `calibrate_self()` when the store's embedder has no calibration in use, or only
         a self-made one that churn has made stale (SPEC §7); None when none was due, else what
         was fitted: id, threshold, certified and why, whether it is in use, seconds."""
-        current, _ = self.calibration()
+        bound = self._store.embedder()
+        current = self._stored(bound)[0] if bound is not None else None
         if current is None:
-            due = self._store.embedder() is not None and self._store.freshness()[0] > 0
+            due = bound is not None and self._store.freshness()[0] > 0
         else:
-            due = current.source == "self" and current.is_stale(self._store.freshness()[3])
+            # A self-made fit refits when churn made it stale, or when it was too short of
+            # questions to certify and the notes have grown since.
+            due = current.source == "self" and (
+                current.is_stale(self._store.freshness()[3]) or priors.short_of_questions(current)
+            )
         if not due:
             return None
         began = time.perf_counter()

@@ -38,6 +38,7 @@ __all__ = [
     "dump_history",
     "fit",
     "fit_evidence",
+    "fit_labelled_evidence",
     "hanley_mcneil",
     "history_key",
     "labelled_item",
@@ -61,6 +62,9 @@ CERTIFY_MIN_PER_CLASS = 20
 CERTIFY_MIN_AUC_LOWER = 0.90
 #: SPEC §7: stale once more than this fraction of the fitted chunk count has churned.
 STALE_FRACTION = 0.25
+#: SPEC §7, a self-made fit: the quantile of the near-topic questions' relevance that, with the
+#: far unanswerable ceiling, places the threshold (their median; benches/RESULTS.md).
+NEAR_QUANTILE = 0.5
 #: SPEC §7: feature weights tried by the fit (0 = dense only); the largest a record may hold.
 LEXICAL_WEIGHTS = tuple(i / 20 for i in range(21))
 IDENTIFIER_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -94,9 +98,10 @@ class Calibration:
     features: tuple[str, ...] = ("dense",)
     lexical_weight: float = 0.0
     identifier_weight: float = 0.0
-    #: `labelled` (fitted on a user's questions, or imported) or `self` (on questions recall
-    #: made from the notes, `recall.selfcal`), and how many of the fit's questions recall made
-    #: (identifier lookups beside a labelled set that has none).
+    #: `labelled` (fitted on a user's questions, or imported), `self` (on questions recall
+    #: made from the notes, `recall.selfcal`) or `prior` (shipped with recall for a built-in
+    #: embedder, `recall.priors`), and how many of the fit's questions recall made (identifier
+    #: lookups beside a labelled set that has none).
     source: str = "labelled"
     made: int = 0
 
@@ -204,7 +209,7 @@ def load_record(
             features=tuple(features) or ("dense",),
             lexical_weight=weights["lexical_weight"],
             identifier_weight=weights["identifier_weight"],
-            source="self" if data.get("source") == "self" else "labelled",
+            source=data["source"] if data.get("source") in ("self", "prior") else "labelled",
             made=_opt_int(data.get("made")) or 0,
         ),
         "",
@@ -470,21 +475,43 @@ def _leave_one_out(
     )
 
 
+def _near_topic_rule(
+    far: list[float], near: list[float], ceiling_q: float
+) -> tuple[float, float | None]:
+    """SPEC §7, a self-made fit: the threshold midway between the far unanswerable questions'
+    ceiling and the near-topic questions' median (`NEAR_QUANTILE`), and the leave-one-out
+    false confidence over both (each refitted without it)."""
+    ceiling, middle = quantile(far, ceiling_q), quantile(near, NEAR_QUANTILE)
+    wrong = sum(
+        1 for u, rest in zip(far, _without_each(far, ceiling_q)) if u >= _threshold(middle, rest)
+    )
+    wrong += sum(
+        1
+        for u, rest in zip(near, _without_each(near, NEAR_QUANTILE))
+        if u >= _threshold(rest, ceiling)
+    )
+    return _threshold(middle, ceiling), wrong / (len(far) + len(near))
+
+
 def fit(
     samples: Sequence[tuple[str, bool, float]],
     placing: Sequence[bool] | None = None,
     ceiling: float = 0.95,
+    near: Sequence[bool] | None = None,
 ) -> Fit:
     """Fit a calibration from (query, answerable, top-1 dense cosine) samples (SPEC §7).
     Certification never moves the threshold. `placing` (one flag a sample) names the samples
     that place the threshold (None: all) and `ceiling` the quantile of their unanswerable
     ones that stands for the unanswerable ceiling; every sample counts for the AUC, its
-    certification and the scale."""
+    certification and the scale. `near` (one flag a sample) names near-topic questions made
+    from the notes: with any, the threshold sits midway between the placing unanswerable
+    questions' ceiling and the near-topic questions' median (`_near_topic_rule`)."""
     answerable = [s for _, a, s in samples if a]
     unanswerable = [s for _, a, s in samples if not a]
     placed = list(samples) if placing is None else [s for s, p in zip(samples, placing) if p]
     placed_answerable = [s for _, a, s in placed if a]
     placed_unanswerable = [s for _, a, s in placed if not a]
+    nearby = [] if near is None else [s for (_, a, s), n in zip(samples, near) if n and not a]
     area = auc(answerable, unanswerable)
     interval = hanley_mcneil(area, len(answerable), len(unanswerable)) if area is not None else None
     if min(len(answerable), len(unanswerable)) < CERTIFY_MIN_PER_CLASS:
@@ -508,8 +535,11 @@ def fit(
             f"{len(answerable)} + {len(unanswerable)} questions"
         )
     loo_fc, loo_fa = _leave_one_out(placed_answerable, placed_unanswerable, ceiling)
+    threshold = threshold_for(placed_answerable, placed_unanswerable, ceiling)
+    if nearby and placed_unanswerable and not placed_answerable:
+        threshold, loo_fc = _near_topic_rule(placed_unanswerable, nearby, ceiling)
     return Fit(
-        threshold=threshold_for(placed_answerable, placed_unanswerable, ceiling),
+        threshold=threshold,
         scale=scale_for(answerable, unanswerable),
         n_answerable=len(answerable),
         n_unanswerable=len(unanswerable),
@@ -560,6 +590,7 @@ def fit_evidence(
     *,
     lexical_weights: Sequence[float] = LEXICAL_WEIGHTS,
     ceiling: float = 0.95,
+    near: Sequence[bool] | None = None,
 ) -> tuple[Fit, tuple[float, float]]:
     """SPEC §7: choose the feature weights whose relevance samples separate answerable from
     unanswerable queries best: the highest AUC, then the fewest leave-one-out errors (false
@@ -574,6 +605,7 @@ def fit_evidence(
                 [(e.query, e.answerable, e.sample(lexical, ident)) for e in evidence],
                 placing,
                 ceiling,
+                near,
             )
             errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
             area = result.auc if result.auc is not None else -1.0
@@ -581,6 +613,35 @@ def fit_evidence(
             if best is None or key > best[0]:
                 best = (key, result, (lexical, ident))
     assert best is not None, "the weight grids are never empty"
+    return best[1], best[2]
+
+
+def fit_labelled_evidence(
+    labelled: Sequence[Evidence], made: Sequence[Evidence]
+) -> tuple[Fit, tuple[float, float]]:
+    """SPEC §7: a labelled fit with the questions recall made beside it (identifier lookups).
+    The labelled questions choose the lexical weight and place the threshold exactly as they
+    would alone; the made ones may only add evidence: they count for the AUC and its
+    certification and may raise the identifier weight, never lower the threshold under the
+    labelled questions' own placement. A lookup's low dense cosine is lifted by its identifier
+    evidence, not by pulling the boundary under every off-topic question."""
+    alone, (lexical, identifier) = fit_evidence(labelled)
+    if not made:
+        return alone, (lexical, identifier)
+    both = [*labelled, *made]
+    placing = [True] * len(labelled) + [False] * len(made)
+    best: tuple[tuple[float, float, float], Fit, tuple[float, float]] | None = None
+    asked = [e for e in made if e.answerable]
+    for ident in (w for w in IDENTIFIER_WEIGHTS if w >= identifier):
+        result = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in both], placing)
+        errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
+        # The lookups the labelled boundary would refuse count as errors too.
+        missed = sum(e.sample(lexical, ident) < result.threshold for e in asked)
+        errors += missed / max(len(asked), 1)
+        key = (result.auc if result.auc is not None else -1.0, -errors, -ident)
+        if best is None or key > best[0]:
+            best = (key, result, (lexical, ident))
+    assert best is not None, "the labelled identifier weight is on the grid"
     return best[1], best[2]
 
 

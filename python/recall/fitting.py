@@ -25,6 +25,7 @@ from recall.calibration import (
     Evidence,
     Fit,
     fit_evidence,
+    fit_labelled_evidence,
 )
 from recall.embedders import Embedder, HashingEmbedder, embed_queries
 from recall.instants import format_instant, utc
@@ -140,14 +141,16 @@ def fit_labelled(
 ) -> tuple[Calibration, Fit]:
     """A calibration fitted on labelled (query, answerable, relevant files) items, with the
     identifier lookups made from the notes beside them (SPEC §7: so that a labelled set with
-    few or no lookups of its own never switches the identifier evidence off)."""
+    few or no lookups of its own never switches the identifier evidence off; they only add
+    evidence, `fit_labelled_evidence`)."""
     probes = [
         Probe(query, answerable, "labelled", relevant=frozenset(relevant))
         for query, answerable, relevant in items
     ]
-    probes += identifier_probes(store)
-    result, weights = fit_evidence(evidence(store, embedder, probes, candidates))
-    made = sum(p.kind != "labelled" for p in probes)
+    lookups = identifier_probes(store)
+    found = evidence(store, embedder, [*probes, *lookups], candidates)
+    result, weights = fit_labelled_evidence(found[: len(probes)], found[len(probes) :])
+    made = len(lookups)
     pairs = [(q, a) for q, a, _ in items]
     return record(counts, embedder, result, weights, pairs, now, made), result
 
@@ -164,13 +167,16 @@ def fit_self(
     `source: self`. The made answerable questions are the notes' own words: they would buy a
     lexical weight a user's question does not earn, so the lexical weight stays fixed
     (`selfcal.LEXICAL_WEIGHT`), the identifier weight is fitted, and the threshold is placed
-    by the off-topic questions alone (`selfcal.PLACING`); every question counts for its
-    certification, which a token-hashing embedder never gets this way."""
+    by the unanswerable questions alone: midway between the off-topic questions' ceiling
+    (`selfcal.PLACING`, `selfcal.CEILING`) and the near-topic questions' median
+    (`calibration.NEAR_QUANTILE`); every question counts for its certification, which a
+    token-hashing embedder never gets this way."""
     result, weights = fit_evidence(
         evidence(store, embedder, probes, candidates),
         [p.kind in selfcal.PLACING for p in probes],
         lexical_weights=(selfcal.LEXICAL_WEIGHT,),
         ceiling=selfcal.CEILING,
+        near=[p.kind == "near_topic" for p in probes],
     )
     if isinstance(embedder, HashingEmbedder) and result.certified:
         # Its made questions share the notes' words; a token-hashing embedder matches nothing

@@ -96,6 +96,9 @@ class IndexReport:
     #: The calibration recall made itself after the run (SPEC §7, `Memory.calibrate_self`):
     #: id, threshold, certified and why, seconds; None when none was due.
     calibrated: dict[str, Any] | None = None
+    #: What trust the store has after the run (`Memory.trust`): state, whether strict search
+    #: answers, the calibration in force and one line saying so with the next step.
+    trust: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from recall.calibration import Calibration
     from recall.embedders import Embedder
 
-__all__ = ["Refusal", "calibration_refusal", "check_lineage", "not_ready"]
+__all__ = ["Refusal", "calibration_refusal", "check_lineage", "not_ready", "trust_of"]
 
 #: (code, message) of a refusal: raised in strict mode, a degraded answer in development mode.
 Refusal = tuple[str, str]
@@ -60,6 +60,13 @@ def calibration_refusal(calibration: Calibration | None, why: str, churn: int) -
         )
     if calibration.certified is not True:
         why_not = f" ({calibration.certified_reason})" if calibration.certified_reason else ""
+        if calibration.source == "self":
+            return (
+                "CALIBRATION_UNCERTIFIED",
+                f"calibration {calibration.id}, made from the notes, is not certified{why_not}; "
+                "label at least 20 questions the notes answer and 20 they do not, and run "
+                "'recall calibrate QUERIES' (or use --mode development)",
+            )
         return (
             "CALIBRATION_UNCERTIFIED",
             f"calibration {calibration.id} is not certified{why_not}; add labelled queries and "
@@ -86,3 +93,50 @@ def judge_unavailable(err: Exception) -> Refusal:
         "DEPENDENCY_UNAVAILABLE",
         f"entailment was requested but {err} (or search without --entail)",
     )
+
+
+#: What the trust a store has is called (`trust_of`), by the refusal a strict search would get.
+_REFUSED = {
+    "CALIBRATION_MISSING": "missing",
+    "CALIBRATION_UNCERTIFIED": "uncertified",
+    "CALIBRATION_STALE": "stale",
+}
+
+
+def trust_of(calibration: Calibration | None, why: str, churn: int) -> dict[str, object]:
+    """What trust a store has (SPEC §7), as the index summary says it: `state` (`labelled`,
+    `self`, `prior`, or the refusal's `missing`, `uncertified`, `stale`), whether strict search
+    answers, the calibration in force (id, source, certified, threshold) and one line saying
+    so with the next step."""
+    refusal = calibration_refusal(calibration, why, churn)
+    shown = (
+        None
+        if calibration is None
+        else {
+            "id": calibration.id,
+            "source": calibration.source,
+            "certified": calibration.certified,
+            "threshold": calibration.threshold,
+        }
+    )
+    if refusal is not None:
+        code, message = refusal
+        line = f"strict search refuses ({code}): {message}"
+        return {"state": _REFUSED[code], "answers": False, "calibration": shown, "line": line}
+    assert calibration is not None
+    if calibration.source == "prior":
+        line = (
+            f"strict search answers with the prior calibration shipped for "
+            f"{calibration.embedder} (threshold {calibration.threshold:.3f}); the store's own "
+            "replaces it once its notes make enough questions to certify one (20 answerable "
+            "from titles and headings), or 'recall calibrate QUERIES' on your own questions"
+        )
+    elif calibration.source == "self":
+        line = (
+            f"strict search answers with calibration {calibration.id}, made from the notes "
+            f"(certified: {calibration.certified_reason or 'yes'}); 'recall calibrate QUERIES' "
+            "fits one on your own questions"
+        )
+    else:
+        line = f"strict search answers with calibration {calibration.id}, fitted on your questions"
+    return {"state": calibration.source, "answers": True, "calibration": shown, "line": line}

@@ -36,10 +36,20 @@ MAX_IDENTIFIERS = 20
 MAX_NEAR = 30
 #: An identifier held by more notes than this is a common word of the corpus, not a lookup.
 MAX_HOLDERS = 3
+#: A near-topic question's note is left out with the notes that hold a copy of one of its
+#: first chunks: a chunk at this cosine or above (the same text, or a template filled in
+#: alike) answers what the left-out one would have; among this many neighbours of each.
+COPY_COSINE = 0.95
+COPY_CHUNKS = 4
+COPY_NEIGHBOURS = 10
+#: A title word this common among the notes' titles is part of their form, not a subject.
+FORM_SHARE = 0.1
+FORM_MIN = 5
 SEED = 20261201
-#: The kinds of question that place a self-made threshold: off-topic questions are a user's
-#: far gaps; the answerable questions are made of the notes' own words and match them far
-#: better than a user's question would (they count for the AUC, not for the placement).
+#: The kinds of question whose ceiling places a self-made threshold, with the near-topic
+#: questions' median (`calibration.fit`): off-topic questions are a user's far gaps; the
+#: answerable questions are made of the notes' own words and match them far better than a
+#: user's question would (they count for the AUC, not for the placement).
 PLACING = frozenset({"off_topic"})
 #: The quantile of the off-topic relevances that stands for the unanswerable ceiling: the 95th
 #: percentile, as in a labelled fit (SPEC §7).
@@ -94,6 +104,14 @@ class _Note:
     title: str
     headings: tuple[str, ...]
     identifiers: frozenset[str]
+    #: The keys the note is known by (its file key, its identifier-family alias) and the keys
+    #: its declarations name (supersedes, replaced by): a subject it shares with those notes.
+    keys: frozenset[str] = frozenset()
+    names: frozenset[str] = frozenset()
+
+    @property
+    def place(self) -> tuple[str, str]:
+        return (self.source, self.path)
 
 
 def _notes(store: Store) -> Iterator[_Note]:
@@ -116,13 +134,45 @@ def _notes(store: Store) -> Iterator[_Note]:
                     # Asked as the note writes it (identifiers are compared without case).
                     written = re.search(re.escape(ident), text, re.IGNORECASE)
                     found.add(written.group(0) if written else ident)
+            alias = doc.get("alias")
             yield _Note(
                 source=str(doc["source"]),
                 path=str(doc["path"]),
                 title=str(doc["title"]).strip(),
                 headings=tuple(headings),
                 identifiers=frozenset(found),
+                keys=frozenset({str(doc["key"])} | ({str(alias)} if alias else set())),
+                names=frozenset(str(edge[1]) for edge in doc["edges"] if edge[1]),
             )
+
+
+def copies(store: Store, note: _Note) -> set[tuple[str, str]]:
+    """The notes holding a passage that is all but the same as one of `note`'s (a copy, a
+    version kept beside it, a template filled in alike): any chunk within `COPY_COSINE` of one
+    of its first `COPY_CHUNKS` chunks. They would answer its near-topic question."""
+    import numpy as np  # not on a search's path (SPEC §10 cold start)
+
+    stored = store.document_vectors(note.source, note.path)
+    if stored is None:
+        return set()
+    _, chunks, blob = stored
+    vectors = np.frombuffer(blob, dtype="<f4").reshape(len(chunks), -1) if chunks else None
+    found: set[tuple[str, str]] = set()
+    for vector in [] if vectors is None else vectors[:COPY_CHUNKS]:
+        raw = store.search(
+            np.ascontiguousarray(vector, dtype="<f4").tobytes(),
+            text="",
+            k=COPY_NEIGHBOURS,
+            candidates=COPY_NEIGHBOURS,
+            policy=_core.Policy(now_us=0, threshold=1.0, scale=0.05, unverified=True),
+        )
+        found |= {
+            (str(h["source"]), str(h["path"]))
+            for h in raw["hits"]
+            if not h["fetched"] and h["score"] >= COPY_COSINE
+        }
+    found.discard(note.place)
+    return found
 
 
 def _offtopic() -> list[str]:
@@ -176,16 +226,91 @@ def identifier_probes(store: Store) -> list[Probe]:
     return _identifier_questions(list(_notes(store)), random.Random(SEED))
 
 
+def subject(title: str) -> str:
+    """A title as a near-topic question asks it: without its identifiers and numbering
+    (`ALRT-103: public API error rate` and `14. Deploy through Argo CD` ask about "public API
+    error rate" and "Deploy through Argo CD"), so that the question is about the subject and
+    not a code only the left-out note holds. Empty when fewer than two words remain."""
+    held = set(_core.identifiers(title))
+    words = [
+        w
+        for w in title.split()
+        if w.strip(".,:;()[]#").lower() not in held and not w.strip(".,:;()[]#").isdigit()
+    ]
+    text = " ".join(words).strip(" .,:;-–—|")
+    return text if len(text.split()) >= 2 else ""
+
+
+def _words(title: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[^\W_]+", subject(title).lower()))
+
+
+def _subjects(notes: list[_Note]) -> dict[tuple[str, str], frozenset[str]]:
+    """What each title names once the words of the corpus's title forms are set aside: a word
+    in at least `FORM_SHARE` of the titles (and `FORM_MIN` of them) is a form (`CREATE`,
+    `ALTER` and `DROP` in `CREATE DOMAIN`, `ALTER DOMAIN`, `DROP DOMAIN`; `Runbook` in
+    `Runbook: …`), the rest is the subject (`domain`). Empty when nothing is left."""
+    words = {n.place: _words(n.title) for n in notes}
+    counts: dict[str, int] = {}
+    for held in words.values():
+        for word in held:
+            counts[word] = counts.get(word, 0) + 1
+    floor = max(FORM_MIN, FORM_SHARE * len(notes))
+    forms = {w for w, c in counts.items() if c >= floor}
+    return {place: held - forms for place, held in words.items()}
+
+
+def _relatives(notes: list[_Note]) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """For each note, the notes that share its subject by what they declare or how they are
+    titled (SPEC §7, near-topic questions kept honest): a declared edge in either direction
+    (a successor states what its predecessor did), or the same subject once identifiers,
+    numbering and the corpus's title forms are set aside (`ALRT-103: public API error rate`
+    and `ALRT-104: public API error rate`; `CREATE DOMAIN` and `DROP DOMAIN`)."""
+    by_key: dict[str, set[tuple[str, str]]] = {}
+    by_title: dict[frozenset[str], set[tuple[str, str]]] = {}
+    subjects = _subjects(notes)
+    for note in notes:
+        for key in note.keys:
+            by_key.setdefault(key, set()).add(note.place)
+        if subjects[note.place]:
+            by_title.setdefault(subjects[note.place], set()).add(note.place)
+    out: dict[tuple[str, str], set[tuple[str, str]]] = {n.place: set() for n in notes}
+    for note in notes:
+        for key in note.names:
+            for other in by_key.get(key, ()):
+                out[note.place].add(other)
+                out[other].add(note.place)
+        out[note.place] |= by_title.get(subjects[note.place], set())
+    for place, group in out.items():
+        group.discard(place)
+    return out
+
+
 def probes(store: Store) -> list[Probe]:
     """The questions of a self-made calibration of `store`, the same on every call for the same
-    notes: near-topic notes are drawn first (a quarter of the notes, at most `MAX_NEAR`), the
-    answerable questions come from the other notes."""
+    notes: near-topic notes are drawn first (a quarter of the notes, at most `MAX_NEAR`, among
+    those whose title still names a subject without its identifiers), the answerable questions
+    come from the other notes. A near-topic question leaves out its note and every note that
+    shares its subject (`_relatives`); `copies` adds those whose text is the same."""
     rng = random.Random(SEED)
     notes = sorted(_notes(store), key=lambda n: (n.source, n.path))
     titled = [n for n in notes if n.title]
     shuffled = rng.sample(titled, len(titled))
-    near_notes = shuffled[: min(MAX_NEAR, len(shuffled) // 4)]
-    kept = shuffled[len(near_notes) :]
+    relatives = _relatives(notes)
+    # Each near-topic question asks about a subject of its own: a note in the group another
+    # question left out is not asked about again.
+    near_notes: list[tuple[_Note, frozenset[tuple[str, str]]]] = []
+    grouped: set[tuple[str, str]] = set()
+    for note in shuffled:
+        if len(near_notes) == min(MAX_NEAR, len(shuffled) // 4):
+            break
+        if note.place in grouped or not subject(note.title):
+            continue
+        group = frozenset({note.place} | relatives[note.place] | copies(store, note))
+        near_notes.append((note, group))
+        grouped |= group
+    chosen = {n.place for n, _ in near_notes}
+    kept = [n for n in shuffled if n.place not in chosen]
 
     out: list[Probe] = []
     answerable: list[Probe] = []
@@ -203,11 +328,9 @@ def probes(store: Store) -> list[Probe]:
     answerable.sort(key=lambda p: p.kind != "title")
     out += answerable[:MAX_ANSWERABLE]
     out += _identifier_questions(notes, random.Random(SEED))
-    for note in near_notes:
-        question = _about(note, rng)[0]
-        out.append(
-            Probe(question, False, "near_topic", left_out=frozenset({(note.source, note.path)}))
-        )
+    for note, group in near_notes:
+        question = rng.choice(TITLE_FORMS).format(title=subject(note.title))
+        out.append(Probe(question, False, "near_topic", left_out=group))
     # The whole bank, always: its 95th percentile places the threshold, so it is not sampled.
     out += [Probe(q, False, "off_topic") for q in _offtopic()]
     return out

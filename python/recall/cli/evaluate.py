@@ -136,10 +136,11 @@ def evaluate(
         "meta.json), e.g. benches/evalsets/platform.",
     ),
     calibration: str = typer.Option(
-        "both",
+        "all",
         "--calibration",
         help="Shipped set: judge with the calibration cross-fitted on its labels (labelled), "
-        "the one recall makes from the notes alone (self), or both side by side.",
+        "the one recall makes from the notes alone (self), the prior shipped for a built-in "
+        "embedder (prior), labelled and self (both), or all three side by side.",
     ),
     as_json: bool = JsonOption,
 ) -> None:
@@ -156,10 +157,17 @@ def evaluate(
                     "that store; without them eval indexes its evaluation set itself"
                 )
             names = embedder or ["hashing-512", "minilm-l6"]
-            sources = {"labelled": ("labelled",), "self": ("self",), "both": ("labelled", "self")}
+            sources = {
+                "labelled": ("labelled",),
+                "self": ("self",),
+                "prior": ("prior",),
+                "both": ("labelled", "self"),
+                "all": ("labelled", "self", "prior"),
+            }
             if calibration not in sources:
                 fail(
-                    f"recall eval: --calibration {calibration!r} is not one of labelled, self, both"
+                    f"recall eval: --calibration {calibration!r} is not one of "
+                    + ", ".join(sources)
                 )
             reports = evaluation.evaluate_shipped(
                 names, k=k, entail=entail, calibrations=sources[calibration], evalset=evalset

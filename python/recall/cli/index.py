@@ -81,6 +81,7 @@ def index(
             committed = True
             if calibrate and report.generation:
                 report.calibrated = mem.calibrate_if_due()
+                report.trust = mem.trust()
     except RecallError as err:
         fail(str(err))
     except Interrupted as stop:
@@ -176,6 +177,9 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
             f"  calibrated itself from the notes: threshold {fitted['threshold']:.3f}, "
             f"{state} ({fitted['seconds']:.1f} s)"
         )
+    if report.trust is not None:
+        style = "green" if report.trust["answers"] else "yellow"
+        out.print(f"  trust: [{style}]{escape(report.trust['line'])}[/]")
     for title, items, style in (
         ("refused", report.refused, "red"),
         ("skipped", report.skipped, "yellow"),

@@ -43,7 +43,10 @@ __all__ = ["EVALSET_DIR", "FIT_CATEGORIES", "INDEXED_BEFORE", "evaluate_shipped"
 #: The shipped evaluation set: notes/, questions.jsonl, meta.json.
 EVALSET_DIR = Path(__file__).resolve().parent.parent / "evalset"
 #: The categories a shipped-set calibration is fitted on (evalset/README.md).
-FIT_CATEGORIES = ("paraphrase", "identifier", "supersession", "far_gap")
+FIT_CATEGORIES = ("paraphrase", "identifier", "supersession", "far_gap", "near_topic")
+#: The calibrations a set can be judged with: cross-fitted on its labels, made by recall from
+#: the notes, or the prior shipped for a built-in embedder (SPEC §7).
+CALIBRATIONS = ("labelled", "self", "prior")
 #: The shipped set is indexed this long before its evaluation instant (fresh, not stale: §5.4).
 INDEXED_BEFORE = dt.timedelta(days=1)
 
@@ -146,8 +149,9 @@ def evaluate_shipped(
     `workdir` as `recall-eval-<embedder>.db` (replaced on each run) to inspect afterwards.
     With `entail=True` near misses are also judged by the configured judge ($RECALL_JUDGE).
     `calibrations` names which calibrations judge the questions, one report each: `labelled`
-    (cross-fitted on the set's questions, below) and `self` (made by recall from the notes
-    alone, `Memory.calibrate_self`; no question of the set is fitted on).
+    (cross-fitted on the set's questions, below), `self` (made by recall from the notes
+    alone, `Memory.calibrate_self`; no question of the set is fitted on) and `prior` (shipped
+    with recall for a built-in embedder; skipped, with a note, for another).
     `fit_categories` fits the calibrations on those categories only (None: all); by default
     the near misses and retired notes are left out, as the set's README says: their note is on
     topic by design, and telling them apart is the work of the judge and of the validity
@@ -188,12 +192,23 @@ def evaluate_shipped(
                         "questions name notes that were not indexed: " + ", ".join(sorted(named))
                     )
                 judging, judge_notes = judge_note(mem, entail)
-                for source in calibrations:
-                    if source not in ("labelled", "self"):
+                # The prior serves only a store with no record of its own: judged first.
+                for source in sorted(calibrations, key=lambda c: c != "prior"):
+                    if source not in CALIBRATIONS:
                         raise UsageError(
-                            f"recall eval: unknown calibration {source!r}; choose labelled or self"
+                            f"recall eval: unknown calibration {source!r}; choose "
+                            + ", ".join(CALIBRATIONS)
                         )
-                    if source == "self":
+                    if source == "prior":
+                        record, why = mem.calibration()
+                        if record is None or record.source != "prior":
+                            notes.append(f"no prior calibration for {name}: {why}")
+                            continue
+                        rows, refused = observe_all(
+                            mem, questions, now=now, touched=touched, k=k, entail=judging, fold=None
+                        )
+                        fitted, how = [calibration_summary(mem)], ["the prior shipped with recall"]
+                    elif source == "self":
                         # Made from the notes alone: no question of the set is fitted on.
                         mem.calibrate_self(now=indexed_at, replace=True)
                         rows, refused = observe_all(
