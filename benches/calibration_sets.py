@@ -126,7 +126,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for folder in args.sets:
-        name = "shipped" if folder == evaluation.EVALSET_DIR else folder.name
+        name = "shipped" if folder.resolve() == evaluation.EVALSET_DIR else folder.name
         started = time.perf_counter()
         runs: list[tuple[str, EvalReport]] = []
         reports = evaluation.evaluate_shipped(

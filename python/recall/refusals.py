@@ -55,7 +55,8 @@ def calibration_refusal(calibration: Calibration | None, why: str, churn: int) -
     if calibration is None:
         return (
             "CALIBRATION_MISSING",
-            f"{why}; run 'recall calibrate --auto' to fit one from the notes, or 'recall "
+            f"{why}; run 'recall calibrate --auto' to fit one from the notes (it certifies "
+            "once their titles and headings make 20 answerable questions), or 'recall "
             "calibrate QUERIES' on your own labelled questions (or use --mode development)",
         )
     if calibration.certified is not True:

@@ -406,8 +406,10 @@ def render_table(node: Node) -> list[str]:
     def add_row(tr: Node) -> None:
         cells: list[str] = []
         col = 0
-        tds = [c for c in tr.children if isinstance(c, Node) and c.tag in {"td", "th"}]
-        for td in tds:
+
+        def spanned() -> None:
+            """Fill the columns a cell of an earlier row spans down into."""
+            nonlocal col
             while col in pending:
                 left, text = pending[col]
                 cells.append(text)
@@ -416,6 +418,10 @@ def render_table(node: Node) -> list[str]:
                 else:
                     del pending[col]
                 col += 1
+
+        tds = [c for c in tr.children if isinstance(c, Node) and c.tag in {"td", "th"}]
+        for td in tds:
+            spanned()
             text = inline(td).replace("|", "\\|")
             span = int(td.attrs.get("colspan", "1") or 1)
             rowspan = int(td.attrs.get("rowspan", "1") or 1)
@@ -424,14 +430,7 @@ def render_table(node: Node) -> list[str]:
                 if rowspan > 1:
                     pending[col] = (rowspan - 1, text if k == 0 else "")
                 col += 1
-        while col in pending:
-            left, text = pending[col]
-            cells.append(text)
-            if left > 1:
-                pending[col] = (left - 1, text)
-            else:
-                del pending[col]
-            col += 1
+        spanned()
         rows.append(cells)
 
     def walk(n: Node, in_head: bool) -> None:

@@ -200,9 +200,9 @@ def evaluate_shipped(
                             + ", ".join(CALIBRATIONS)
                         )
                     if source == "prior":
-                        record, why = mem.calibration()
+                        record, _ = mem.calibration()
                         if record is None or record.source != "prior":
-                            notes.append(f"no prior calibration for {name}: {why}")
+                            notes.append(f"no prior calibration is shipped for {name}")
                             continue
                         rows, refused = observe_all(
                             mem, questions, now=now, touched=touched, k=k, entail=judging, fold=None
