@@ -1,18 +1,27 @@
-"""Fit the prior calibration shipped with recall for a built-in embedder (SPEC §7, `source: prior`).
+"""Fit the prior calibration shipped for a built-in embedder (SPEC §7, `source: prior`): the
+boundary a memory too small to calibrate itself is judged by.
 
-Each labelled set named (default: the shipped set and the platform, transit and pgsql sets under
-benches/evalsets) is indexed into a fresh store, and the questions a labelled calibration is
-fitted on (paraphrase, identifier, supersession, far gap, near topic) are searched there as a
-calibration searches them. Their evidence is pooled and fitted by the labelled rule (threshold
-midway between the answerable 5th and the unanswerable 95th percentile, AUC certification), on
-the dense cosine and the identifier match only: a memory of a handful of notes gives the lexical
-share no stable IDF, so the prior holds no lexical weight. Prints the pooled fit and, per set,
-its AUC and the false confidence and false abstention of its own questions at the pooled
-threshold, and writes the record with those figures to python/recall/data/priors/NAME.json.
-What the prior does to whole searches, on these sets and on held-out ones, is measured by
-`python benches/calibration_sets.py`.
+A prior serves small memories, so it is fitted on small memories. From each labelled set named
+(default: the shipped set and benches/evalsets/{platform,transit,pgsql}), seeded draws of a few
+notes (`--sizes`, `--draws` of each) are indexed into a fresh store each, and the set's questions
+are asked of that store: a paraphrase or identifier question whose note was drawn is answerable;
+a paraphrase whose notes were not drawn is a near-topic question (its subject is the corpus's,
+its answer is not in the memory), and so is every near-topic question of the set; far-gap
+questions are far gaps. An identifier question whose note was not drawn is left out: the
+identifier rule refuses it whatever the boundary. The evidence of every draw is pooled and
+fitted by the labelled rule (threshold midway between the answerable 5th and the unanswerable
+95th percentile, AUC certification) on the dense cosine and the identifier match only: a
+memory of a handful of notes gives the lexical share no stable IDF.
 
-Usage: python benches/fit_prior.py [--embedder minilm-l6] [--sets DIR ...] [--dry-run]
+Prints the pooled fit and, per set (those fitted on and the `--try` ones, drawn the same way),
+its AUC and its false abstention, near-topic and far-gap false confidence at the pooled
+threshold; with `--write`, writes the record and those figures to
+python/recall/data/priors/NAME.json when the pooled fit is certified. What the prior does to
+whole searches is measured by `python benches/calibration_sets.py` (its `prior` rows) and
+`python benches/first_answer.py` (a memory written note by note).
+
+Usage: python benches/fit_prior.py [--embedder minilm-l6] [--sets DIR ...] [--try DIR ...]
+       [--sizes 5 10 20] [--draws 6] [--write]
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import random
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -28,83 +39,123 @@ import recall
 from recall import fitting
 from recall.api import CANDIDATES
 from recall.calibration import Calibration, Evidence, auc, fit_evidence, hanley_mcneil
-from recall.evaluation.questions import load_questions
-from recall.evaluation.shipped import EVALSET_DIR, FIT_CATEGORIES, _load_meta
+from recall.evaluation.questions import Question, load_questions
+from recall.evaluation.shipped import EVALSET_DIR
 from recall.instants import format_instant
 from recall.priors import PRIORS
 from recall.selfcal import Probe
 
 ROOT = Path(__file__).resolve().parents[1]
-LEXICAL = (0.0,)
 SETS = [EVALSET_DIR] + [ROOT / "benches" / "evalsets" / n for n in ("platform", "transit", "pgsql")]
+SEED = 20261205
+#: (kind, evidence) of one question asked of one drawn memory.
+Asked = tuple[str, Evidence]
 
 
-def set_evidence(
-    folder: Path, embedder: str, scratch: Path
-) -> tuple[str, list[tuple[str, Evidence]]]:
-    """The embedder's fingerprint, and (category, evidence) of each question of `folder` that a
-    labelled fit takes."""
-    now, _, indexed_at = _load_meta(folder / "meta.json")
-    questions = [
-        q for q in load_questions(folder / "questions.jsonl") if q.category in FIT_CATEGORIES
-    ]
-    with recall.open(scratch / f"{folder.name}.db", embedder=embedder) as mem:
-        mem.index(folder / "notes", now=indexed_at, calibrate=False)
-        probes = [
-            Probe(q.query, q.answerable, "labelled", frozenset(q.relevant if q.answerable else ()))
-            for q in questions
-        ]
-        found = fitting.evidence(mem._store, mem.embedder, probes, CANDIDATES)
-        fingerprint = mem.embedder.fingerprint
-    return fingerprint, [(q.category, e) for q, e in zip(questions, found)]
+def _probes(questions: list[Question], drawn: set[str]) -> tuple[list[str], list[Probe]]:
+    """The kinds and probes of `questions` asked of a memory holding the notes `drawn`."""
+    kinds, probes = [], []
+    for q in questions:
+        held = [p for p in q.relevant if p in drawn]
+        if q.category in ("paraphrase", "identifier") and held:
+            kind, probe = "answerable", Probe(q.query, True, "labelled", frozenset(held))
+        elif q.category == "paraphrase" or q.category == "near_topic":
+            kind, probe = "near_topic", Probe(q.query, False, "labelled")
+        elif q.category == "far_gap":
+            kind, probe = "far_gap", Probe(q.query, False, "labelled")
+        else:
+            continue
+        kinds.append(kind)
+        probes.append(probe)
+    return kinds, probes
+
+
+def draws(folder: Path, embedder: str, sizes: list[int], count: int, scratch: Path) -> list[Asked]:
+    """The evidence of the set's questions asked of `count` seeded draws of each size."""
+    notes = sorted(
+        p.relative_to(folder / "notes").as_posix() for p in (folder / "notes").rglob("*.md")
+    )
+    questions = load_questions(folder / "questions.jsonl")
+    rng = random.Random(f"{SEED}:{folder.name}")
+    out: list[Asked] = []
+    for size in sizes:
+        for n in range(count):
+            drawn = set(rng.sample(notes, min(size, len(notes))))
+            memory = scratch / f"{folder.name}-{size}-{n}"
+            for rel in drawn:
+                (memory / "notes" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(folder / "notes" / rel, memory / "notes" / rel)
+            with recall.open(memory / "m.db", embedder=embedder) as mem:
+                mem.index(memory / "notes", calibrate=False)
+                kinds, probes = _probes(questions, drawn)
+                found = fitting.evidence(mem._store, mem.embedder, probes, CANDIDATES)
+            out += list(zip(kinds, found))
+            shutil.rmtree(memory)
+    return out
+
+
+def figures(
+    name: str, asked: list[Asked], weights: tuple[float, float], threshold: float
+) -> dict[str, object]:
+    """A set's AUC and error rates at `threshold`, over every draw."""
+    samples = [(k, e.sample(*weights)) for k, e in asked]
+    yes = [s for k, s in samples if k == "answerable"]
+    no = [s for k, s in samples if k != "answerable"]
+    area = auc(yes, no)
+    out: dict[str, object] = {
+        "set": name,
+        "answerable": len(yes),
+        "unanswerable": len(no),
+        "auc": round(area, 4) if area is not None else None,
+        "auc_lower": round(hanley_mcneil(area, len(yes), len(no))[0], 4) if area else None,
+        "false_abstain": round(sum(s < threshold for s in yes) / max(len(yes), 1), 4),
+    }
+    for kind in ("near_topic", "far_gap"):
+        asked_kind = [s for k, s in samples if k == kind]
+        if asked_kind:
+            answered = sum(s >= threshold for s in asked_kind) / len(asked_kind)
+            out[f"{kind}_false_confidence"] = round(answered, 4)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", default="minilm-l6")
     parser.add_argument("--sets", nargs="+", type=Path, default=SETS)
-    parser.add_argument("--dry-run", action="store_true", help="print, write nothing")
+    parser.add_argument("--try", dest="tried", nargs="*", type=Path, default=[])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[5, 10, 20])
+    parser.add_argument("--draws", type=int, default=6)
+    parser.add_argument("--write", action="store_true", help="write the prior when certified")
     args = parser.parse_args()
 
-    per_set: dict[str, list[tuple[str, Evidence]]] = {}
-    fingerprint = ""
+    fitted: dict[str, list[Asked]] = {}
+    tried: dict[str, list[Asked]] = {}
     with tempfile.TemporaryDirectory(prefix="recall-prior-") as scratch:
-        for folder in args.sets:
-            fingerprint, per_set[folder.name] = set_evidence(folder, args.embedder, Path(scratch))
-            print(f"{folder.name}: {len(per_set[folder.name])} questions")
-    pooled = [e for rows in per_set.values() for _, e in rows]
-    result, (lexical, identifier) = fit_evidence(pooled, lexical_weights=LEXICAL)
+        for group, folders in ((fitted, args.sets), (tried, args.tried)):
+            for folder in folders:
+                name = "shipped" if folder.resolve() == EVALSET_DIR else folder.name
+                group[name] = draws(folder, args.embedder, args.sizes, args.draws, Path(scratch))
+                print(f"{name}: {len(group[name])} questions asked of small memories", flush=True)
+        with recall.open(Path(scratch) / "f.db", embedder=args.embedder) as mem:
+            fingerprint = mem.embedder.fingerprint
+    pooled = [e for asked in fitted.values() for _, e in asked]
+    result, weights = fit_evidence(pooled, lexical_weights=(0.0,))
     print(
         f"pooled: {result.n_answerable} + {result.n_unanswerable} questions, threshold "
-        f"{result.threshold:.3f}, scale {result.scale:.4f}, identifier weight {identifier}, "
+        f"{result.threshold:.3f}, scale {result.scale:.4f}, identifier weight {weights[1]}, "
         f"{result.certified_reason}"
     )
     corpora = []
-    for name, rows in per_set.items():
-        samples = [(c, e.answerable, e.sample(lexical, identifier)) for c, e in rows]
-        yes = [s for _, a, s in samples if a]
-        no = [s for _, a, s in samples if not a]
-        area = auc(yes, no)
-        low = hanley_mcneil(area, len(yes), len(no))[0] if area is not None else None
-        figures = {
-            "set": name,
-            "fitted_on": True,
-            "answerable": len(yes),
-            "unanswerable": len(no),
-            "auc": round(area, 4) if area is not None else None,
-            "auc_lower": round(low, 4) if low is not None else None,
-            "false_abstain": round(sum(s < result.threshold for s in yes) / max(len(yes), 1), 4),
-        }
-        for category in ("far_gap", "near_topic"):
-            asked = [s for c, a, s in samples if c == category]
-            if asked:
-                answered = sum(s >= result.threshold for s in asked) / len(asked)
-                figures[f"{category}_false_confidence"] = round(answered, 4)
-        corpora.append(figures)
-        print("  " + ", ".join(f"{k} {v}" for k, v in figures.items()))
+    for group, on in ((fitted, True), (tried, False)):
+        for name, asked in group.items():
+            row = {**figures(name, asked, weights, result.threshold), "fitted_on": on}
+            corpora.append(row)
+            print("  " + ", ".join(f"{k} {v}" for k, v in row.items()))
+    if not args.write:
+        return
     if result.certified is not True:
-        raise SystemExit(f"the pooled fit is not certified ({result.certified_reason}): no prior")
-    names = sorted(per_set)
+        raise SystemExit(f"not certified ({result.certified_reason}): no prior written")
+    names = sorted(fitted)
     digest = hashlib.blake2b(json.dumps([names, result.threshold]).encode(), digest_size=4)
     record = Calibration(
         id=f"prior-{args.embedder}-{digest.hexdigest()}",
@@ -118,22 +169,21 @@ def main() -> None:
         auc_lower=result.auc_interval[0] if result.auc_interval else None,
         n_answerable=result.n_answerable,
         n_unanswerable=result.n_unanswerable,
-        certified_reason=f"{result.certified_reason}, pooled over {', '.join(names)}",
-        features=("dense",) + (("identifier_match",) if identifier > 0 else ()),
+        certified_reason=f"{result.certified_reason}, small memories drawn from {', '.join(names)}",
+        features=("dense",) + (("identifier_match",) if weights[1] > 0 else ()),
         lexical_weight=0.0,
-        identifier_weight=identifier,
+        identifier_weight=weights[1],
         source="prior",
     )
-    out = PRIORS / f"{args.embedder}.json"
     data = {
         "record": record.to_dict(),
         "fitted_on": names,
-        "command": "python benches/fit_prior.py",
+        "command": "python benches/fit_prior.py --write",
+        "sizes": args.sizes,
+        "draws": args.draws,
         "corpora": corpora,
     }
-    if args.dry_run:
-        print(json.dumps(data, indent=2))
-        return
+    out = PRIORS / f"{args.embedder}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out.relative_to(ROOT)}")
