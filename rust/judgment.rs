@@ -358,8 +358,10 @@ pub fn candidate(
 /// `doc_of` does not know (a concurrent writer removed it) is skipped. What the question asks for
 /// beyond its topic (answer.rs) is the document's to hold: a best chunk that lacks it does not
 /// when another retrieved chunk of its document holds it (the answer may sit in another section
-/// of the note); the document is still judged and shown by its best chunk. Returns the
-/// candidates and the retrieval of each kept chunk.
+/// of the note); the document is still judged and shown by its best chunk. So are the
+/// identifiers it asks for (SPEC §7), but a lookup is judged on the passage that holds them: a
+/// best chunk without them gives way to the document's best retrieved chunk with them. Returns
+/// the candidates and the retrieval of each kept chunk.
 pub fn shortlist(
     fused: &[Fused],
     k: usize,
@@ -378,16 +380,31 @@ pub fn shortlist(
             continue;
         }
         let mut kept = candidate(f, doc);
-        if kept.lacks.is_some()
-            && fused[i + 1..]
+        let mut shown = f;
+        // SPEC §7: the identifiers a question asks for are the document's to hold. A best chunk
+        // without them gives way to the document's best retrieved chunk that holds them, which
+        // is then judged and shown in the document's place.
+        if !kept.identifiers_held {
+            if let Some((g, held)) = fused[i + 1..]
                 .iter()
                 .filter(|g| doc_of(g.chunk) == Some(doc))
+                .map(|g| (g, candidate(g, doc)))
+                .find(|(_, c)| c.identifiers_held)
+            {
+                kept = held;
+                shown = g;
+            }
+        }
+        if kept.lacks.is_some()
+            && fused[i..]
+                .iter()
+                .filter(|g| g.chunk != shown.chunk && doc_of(g.chunk) == Some(doc))
                 .any(|g| candidate(g, doc).lacks.is_none())
         {
             kept.lacks = None;
         }
         cands.push(kept);
-        retrieval.insert(f.chunk, f.clone());
+        retrieval.insert(shown.chunk, shown.clone());
     }
     (cands, retrieval)
 }
@@ -533,6 +550,26 @@ mod tests {
             .collect();
         assert_eq!(got, vec![(0, 1, false), (1, 2, true)]);
         assert!(retrieval.contains_key(&1) && !retrieval.contains_key(&3));
+    }
+
+    #[test]
+    fn a_lookup_is_judged_on_the_chunk_of_the_document_that_holds_the_identifier() {
+        // Doc 0's best chunk (1) lacks the asked identifier and its later chunk (3) holds it:
+        // doc 0 is judged and shown by chunk 3, in chunk 1's place. Doc 1's only chunk (2)
+        // lacks it and stays as it is.
+        let fused = crate::fusion::rrf(&[1, 2, 3], &[]);
+        let doc_of = |c: i64| Some(if c == 2 { 1 } else { 0 });
+        let (cands, retrieval) = shortlist(&fused, 5, doc_of, |f, d| Candidate {
+            identifiers_held: f.chunk == 3,
+            identifier_match: f.chunk == 3,
+            ..Candidate::dense(d, f.chunk, 0.5)
+        });
+        let got: Vec<(usize, i64, bool)> = cands
+            .iter()
+            .map(|c| (c.doc, c.chunk, c.identifiers_held))
+            .collect();
+        assert_eq!(got, vec![(0, 3, true), (1, 2, false)]);
+        assert!(retrieval.contains_key(&3) && !retrieval.contains_key(&1));
     }
 
     #[test]

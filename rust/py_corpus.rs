@@ -287,6 +287,8 @@ impl PyCorpus {
             .map(|(t, df)| (t, idf(df, chunk_count)))
             .collect();
         let ev = QueryEvidence::new(terms, text);
+        // The best chunk by cosine among those holding the identifiers the query asks for, if
+        // any does, as search judges a lookup (judgment::shortlist).
         let best = chunks
             .iter()
             .map(|(chunk, vector, body)| {
@@ -294,7 +296,11 @@ impl PyCorpus {
                 let score = if v.len() == q.len() { dot(&v, &q) } else { 0.0 };
                 (*chunk, score, body)
             })
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+            .max_by(|a, b| {
+                (ev.identifiers_held(a.2).cmp(&ev.identifiers_held(b.2)))
+                    .then(a.1.total_cmp(&b.1))
+                    .then(b.0.cmp(&a.0))
+            });
         let mut cand = match best {
             Some((chunk, score, body)) => judgment::candidate(&ev, d, chunk, score, Some(body)),
             None => Candidate::dense(d, -1, f32::NEG_INFINITY),

@@ -70,6 +70,28 @@ def test_no_passage_holding_the_identifier_abstains_saying_so(incidents: recall.
     assert res.abstained and "no passage holds inc-9999" in res.reason
 
 
+def test_a_lookup_is_answered_from_the_section_that_holds_the_identifier(
+    tmp_path: Path, corpus: Path
+) -> None:
+    """SPEC §7: the identifiers a question asks for are the document's to hold. A long note
+    whose best passage for the question lacks the identifier, while another of its sections
+    holds it, is judged and shown by that section, not refused as if no passage held it."""
+    overview = " ".join(["Creating a database sets its encoding, its locale and its owner."] * 9)
+    examples = (
+        "Examples of options seen in the field: ENCODING LATIN9 for a legacy import, a "
+        "template copied from template0, and a connection limit for the reporting role."
+    )
+    note = f"# Databases\n\n## Overview\n\n{overview}\n\n## Examples\n\n{examples}\n"
+    write_corpus(corpus, {"create-database.md": note, "roles.md": "# Roles\n\nRoles own."})
+    with recall.open(tmp_path / "m.db", embedder="hashing-512") as mem:
+        mem.index(corpus, now=NOW)
+        certified(mem, threshold=0.05)
+        res = mem.search("create a database with LATIN9 encoding", now=NOW)
+    assert not res.abstained, res.reason
+    (hit,) = [h for h in res.hits if h.provenance.file == "create-database.md"]
+    assert hit.verdict == "ok" and hit.identifiers_held and "LATIN9" in hit.text
+
+
 def test_feature_weights_apply_and_are_reported(incidents: recall.Memory) -> None:
     q = "INC-4407"
     with incidents as mem:

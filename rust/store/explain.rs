@@ -47,15 +47,25 @@ impl Store {
         let Some(d) = cache.corpus.locate(file) else {
             return Ok(None);
         };
+        let ev = self.query_evidence(text)?;
+        // The best chunk by cosine among those holding the identifiers the query asks for, if
+        // any does, as search judges a lookup (judgment::shortlist).
         let best_chunk = if query.len() == cache.dense.dim() {
-            cache
-                .rows_of(d)
-                .map(|row| (cache.row_chunk[row], cache.dense.score(row, query)))
-                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            let scored = || {
+                cache
+                    .rows_of(d)
+                    .map(|row| (cache.row_chunk[row], cache.dense.score(row, query)))
+            };
+            let holding = scored()
+                .filter(|&(chunk, _)| {
+                    ev.identifiers().is_empty()
+                        || self.candidate(&ev, d, chunk, 0.0).identifiers_held
+                })
+                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+            holding.or_else(|| scored().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))))
         } else {
             None
         };
-        let ev = self.query_evidence(text)?;
         let mut cand = match best_chunk {
             Some((chunk, score)) => self.candidate(&ev, d, chunk, score),
             None => Candidate::dense(d, -1, f32::NEG_INFINITY),
