@@ -4,11 +4,14 @@ A labelled calibration needs a user to write forty questions; this one needs non
 notes themselves: answerable questions made of each note's title and headings (the note as the
 file that answers), identifier lookups for identifiers a few notes hold (those notes answer),
 and two kinds of unanswerable ones: questions from a shipped bank of off-topic questions across
-many domains, and near-topic questions made like the answerable ones from a sample of notes
-that the search then leaves out, so that the only note that would answer is not there.
+many domains, and near-topic questions asking a sample of notes' subjects (their titles without
+identifiers) that the search then asks without the note and every note sharing its subject (a
+declared edge, a title alike once the corpus's title forms are set aside, a copied passage), so
+that no note left in would answer.
 
 Owns: choosing the notes and identifiers (seeded, so one store always asks the same questions),
-the phrasing, and the off-topic bank (`data/offtopic.txt`). Does not own: running the questions
+which notes share a near-topic question's subject, the phrasing, and the off-topic bank
+(`data/offtopic.txt`). Does not own: running the questions
 (`api.Memory`), fitting and certifying (`calibration`), or storing the record.
 """
 
