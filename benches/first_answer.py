@@ -12,6 +12,11 @@ calibration the index run made (threshold, certified, seconds), and each questio
 verdict and confidence. No labelled question is written. The corpus is generated with a fixed
 seed, so every run asks the same questions of the same notes.
 
+Then an agent's memory from its first note: `recall serve --db NEW --corpus EMPTY` (the MCP
+server over stdio, driven by the SDK's own client, strict mode), five notes written through its
+`remember` tool, and a strict `search` for what one of them holds: the answer, or the refusal
+with its code and message, and what the last `remember` reported of the store's calibration.
+
 Usage: python benches/first_answer.py [--notes 1000] [--embedder minilm-l6] [--keep DIR]
 """
 
@@ -28,6 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 # benches/ is on sys.path when this runs as a script.
 from machine import cpu_model
@@ -168,6 +174,67 @@ def corpus(folder: Path, notes: int, seed: int = 7) -> list[str]:
     return written
 
 
+#: (title, text) of the notes an agent writes into an empty memory, one `remember` each; the
+#: question is answered by the third.
+REMEMBERED = [
+    ("User prefers metric units", "The user wants distances in kilometres and weights in kg."),
+    ("Dashboard API latency", "The dashboard API answers in 250 ms at the 95th percentile."),
+    ("Deploy freeze", "No production deploys between 15 December and 5 January."),
+    ("Staging database", "Staging runs PostgreSQL 16 on a single node with daily backups."),
+    ("On-call handover", "On-call hands over on Mondays at 10:00 in the team channel."),
+]
+REMEMBERED_QUESTION = "When are production deploys not allowed over the holidays?"
+
+
+async def _remembered(db: Path, notes: Path, embedder: str) -> list[str]:
+    """Five `remember` calls into an empty memory, then a strict `search`, over MCP."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECALL_")}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "recall.cli", "serve", "--db", str(db), "--corpus", str(notes)],
+        env={**env, "RECALL_EMBEDDER": embedder},
+        cwd=str(db.parent),
+    )
+    lines = []
+    started = time.perf_counter()
+    with open(db.parent / "serve.log", "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            reply: Any = None
+            for title, text in REMEMBERED:
+                reply = await session.call_tool("remember", {"title": title, "text": text})
+                if reply.is_error:
+                    raise SystemExit(f"remember failed: {reply.content[0].text}")
+            wrote = time.perf_counter() - started
+            lines.append(f"  5 notes remembered in {wrote:.1f} s (server start included)")
+            last = reply.structured_content or {} if reply is not None else {}
+            trust = (last.get("index") or {}).get("trust") or last.get("trust")
+            if trust:
+                lines.append(f"  trust after the fifth: {trust.get('line')}")
+            res = await session.call_tool("search", {"query": REMEMBERED_QUESTION, "k": 5})
+            if res.is_error:
+                lines.append(f"  {REMEMBERED_QUESTION!r}: refused: {res.content[0].text}")
+                return lines
+            out = res.structured_content or {}
+            ok = [h for h in out.get("hits", []) if h["verdict"] == "ok"]
+            where = ok[0]["provenance"]["file"] if ok else None
+            lines.append(
+                f"  {REMEMBERED_QUESTION!r}: "
+                + (
+                    f"ok from {where}, confidence {ok[0]['confidence']:.2f}, mode {out['mode']}, "
+                    f"calibration {out['calibration']['source']}"
+                    if ok
+                    else f"abstained ({out.get('reason')})"
+                )
+            )
+    return lines
+
+
 def _timed(args: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
@@ -245,6 +312,14 @@ def main() -> None:
         print("first trusted answer: none (no question was answered ok from its note)")
     else:
         print(f"first trusted answer: {first:.1f} s after the first command (target <= 60 s)")
+    memory = work / "memory"
+    shutil.rmtree(memory, ignore_errors=True)
+    (memory / "notes").mkdir(parents=True)
+    print("an agent's memory from empty, through MCP remember:")
+    import anyio
+
+    for line in anyio.run(_remembered, memory / "memory.db", memory / "notes", args.embedder):
+        print(line)
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 
