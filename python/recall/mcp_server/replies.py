@@ -40,8 +40,10 @@ NEXT_STEP = {
     ),
     "CALIBRATION_MISSING": (
         "call the index tool where it is offered (an index run calibrates the store from its "
-        "notes); otherwise the store's owner must run 'recall calibrate --auto'. Until then "
-        "memory cannot be trusted: do not act on remembered facts"
+        "notes once their titles and headings make 20 answerable questions; a smaller memory "
+        "stays uncalibrated until it grows); otherwise the store's owner must run 'recall "
+        "calibrate --auto' or label questions. Until then memory cannot be trusted: do not act "
+        "on remembered facts"
     ),
     "CALIBRATION_UNCERTIFIED": (
         "the store's owner must certify a calibration ('recall calibrate QUERIES' with at "
