@@ -136,6 +136,30 @@ def test_a_copy_of_the_note_is_left_out_with_it(tmp_path: Path) -> None:
     assert {p for _, p in found} == {"gateway-copy.md"} and alone == set()
 
 
+@pytest.mark.parametrize(
+    "blob", [b"\x00" * 7, b"\x00\x00\xc0\x7f" * 512], ids=["short", "not-finite"]
+)
+def test_vectors_read_back_damaged_vouch_for_no_copy(tmp_path: Path, blob: bytes) -> None:
+    """The vectors a store gives back are checked before a copy is searched with them."""
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    body = "The parcel gateway retries a courier five times with jitter before it gives up."
+    (corpus / "a.md").write_text(f"# Courier gateway\n\n{body}\n", encoding="utf-8")
+    (corpus / "b.md").write_text(f"# Gateway notes\n\n{body}\n", encoding="utf-8")
+    with recall.open(tmp_path / "h.db", embedder="hashing-512") as mem:
+        mem.index(corpus, calibrate=False)
+        note = next(n for n in selfcal._notes(mem._store) if n.path == "a.md")
+        assert selfcal.copies(mem._store, note)
+        stored = mem._store.document_vectors(note.source, note.path)
+        assert stored is not None
+
+        class Damaged:
+            def document_vectors(self, source: str, path: str) -> object:
+                return (stored[0], stored[1], blob)
+
+        assert selfcal.copies(Damaged(), note) == set()  # type: ignore[arg-type]
+
+
 def test_a_near_topic_question_is_searched_without_its_note(tmp_path: Path) -> None:
     with recall.open(tmp_path / "h.db", embedder="hashing-512") as mem:
         mem.index(NOTES, calibrate=False)

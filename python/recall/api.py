@@ -693,14 +693,16 @@ class Memory:
     def trust(self) -> dict[str, Any]:
         """What trust the store has now (SPEC §7): `state` (`labelled`, `self`, `prior`,
         `missing`, `uncertified`, `stale`, or `empty` before anything is indexed), whether a
-        strict search answers, the calibration in force, and one line saying so with the next
-        step (what `recall index` prints last)."""
+        strict search answers, the calibration in force (as `stats` shows it), and one line
+        saying so with the next step (what `recall index` prints last)."""
         bound = self._store.embedder()
-        if bound is None or self._store.freshness()[0] == 0:
+        documents, _, _, churn = self._store.freshness()
+        if bound is None or documents == 0:
             line = "strict search refuses (INDEX_NOT_READY): nothing is indexed"
             return {"state": "empty", "answers": False, "calibration": None, "line": line}
         calibration, why = self.calibration(bound)
-        return trust_of(calibration, why, self._store.freshness()[3])
+        shown = records.summary(calibration, churn) if calibration is not None else None
+        return {**trust_of(calibration, why, churn), "calibration": shown}
 
     def calibrate_if_due(self, *, now: dt.datetime | None = None) -> dict[str, Any] | None:
         """Run `calibrate_self()` when the store's embedder has no calibration in use, or only

@@ -534,10 +534,12 @@ def fit(
             f"AUC {area:.3f} (95% interval {interval[0]:.3f}–{interval[1]:.3f}) on "
             f"{len(answerable)} + {len(unanswerable)} questions"
         )
-    loo_fc, loo_fa = _leave_one_out(placed_answerable, placed_unanswerable, ceiling)
-    threshold = threshold_for(placed_answerable, placed_unanswerable, ceiling)
     if nearby and placed_unanswerable and not placed_answerable:
         threshold, loo_fc = _near_topic_rule(placed_unanswerable, nearby, ceiling)
+        loo_fa = None
+    else:
+        threshold = threshold_for(placed_answerable, placed_unanswerable, ceiling)
+        loo_fc, loo_fa = _leave_one_out(placed_answerable, placed_unanswerable, ceiling)
     return Fit(
         threshold=threshold,
         scale=scale_for(answerable, unanswerable),

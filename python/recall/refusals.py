@@ -107,23 +107,12 @@ _REFUSED = {
 def trust_of(calibration: Calibration | None, why: str, churn: int) -> dict[str, object]:
     """What trust a store has (SPEC §7), as the index summary says it: `state` (`labelled`,
     `self`, `prior`, or the refusal's `missing`, `uncertified`, `stale`), whether strict search
-    answers, the calibration in force (id, source, certified, threshold) and one line saying
-    so with the next step."""
+    answers, and one line saying so with the next step."""
     refusal = calibration_refusal(calibration, why, churn)
-    shown = (
-        None
-        if calibration is None
-        else {
-            "id": calibration.id,
-            "source": calibration.source,
-            "certified": calibration.certified,
-            "threshold": calibration.threshold,
-        }
-    )
     if refusal is not None:
         code, message = refusal
         line = f"strict search refuses ({code}): {message}"
-        return {"state": _REFUSED[code], "answers": False, "calibration": shown, "line": line}
+        return {"state": _REFUSED[code], "answers": False, "line": line}
     assert calibration is not None
     if calibration.source == "prior":
         line = (
@@ -140,4 +129,4 @@ def trust_of(calibration: Calibration | None, why: str, churn: int) -> dict[str,
         )
     else:
         line = f"strict search answers with calibration {calibration.id}, fitted on your questions"
-    return {"state": calibration.source, "answers": True, "calibration": shown, "line": line}
+    return {"state": calibration.source, "answers": True, "line": line}

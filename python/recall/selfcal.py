@@ -159,9 +159,13 @@ def copies(store: Store, note: _Note) -> set[tuple[str, str]]:
     if stored is None:
         return set()
     _, chunks, blob = stored
-    vectors = np.frombuffer(blob, dtype="<f4").reshape(len(chunks), -1) if chunks else None
+    if not chunks or len(blob) % (4 * len(chunks)):
+        return set()  # vectors that do not match the chunks (damage): no copy is vouched for
+    vectors = np.frombuffer(blob, dtype="<f4").reshape(len(chunks), -1)
+    if not np.isfinite(vectors).all():
+        return set()
     found: set[tuple[str, str]] = set()
-    for vector in [] if vectors is None else vectors[:COPY_CHUNKS]:
+    for vector in vectors[:COPY_CHUNKS]:
         raw = store.search(
             np.ascontiguousarray(vector, dtype="<f4").tobytes(),
             text="",
