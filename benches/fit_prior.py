@@ -21,7 +21,7 @@ whole searches is measured by `python benches/calibration_sets.py` (its `prior` 
 `python benches/first_answer.py` (a memory written note by note).
 
 Usage: python benches/fit_prior.py [--embedder minilm-l6] [--sets DIR ...] [--try DIR ...]
-       [--sizes 5 10 20] [--draws 6] [--write]
+       [--sizes 5 10 20] [--draws 6] [--lexical] [--write]
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[5, 10, 20])
     parser.add_argument("--draws", type=int, default=6)
     parser.add_argument("--write", action="store_true", help="write the prior when certified")
+    parser.add_argument("--lexical", action="store_true", help="weigh the lexical share too")
     args = parser.parse_args()
 
     fitted: dict[str, list[Asked]] = {}
@@ -139,10 +140,11 @@ def main() -> None:
         with recall.open(Path(scratch) / "f.db", embedder=args.embedder) as mem:
             fingerprint = mem.embedder.fingerprint
     pooled = [e for asked in fitted.values() for _, e in asked]
-    result, weights = fit_evidence(pooled, lexical_weights=(0.0,))
+    result, weights = fit_evidence(pooled, **({} if args.lexical else {"lexical_weights": (0.0,)}))
     print(
         f"pooled: {result.n_answerable} + {result.n_unanswerable} questions, threshold "
-        f"{result.threshold:.3f}, scale {result.scale:.4f}, identifier weight {weights[1]}, "
+        f"{result.threshold:.3f}, scale {result.scale:.4f}, lexical weight {weights[0]}, "
+        f"identifier weight {weights[1]}, "
         f"{result.certified_reason}"
     )
     corpora = []
@@ -170,8 +172,10 @@ def main() -> None:
         n_answerable=result.n_answerable,
         n_unanswerable=result.n_unanswerable,
         certified_reason=f"{result.certified_reason}, small memories drawn from {', '.join(names)}",
-        features=("dense",) + (("identifier_match",) if weights[1] > 0 else ()),
-        lexical_weight=0.0,
+        features=("dense",)
+        + (("lexical",) if weights[0] > 0 else ())
+        + (("identifier_match",) if weights[1] > 0 else ()),
+        lexical_weight=weights[0],
         identifier_weight=weights[1],
         source="prior",
     )
