@@ -173,7 +173,7 @@ def main() -> None:
         n_unanswerable=result.n_unanswerable,
         certified_reason=f"{result.certified_reason}, small memories drawn from {', '.join(names)}",
         features=("dense",)
-        + (("lexical",) if weights[0] > 0 else ())
+        + (("lexical_share",) if weights[0] > 0 else ())
         + (("identifier_match",) if weights[1] > 0 else ()),
         lexical_weight=weights[0],
         identifier_weight=weights[1],
