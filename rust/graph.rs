@@ -208,11 +208,163 @@ fn linked_file(
     files.get(&path).copied()
 }
 
+/// The name a numbered file's stem carries after its number (`0016-file-uploads` and
+/// `ADR_0016_File_Uploads` → `file-uploads`), lower case with `-` for `_` and spaces; None when
+/// the stem is not numbered (a date prefix is not a number) or names nothing after its number.
+fn numbered_name(stem: &str) -> Option<String> {
+    let b = stem.as_bytes();
+    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
+    if (0..4).all(digit)
+        && b.get(4) == Some(&b'-')
+        && digit(5)
+        && digit(6)
+        && b.get(7) == Some(&b'-')
+    {
+        return None;
+    }
+    let separator = |i: usize| matches!(b.get(i), Some(b'-' | b'_' | b' '));
+    let mut i = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    match i {
+        0 => {}
+        2..=6 if separator(i) => i += 1,
+        2..=6 => {}
+        _ => return None,
+    }
+    let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+    if !(1..=6).contains(&digits) || !(separator(i + digits) || b.get(i + digits) == Some(&b'.')) {
+        return None;
+    }
+    let name: String = stem[i + digits + 1..]
+        .trim()
+        .chars()
+        .map(|c| match c {
+            '_' | ' ' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
 /// How many levels up from `from` the nearest folder holding `to` is (0: `to` is `from` or
 /// below it).
 fn distance(from: &[&str], to: &[&str]) -> usize {
     let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
     from.len() - common
+}
+
+/// What scoped references resolve against: names and numbers, folders, files, and each
+/// numbered note's name after its number.
+struct Places<'a> {
+    lookup: &'a dyn Fn(&str) -> Vec<(usize, bool)>,
+    folders: &'a [Vec<&'a str>],
+    files: &'a HashMap<Vec<&'a str>, usize>,
+    nodes: &'a [Node],
+    names: &'a [Option<String>],
+    by_name: &'a Names<'a>,
+}
+
+impl Places<'_> {
+    /// SPEC §2.5: each alternative key in turn; the first that names another document resolves
+    /// to the nearest of them (the declarer's folder, then up its tree, then the store); only a
+    /// tie at the nearest level is ambiguous. A note found by a number (the linked file's or the
+    /// link text's) while the linked file's own name is missing must not be contradicted: when
+    /// the name after the file's number, or another number the link carries, names a different
+    /// note at least as near, the reference names both and is ambiguous (SPEC §2.3).
+    fn nearest(&self, declarer: usize, key: &str) -> Resolution {
+        let mut itself = false;
+        let mut linked_name: Option<String> = None;
+        let alternatives: Vec<&str> = key.split('\n').filter(|k| !k.is_empty()).collect();
+        for (at, alternative) in alternatives.iter().enumerate() {
+            if let Some(relative) = alternative.strip_prefix('@') {
+                // A relative link names one file exactly, from the declarer's folder.
+                match linked_file(&self.folders[declarer], relative, self.files) {
+                    Some(m) if m == declarer => itself = true,
+                    Some(m) => return Resolution::Resolved(m),
+                    None => {}
+                }
+                continue;
+            }
+            let Some(tied) = self.named(declarer, alternative, &mut itself) else {
+                if identifier(alternative).is_none() && linked_name.is_none() {
+                    linked_name = numbered_name(alternative);
+                }
+                continue;
+            };
+            let [only] = tied[..] else {
+                return Resolution::Ambiguous(tied);
+            };
+            if identifier(alternative).is_none() {
+                return Resolution::Resolved(only);
+            }
+            let reach = distance(&self.folders[declarer], &self.folders[only]);
+            let mut found = vec![only];
+            if let Some(name) = linked_name.as_deref() {
+                if self.names[only].as_deref() != Some(name) {
+                    found.extend(self.by_name.get(name).filter(|&m| {
+                        m != declarer
+                            && distance(&self.folders[declarer], &self.folders[m]) <= reach
+                    }));
+                }
+            }
+            for later in alternatives[at + 1..]
+                .iter()
+                .filter(|a| identifier(a).is_some())
+            {
+                let mut ignored = false;
+                if let Some(other) = self.named(declarer, later, &mut ignored) {
+                    if !other.contains(&only)
+                        && distance(&self.folders[declarer], &self.folders[other[0]]) <= reach
+                    {
+                        found.extend(other);
+                    }
+                }
+            }
+            found.sort_unstable();
+            found.dedup();
+            return match found[..] {
+                [only] => Resolution::Resolved(only),
+                _ => Resolution::Ambiguous(found),
+            };
+        }
+        if itself {
+            Resolution::SelfReference
+        } else {
+            Resolution::Dangling
+        }
+    }
+
+    /// The documents other than the declarer that one name or number names, the nearest level
+    /// of them only; None when it names none. `itself` is set when it names the declarer.
+    fn named(&self, declarer: usize, alternative: &str, itself: &mut bool) -> Option<Vec<usize>> {
+        // A note named with a family (`DR019`) stands for a bare-numbered note (`0019-x.md`)
+        // only where the declarer numbers its own notes bare, or in the declarer's own folder:
+        // a team that writes `DR` numbers does not mean another folder's bare 19.
+        let bare = self.nodes[declarer]
+            .alias
+            .as_deref()
+            .and_then(identifier)
+            .is_none_or(|(family, _)| family.is_empty());
+        let folders = self.folders;
+        let found = (self.lookup)(alternative);
+        *itself |= found.iter().any(|&(m, _)| m == declarer);
+        let matches: Vec<usize> = found
+            .into_iter()
+            .filter(|&(m, exact)| {
+                m != declarer && (exact || bare || distance(&folders[declarer], &folders[m]) == 0)
+            })
+            .map(|(m, _)| m)
+            .collect();
+        let best = matches
+            .iter()
+            .map(|&m| distance(&folders[declarer], &folders[m]))
+            .min()?;
+        Some(
+            matches
+                .into_iter()
+                .filter(|&m| distance(&folders[declarer], &folders[m]) == best)
+                .collect(),
+        )
+    }
 }
 
 impl Graph {
@@ -286,6 +438,27 @@ impl Graph {
                 files.entry(file).or_insert(i);
             }
         }
+        // Each numbered note's name after its number, to tell whether a link's number and its
+        // file name name the same note (SPEC §2.3: an edge is never guessed).
+        let names: Vec<Option<String>> = if scoped {
+            nodes.iter().map(|n| numbered_name(&n.key)).collect()
+        } else {
+            Vec::new()
+        };
+        let mut by_name = Names::with_capacity(names.len());
+        for (i, name) in names.iter().enumerate() {
+            if let Some(name) = name {
+                by_name.add(name.as_str(), i);
+            }
+        }
+        let places = Places {
+            lookup: &lookup,
+            folders: &folders,
+            files: &files,
+            nodes: &nodes,
+            names: &names,
+            by_name: &by_name,
+        };
         let n = nodes.len();
         let mut g = Graph {
             claims: Vec::with_capacity(edges.len()),
@@ -300,7 +473,7 @@ impl Graph {
                 continue;
             }
             let resolution = if e.scoped {
-                Self::nearest(declarer, &key, &lookup, &folders, &files, &nodes)
+                places.nearest(declarer, &key)
             } else {
                 let matches: Vec<usize> = lookup(key.split('\n').next().unwrap_or_default())
                     .into_iter()
@@ -336,69 +509,6 @@ impl Graph {
         }
         g.nodes = nodes;
         g
-    }
-
-    /// SPEC §2.5: each alternative key in turn; the first that names another document resolves
-    /// to the nearest of them (the declarer's folder, then up its tree, then the store); only a
-    /// tie at the nearest level is ambiguous.
-    fn nearest(
-        declarer: usize,
-        key: &str,
-        lookup: &dyn Fn(&str) -> Vec<(usize, bool)>,
-        folders: &[Vec<&str>],
-        files: &HashMap<Vec<&str>, usize>,
-        nodes: &[Node],
-    ) -> Resolution {
-        // A note named with a family (`DR019`) stands for a bare-numbered note (`0019-x.md`)
-        // only where the declarer numbers its own notes bare, or in the declarer's own folder:
-        // a team that writes `DR` numbers does not mean another folder's bare 19.
-        let bare = nodes[declarer]
-            .alias
-            .as_deref()
-            .and_then(identifier)
-            .is_none_or(|(family, _)| family.is_empty());
-        let mut itself = false;
-        for alternative in key.split('\n').filter(|k| !k.is_empty()) {
-            if let Some(relative) = alternative.strip_prefix('@') {
-                // A relative link names one file exactly, from the declarer's folder.
-                match linked_file(&folders[declarer], relative, files) {
-                    Some(m) if m == declarer => itself = true,
-                    Some(m) => return Resolution::Resolved(m),
-                    None => {}
-                }
-                continue;
-            }
-            let found = lookup(alternative);
-            itself |= found.iter().any(|&(m, _)| m == declarer);
-            let matches: Vec<usize> = found
-                .into_iter()
-                .filter(|&(m, exact)| {
-                    m != declarer
-                        && (exact || bare || distance(&folders[declarer], &folders[m]) == 0)
-                })
-                .map(|(m, _)| m)
-                .collect();
-            let Some(best) = matches
-                .iter()
-                .map(|&m| distance(&folders[declarer], &folders[m]))
-                .min()
-            else {
-                continue;
-            };
-            let tied: Vec<usize> = matches
-                .into_iter()
-                .filter(|&m| distance(&folders[declarer], &folders[m]) == best)
-                .collect();
-            return match tied.as_slice() {
-                [only] => Resolution::Resolved(*only),
-                _ => Resolution::Ambiguous(tied),
-            };
-        }
-        if itself {
-            Resolution::SelfReference
-        } else {
-            Resolution::Dangling
-        }
     }
 
     pub fn len(&self) -> usize {
@@ -775,6 +885,58 @@ mod tests {
             Resolution::SelfReference,
             "alternatives are tried in order"
         );
+    }
+
+    #[test]
+    fn a_number_and_a_name_that_name_two_notes_prove_nothing() {
+        // "Superseded by [ADR 16](0016-compliance-documentation.md)": no such file; the folder's
+        // 16 is `0016-file-uploads`, and `0025-compliance-documentation` holds that name.
+        let g = scoped(
+            &[
+                ("/r/adr", "0003-old", Some("#:3")),
+                ("/r/adr", "0016-file-uploads", Some("#:16")),
+                ("/r/adr", "0025-compliance-documentation", Some("#:25")),
+                ("/r/adr", "0004-also-old", Some("#:4")),
+                ("/r/adr", "0005-renamed", Some("#:5")),
+                ("/r/other", "0030-audit-trail", Some("#:30")),
+                ("/r/adr", "0006-x", Some("#:6")),
+            ],
+            &[
+                (
+                    0,
+                    "@0016-compliance-documentation.md\n0016-compliance-documentation\n#:16\n#adr:16",
+                ),
+                // A renamed file: its number stands when its old name names no other note.
+                (3, "0016-file-upload-limits\n#:16"),
+                // A name found only in a farther folder does not contradict a nearer number.
+                (4, "0016-audit-trail\n#:16"),
+                // The link's number and its text's number disagree.
+                (6, "0016-gone\n#:16\n#adr:25"),
+            ],
+        );
+        assert_eq!(g.claim(0).resolution, Resolution::Ambiguous(vec![1, 2]));
+        assert_eq!(g.successor(0, None), None, "no successor is promoted");
+        assert!(g.is_ambiguous(0, None));
+        assert_eq!(g.claim(1).resolution, Resolution::Resolved(1));
+        assert_eq!(g.claim(2).resolution, Resolution::Resolved(1));
+        assert_eq!(g.claim(3).resolution, Resolution::Ambiguous(vec![1, 2]));
+    }
+
+    #[test]
+    fn numbered_names() {
+        for (stem, want) in [
+            ("0016-file-uploads", Some("file-uploads")),
+            ("ADR_0016_File_Uploads", Some("file-uploads")),
+            ("adr-0005-x", Some("x")),
+            ("DR008-use kafka", Some("use-kafka")),
+            ("pep-0008", None),
+            ("2021-05-01-meeting", None),
+            ("notes", None),
+            ("0016", None),
+            ("LONGFAMILY-0016-x", None),
+        ] {
+            assert_eq!(numbered_name(stem).as_deref(), want, "stem {stem:?}");
+        }
     }
 
     #[test]
