@@ -418,3 +418,66 @@ def test_several_paths_and_single_files(corpus: Path, tmp_path: Path) -> None:
     assert lint([corpus, other]).findings == []
     report = lint([corpus / "a.md"])
     assert [f.code for f in report.findings] == ["E001"] and report.files == 1
+
+
+KEP_TEMPLATE_README = """# KEP-{n}: {title}
+
+<!-- toc -->
+- [Release Signoff Checklist](#release-signoff-checklist)
+- [Summary](#summary)
+- [Design Details](#design-details)
+  - [Deprecation](#deprecation)
+- [Implementation History](#implementation-history)
+<!-- /toc -->
+
+## Summary
+
+<!--
+This section is incredibly important for producing high-quality, user-focused
+documentation such as release notes or a development roadmap.
+-->
+
+{summary}
+
+## Design Details
+
+### API
+
+{filler}
+
+### Status
+
+The `status` field of the object holds the last observed phase of each {thing}.
+
+### Deprecation
+
+<!--
+Describe how a feature is deprecated: which flags are replaced by which, and when the old
+behaviour is removed. Deprecated flags are dropped after two releases.
+-->
+
+## Implementation History
+
+<!--
+Major milestones in the lifecycle of a KEP should be tracked in this section.
+Major milestones might include:
+- the date implementation started
+- the version where the KEP graduated to general availability
+- when the KEP was retired or superseded
+-->
+
+- 2024-01-10: first draft
+"""
+
+
+def test_a_kep_like_tree_raises_no_warning_from_templates_or_contents(tmp_path: Path) -> None:
+    filler = "\n".join(f"The API keeps field {i} on the object." for i in range(70))
+    files = {
+        f"keps/sig-node/{n}-{slug}/README.md": KEP_TEMPLATE_README.format(
+            n=n, title=slug.replace("-", " "), summary=f"{slug} in a sentence.", filler=filler,
+            thing=slug,
+        )
+        for n, slug in ((2433, "topology-hints"), (3063, "dynamic-resources"))
+    }
+    root = write_corpus(tmp_path / "repo", files)
+    assert findings(root) == []

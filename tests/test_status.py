@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import recall
 from recall.status import (
     CURRENT,
+    INACTIVE,
     TERMINAL,
     Reading,
     file_alias,
@@ -78,8 +79,32 @@ def test_current_word_in_every_wrapping(word: str, wrapping: str) -> None:
     assert (reading.state, reading.current, reading.unknown) == (None, True, False)
 
 
-def test_terminal_and_current_words_do_not_overlap() -> None:
+@pytest.mark.parametrize(
+    "value",
+    ["Stagnant", "Dormant", "Inactive", "Returned for revision", "**Previewing**", "Postponed",
+     "Deferred", "On hold", "Status: Stagnant"],
+)  # fmt: skip
+def test_inactive_statuses_are_known_and_in_force(value: str) -> None:
+    """A proposal nobody is moving (EIP `Stagnant`, Swift `Returned for revision`) is a known
+    state: read, never unread, and the note stays in force."""
+    reading = read(value)
+    assert reading.inactive and reading.says_anything
+    assert (reading.state, reading.current, reading.unknown) == (None, False, False)
+    found = declare("t.md", note_with_status(value))
+    assert found.active_retirement() is None and found.standing("unread") == []
+
+
+def test_moved_retires_the_copy_left_behind() -> None:
+    """`Moved` (an EIP kept in another repository now): the copy here is no longer kept
+    current, so it is not in force."""
+    assert read("Moved").state == "moved"
+    retired = declare("t.md", note_with_status("Moved")).active_retirement()
+    assert retired is not None and retired.state == "moved"
+
+
+def test_terminal_current_and_inactive_words_do_not_overlap() -> None:
     assert not set(TERMINAL) & CURRENT
+    assert not (set(TERMINAL) | CURRENT) & INACTIVE
     assert set(TERMINAL.values()) <= set(TERMINAL)
 
 
@@ -221,6 +246,10 @@ DEFINITIONS = link_definitions(
         # spellings, `in favour of`, several successors, a bare note name
         ("Superceeded by ADR-7 on 2023-06-12.", ["#adr:7"]),
         ("Deprecated in favour of ADR-21", ["#adr:21"]),
+        # a proposal withdrawn or rejected in favour of another names its successor
+        ("Withdrawn in favor of [EIP-2681](./eip-2681.md)", ["eip-2681\n#eip:2681"]),
+        ("Rejected in favour of ADR-9", ["#adr:9"]),
+        ("Abandoned in favor of RFC 1974", ["#rfc:1974"]),
         ("Superseded by ADR-7 and ADR-9", ["#adr:7", "#adr:9"]),
         ("Superseded by new-retry-policy", ["new-retry-policy"]),
         ("~~Accepted~~ Superseded by [ADR-9](./0009-mtls.md#decision)", ["0009-mtls\n#:9\n#adr:9"]),
@@ -231,6 +260,15 @@ def test_successor_keys(value: str, keys: list[str]) -> None:
     assert successor_keys(reading) == keys
     assert reading.state is not None and not reading.partial and not reading.unknown
     assert reading.predecessors == ()
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["Withdrawn by its author, see ADR-9", "Rejected by the board (ADR-9 explains)"],
+)
+def test_withdrawn_or_rejected_by_someone_names_no_successor(value: str) -> None:
+    reading = read(value)
+    assert reading.state in ("withdrawn", "rejected") and reading.successors == ()
 
 
 @pytest.mark.parametrize(

@@ -180,6 +180,33 @@ def test_frontmatter_wins_where_both_speak() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "keys"),
+    [
+        ("withdrawal-reason", "Superseded by EIP-7702", ["#eip:7702"]),
+        ("withdrawal-reason", "Replaced by EIP-3860.", ["#eip:3860"]),
+        ("rejection_reason", "Rejected in favour of [ADR 9](0009-x.md)",
+         ["@0009-x.md\n0009-x\n#:9\n#adr:9"]),
+        ("withdrawal-reason", "The authors prefer [EIP-2200](./eip-2200.md).",
+         ["@./eip-2200.md\neip-2200\n#eip:2200"]),
+        ("notes", "Superseded by ADR-4", ["#adr:4"]),
+        # A reason that names no successor, or only part of one, gives no edge.
+        ("withdrawal-reason", "Withdrawn by the author; see EIP-1 for the process.", []),
+        ("withdrawal-reason", "Partly superseded by EIP-7702", []),
+        # Fields that describe the note are not read: a title may name a subject that was replaced.
+        ("description", "Superseded by EIP-7702", []),
+        ("title", "Replaced by EIP-3860", []),
+    ],
+)  # fmt: skip
+def test_a_reason_field_names_the_successor(field: str, value: str, keys: list[str]) -> None:
+    text = f"---\neip: 1\nstatus: Withdrawn\n{field}: {value}\n---\n# A proposal\n\nText.\n"
+    d = declare("eip-1.md", text)
+    assert [e.key for e in d.active_edges() if e.reversed] == keys
+    assert all(e.origin.line == 4 for e in d.active_edges())
+    retired = d.active_retirement()
+    assert retired is not None and retired.state == "withdrawn" and retired.origin.line == 3
+
+
 def _corpus(root: Path) -> Path:
     return write_corpus(
         root,
@@ -357,6 +384,45 @@ def test_cli_shows_vocabularies(tmp_path: Path, corpus: Path) -> None:
     assert "all: madr 1 · nygard 2 · pep 2" in stats.output
     bad = runner.invoke(app, ["index", str(corpus), "--db", db, "--vocabularies", "x"])
     assert bad.exit_code == 2 and "unknown vocabularies setting" in bad.output
+
+
+_FILLER = "\n".join(f"The design's paragraph {i} says how the field is kept." for i in range(70))
+# Forms real trees hold that are no status: a table of contents, links to the note's own
+# sections, a template's HTML comments, a `### Status` deep inside a design.
+NOT_A_STATUS = {
+    "toc": "# Feature gates\n\n## Table of contents\n\n- [Summary](#summary)\n"
+    "- [Deprecated](#deprecated)\n- [Removed](#removed)\n\n## Summary\n\nGates turn features on.\n"
+    "\n## Deprecated\n\nGates that will go.\n",
+    "self-anchor": "# Flags\n\nSee [deprecated flags](#deprecated-flags) and "
+    "[superseded settings](#superseded-settings) below.\n\n## Deprecated flags\n\nNone yet.\n",
+    "comment": "# KEP-2: Gates\n\n<!--\nThis section records the date when the KEP was retired or\n"
+    "superseded, and why.\n-->\n\n## Summary\n\nText about gates.\n",
+    "inline-comment": "# Gates\n\nGates turn features on. <!-- Status: Deprecated -->\n",
+    "comment-in-status": "# Gates\n\n## Status\n\n<!-- proposed, rejected, deprecated -->\n"
+    "Accepted\n",
+    "deep-status": "# API design\n\n## Summary\n\nAn API.\n\n## Design\n\n" + _FILLER + "\n\n"
+    "### Status\n\nThe status field holds the pod phase and the last probe result.\n",
+    "deep-status-word": "# API design\n\n## Summary\n\nAn API.\n\n## API\n\n" + _FILLER + "\n\n"
+    "#### Status\n\nDeprecated fields are dropped from the status after one release.\n",
+}
+
+
+@pytest.mark.parametrize("text", list(NOT_A_STATUS.values()), ids=list(NOT_A_STATUS))
+def test_no_false_declarations(text: str) -> None:
+    d = declare("README.md", text)
+    assert d.edges == () and d.retired is None
+    assert [s for s in d.statements if "ccepted" not in s.text] == []
+
+
+def test_a_status_section_after_the_decision_still_counts() -> None:
+    """A Nygard status section may follow the decision: a top section of the note counts
+    wherever it is; only one nested in another section is not the note's status."""
+    text = "# 5. Queues\n\n## Context\n\n" + _FILLER + "\n\n## Status\n\nDeprecated\n"
+    retired = declare("0005-queues.md", text).active_retirement()
+    assert retired is not None and retired.state == "deprecated"
+    nested = "# 5. Queues\n\n## Decision\n\nUse SQS.\n\n### Status\n\nDeprecated\n"
+    early = declare("0005-queues.md", nested).active_retirement()
+    assert early is not None, "a nested status section in the opening still counts"
 
 
 def test_declarations_are_bounded_per_note(tmp_path: Path) -> None:

@@ -143,7 +143,10 @@ def opening_sentences(
         for number, line in enumerate(lines[opening_start - 1 : opening_end], opening_start)
         if number not in consumed
     )
-    if not _core.may_declare(opening, status=False) or not may_state_itself(opening):
+    title = _title_line(lines, opening_start, opening_end, consumed)
+    if not _core.may_declare(opening, status=False) or not (
+        may_state_itself(opening) or title is not None
+    ):
         return said
     closures = find_closures(
         text, name, consumed, lines=(opening_start, opening_end), definitions=definitions
@@ -151,7 +154,9 @@ def opening_sentences(
     for closure in closures:
         if closure.refusal in ("reported_speech", "hedge", "negated"):
             continue
-        if not about_itself(closure.sentence, closure.phrase, definitions):
+        if not about_itself(closure.sentence, closure.phrase, definitions) and not (
+            closure.line == title and _remark(closure.sentence, closure.phrase, definitions)
+        ):
             continue  # another subject: "the retry section was replaced by …", "[RFC 12] is …"
         # SPEC §2.5: the note says it is superseded (or retired); "this note replaces X" is left
         # to `fix` and `check`, which turn it into frontmatter with the author's consent.
@@ -170,3 +175,31 @@ def opening_sentences(
         if reading.says_anything:
             said.append((Statement("prose", closure.line, closure.sentence), reading))
     return said
+
+
+# A remark set off in a title: `# Token volumes [Replaced by …]`, `(superseded by …)`, `— …`.
+_REMARK_OPENERS = "[(—"
+
+
+def _title_line(
+    lines: list[str], opening_start: int, opening_end: int, consumed: frozenset[int]
+) -> int | None:
+    """The line of the note's title (its first line of text, a heading) when it sets off a
+    remark that may declare something (`# Token volumes [Replaced by …]`); else None."""
+    for number in range(opening_start, min(opening_end, len(lines)) + 1):
+        line = lines[number - 1].strip()
+        if not line:
+            continue
+        remark = line.startswith("#") and any(c in line for c in _REMARK_OPENERS)
+        if remark and number not in consumed and _core.may_declare(line, status=False):
+            return number
+        return None
+    return None
+
+
+def _remark(sentence: str, phrase: str, definitions: dict[str, str]) -> bool:
+    """Whether the closure phrase opens a remark set off in the title ("[Replaced by [X](…)]"):
+    the title names its note, so what the remark says is about the note itself."""
+    at = sentence.lower().find(phrase)
+    opener = max(sentence.rfind(c, 0, at) for c in _REMARK_OPENERS) if at > 0 else -1
+    return opener >= 0 and about_itself(sentence[opener + 1 :], phrase, definitions)

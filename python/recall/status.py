@@ -25,13 +25,14 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote
 
 from recall import _core
 
 __all__ = [
     "CURRENT",
+    "INACTIVE",
     "MAX_STATEMENT_CHARS",
     "Statement",
     "TERMINAL",
@@ -99,17 +100,34 @@ CURRENT = frozenset(
         "proposed", "proposal", "accepted", "approved", "adopted", "agreed", "decided", "draft",
         "drafting", "active", "final", "implemented", "implementing", "review", "reviewing",
         "reviewed", "open", "done", "complete", "completed", "current", "living",
-        "provisional", "pending", "discussion", "experimental", "trial", "planned", "deferred",
-        "postponed", "wip", "stable", "valid", "ratified", "published", "ready", "started",
+        "provisional", "pending", "discussion", "experimental", "trial", "planned",
+        "wip", "stable", "valid", "ratified", "published", "ready", "started",
         "ongoing", "amended", "in progress", "in review", "under review",
-        "under discussion", "on hold", "in effect", "in force", "work in progress",
+        "under discussion", "in effect", "in force", "work in progress",
         "not started", "for review", "request for comments", "april fool", "implementable",
         "in discussion", "under consideration", "tentative", "trialling", "trialing",
+        "scheduled for review", "awaiting review", "active review",
     }
 )  # fmt: skip
+#: Status words of a proposal nobody is moving (EIP `Stagnant`, Swift `Returned for revision`,
+#: `Previewing`): a known state, not unread, and the note stays in force; nothing decided since
+#: replaced what it says.
+INACTIVE = frozenset(
+    {
+        "stagnant", "dormant", "inactive", "idle", "paused", "postponed", "deferred", "on hold",
+        "returned for revision", "returned", "previewing",
+    }
+)  # fmt: skip
+#: Terminal only as the word that opens a status value, never in a sentence or a later paragraph
+#: ("Moved to the archive in 2020" narrates): `Moved` (an EIP now kept in another repository)
+#: leaves a copy here that nobody keeps current.
+_VALUE_TERMINAL = {"moved": "moved"}
 _SUPERSEDED_FAMILY = frozenset(w for w, s in TERMINAL.items() if s == "superseded")
 # Words that end a note in favour of another when followed by `by`, `with`, `in favour of`.
 _PASSIVE = _SUPERSEDED_FAMILY | {"replaced", "obsoleted", "deprecated", "retired", "amended"}
+# Words that end a note in favour of another only with `in favour of` ("withdrawn by its author"
+# names who withdrew it, not what replaced it).
+_FAVOURED = frozenset({"withdrawn", "rejected", "declined", "abandoned", "dropped", "archived"})
 _ACTIVE = frozenset(
     {"supersedes", "supercedes", "superceeds", "supersceeds", "replaces", "obsoletes", "amends"}
 )
@@ -199,11 +217,18 @@ class Reading:
     date: datetime.date | None = None
     #: The words after "superseded by" when they name no note ("the platform team's guideline").
     unresolved: str | None = None
+    #: An inactive status was read (`INACTIVE`: `Stagnant`, `Returned for revision`).
+    inactive: bool = False
 
     @property
     def says_anything(self) -> bool:
         return bool(
-            self.state or self.current or self.successors or self.predecessors or self.partial
+            self.state
+            or self.current
+            or self.inactive
+            or self.successors
+            or self.predecessors
+            or self.partial
         )
 
 
@@ -458,10 +483,12 @@ def read(
     single = _SINGLE_WORD.fullmatch(value)
     if single is not None:
         word = single.group(1).lower()
-        if word in TERMINAL:
-            return Reading(state=TERMINAL[word])
+        if word in TERMINAL or word in _VALUE_TERMINAL:
+            return Reading(state=TERMINAL.get(word) or _VALUE_TERMINAL[word])
         if word in CURRENT:
             return Reading(current=True)
+        if word in INACTIVE:
+            return Reading(inactive=True)
     raw = _STRIKE.sub(" ", value)
     # A template's list of choices (`proposed | accepted | deprecated`) is no status; with the
     # choices not taken struck through, the one left is.
@@ -481,10 +508,16 @@ def read(
         (m.group(0), ord(m.group(1)) - _REF_BASE if m.group(1) is not None else None)
         for m in _TOKEN.finditer(_fold(plain))
     ]
-    reading = _classify(tokens, refs, len(tokens) if sentence else _STATUS_WORDS_AT)
+    reading = _classify(tokens, refs, len(tokens) if sentence else _STATUS_WORDS_AT, sentence)
     if reading.unknown and "](" in raw:
-        # `[Deprecated](../README.md#statuses)`: a status word linked to its definition.
-        unlinked = _INLINE_LINK.sub(lambda m: f" {m.group(2)} ", raw)
+        # `[Deprecated](../README.md#statuses)`: a status word linked to its definition; a
+        # link to a section of the note itself (`[Deprecated](#deprecated)`) is navigation.
+        unlinked = _INLINE_LINK.sub(
+            lambda m: (
+                " " if (m.group(3) or m.group(4) or "").startswith("#") else f" {m.group(2)} "
+            ),
+            raw,
+        )
         if unlinked != raw:
             return read(unlinked, definitions, sentence=sentence)
     unresolved = None
@@ -502,19 +535,12 @@ def read(
                 reading = Reading(reading.state, reading.current, (ref,), reading.predecessors)
             else:
                 unresolved = words
-    return Reading(
-        state=reading.state,
-        current=reading.current,
-        successors=reading.successors,
-        predecessors=reading.predecessors,
-        partial=reading.partial,
-        unknown=reading.unknown,
-        date=date,
-        unresolved=unresolved,
-    )
+    return replace(reading, date=date, unresolved=unresolved)
 
 
-def _classify(tokens: list[tuple[str, int | None]], refs: list[Reference], window: int) -> Reading:
+def _classify(
+    tokens: list[tuple[str, int | None]], refs: list[Reference], window: int, sentence: bool
+) -> Reading:
     words = [w for w, _ in tokens]
     start = 0
     while start < len(words) and tokens[start][1] is None:
@@ -538,6 +564,7 @@ def _classify(tokens: list[tuple[str, int | None]], refs: list[Reference], windo
     predecessors: tuple[Reference, ...] = ()
     state: str | None = None
     current = False
+    inactive = False
     partial = False
     for i in range(start, len(tokens)):
         word, ref = tokens[i]
@@ -545,10 +572,10 @@ def _classify(tokens: list[tuple[str, int | None]], refs: list[Reference], windo
             continue
         nxt = words[i + 1] if i + 1 < len(words) else ""
         favour = nxt == "in" and i + 3 < len(words) and words[i + 2] in ("favour", "favor")
-        if (
-            word in _PASSIVE
-            and not successors
-            and (nxt in _BY or favour or (word in _SUPERSEDED_FAMILY and after(i)))
+        if not successors and (
+            (word in _PASSIVE and (nxt in _BY or favour))
+            or (word in _FAVOURED and favour)
+            or (word in _SUPERSEDED_FAMILY and after(i))
         ):
             successors = after(i)
             state = state or TERMINAL.get(word, "superseded")
@@ -561,12 +588,16 @@ def _classify(tokens: list[tuple[str, int | None]], refs: list[Reference], windo
         elif word in TERMINAL and state is None:
             state = TERMINAL[word]
             partial = partial or (state == "superseded" and _partial_near(tokens, i))
+        elif word in _VALUE_TERMINAL and state is None and not sentence:
+            state = _VALUE_TERMINAL[word]
         elif not current and _current_at(words, i):
             current = True
+        elif not inactive and _inactive_at(words, i):
+            inactive = True
     if partial:
         return Reading(partial=True, successors=successors, predecessors=predecessors)
-    if state is not None or successors or predecessors or current:
-        return Reading(state, current, successors, predecessors)
+    if state is not None or successors or predecessors or current or inactive:
+        return Reading(state, current, successors, predecessors, inactive=inactive and not current)
     return Reading(unknown=True)
 
 
@@ -600,3 +631,7 @@ def _next_is(tokens: list[tuple[str, int | None]], word: str, following: str) ->
 
 def _current_at(words: list[str], i: int) -> bool:
     return any(" ".join(words[i : i + size]) in CURRENT for size in (3, 2, 1))
+
+
+def _inactive_at(words: list[str], i: int) -> bool:
+    return any(" ".join(words[i : i + size]) in INACTIVE for size in (3, 2, 1))

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from recall import _core, status
-from recall.authoring.prose import fence_step
+from recall.authoring.prose import comment_step, fence_step
 from recall.frontmatter import FieldError, Frontmatter, parse
 from recall.status import Statement
 
@@ -218,7 +218,9 @@ def _markdown(name: str, text: str) -> Declarations:
     body = fm.body if fm.present else text
     declares = _core.may_declare(body)
     # Reference-style links are looked up only where a statement may use them.
-    front = fm.fields and not _FRONT_KEYS.isdisjoint(k.lower() for k in fm.fields)
+    front = fm.fields and any(
+        k.lower() in _FRONT_KEYS or _REASON_KEY.fullmatch(k) for k in fm.fields
+    )
     definitions = status.link_definitions(text) if declares or front else {}
     said, date = _front_statements(fm, definitions) if front else ([], None)
     body_date = None
@@ -263,6 +265,11 @@ def _markdown(name: str, text: str) -> Declarations:
 _SUCCESSOR_KEYS = ("superseded_by", "superseded-by", "supersededby", "replaced_by", "replaced-by")
 _PREDECESSOR_KEYS = ("replaces",)
 _FRONT_KEYS = frozenset({"status", "date", *_SUCCESSOR_KEYS, *_PREDECESSOR_KEYS})
+# Front matter keys whose value says why the note ended, in words that may name what replaced
+# it (EIP `withdrawal-reason: Superseded by EIP-7702`): read for a successor only.
+_REASON_KEY = re.compile(r"(?:[a-z]+[-_])?(?:reason|resolution|notes?)", re.IGNORECASE)
+# "The authors prefer [EIP-4750](…)": a reason that names the preferred note.
+_PREFER = re.compile(r"\bprefer(?:s|red)?\b", re.IGNORECASE)
 
 
 def _front_statements(
@@ -291,8 +298,26 @@ def _front_statements(
                 else status.Reading(predecessors=refs)
             )
             said.append(_Said(origin, reading))
+    for key, raw in fm.fields.items():
+        if isinstance(raw, str) and raw.strip() and _REASON_KEY.fullmatch(key):
+            refs = _reason_successors(_unquote(raw.strip()), definitions)
+            if refs:
+                origin = Statement("madr", fm.lines.get(key, 0), f"{key}: {raw}")
+                said.append(_Said(origin, status.Reading(state="superseded", successors=refs)))
     date = fm.fields.get("date")
     return said, status.find_date(date) if isinstance(date, str) else None
+
+
+def _reason_successors(value: str, definitions: dict[str, str]) -> tuple[status.Reference, ...]:
+    """The notes a reason names as replacing its note: "Superseded by EIP-7702", "Withdrawn in
+    favor of [EIP-2681](…)", "The authors prefer [EIP-4750](…)"; none for a partial statement."""
+    reading = status.read(value, definitions, sentence=True)
+    if reading.partial:
+        return ()
+    if reading.successors:
+        return reading.successors
+    prefer = _PREFER.search(value)
+    return tuple(status.references(value[prefer.end() :], definitions)) if prefer else ()
 
 
 def _named(value: str) -> tuple[status.Reference, ...]:
@@ -334,6 +359,8 @@ def _body_statements(
     said: list[_Said] = []
     date: datetime.date | None = None
     fence = ""  # the code fence open, "" outside one
+    comment = False  # an HTML comment is open
+    parents: list[int] = []  # the levels of the headings that enclose this line
     section: str | None = None  # "status" or "date" while one is open
     section_level = 0
     paragraph = 0  # paragraphs seen in the open status section
@@ -348,6 +375,12 @@ def _body_statements(
         stripped = raw.strip()
         # One character decides which pattern may match: most lines are plain prose.
         lead = stripped[:1]
+        if comment or "<!--" in raw:
+            comment, raw = comment_step(comment, raw)
+            stripped = raw.strip()
+            if not stripped:
+                continue  # a comment holds no statement and ends no paragraph
+            lead = stripped[:1]
         if fence or lead in ("`", "~"):
             fence, code = fence_step(fence, raw)
             if code:
@@ -356,6 +389,12 @@ def _body_statements(
         if heading is not None:
             level = len(heading.group(1))
             title = heading.group(2).lower()
+            while parents and parents[-1] >= level:
+                parents.pop()
+            # A status heading nested in another section past the opening (an API's `### Status`
+            # field deep in a design) is not the note's status; one under the title is.
+            nested = len(parents) > 1 or (len(parents) == 1 and parents[0] > 1)
+            parents.append(level)
             words = status.normalise(title) if "status" in title or "date" in title else ""
             if section_has_prose:
                 prose_sections += 1
@@ -366,7 +405,8 @@ def _body_statements(
                 said.append(pending_unknown)
             pending_unknown = None
             inline_value = heading.group(2).lower().lstrip("*_ ").startswith("status:")
-            if words in _STATUS_HEADINGS or inline_value:
+            deep = nested and number > opening_end
+            if (words in _STATUS_HEADINGS or inline_value) and not deep:
                 section, section_level, paragraph, spoke = "status", level, 0, False
                 inline = heading.group(2).split(":", 1)
                 if len(inline) == 2 and inline[1].strip():

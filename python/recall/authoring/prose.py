@@ -96,6 +96,8 @@ _CLAUSE = re.compile(r"[;:\u2014]|\s-\s|\bbut\b|\bhowever\b|\bwhile\b|\bwhereas\
 _SELF_AFTER = re.compile(r"^[\W_]*(?:this|the\s+present|the\s+current|it)\b", re.I)
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# A link to a section of the note itself (`[Deprecated](#deprecated)`): navigation, never prose.
+_SELF_LINK = re.compile(r"\[[^\[\]]*\]\(\s*#[^()\s]*\s*\)")
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
@@ -256,17 +258,45 @@ def fence_step(fence: str, line: str) -> tuple[str, bool]:
     return "", False
 
 
+def comment_step(comment: bool, line: str) -> tuple[bool, str]:
+    """HTML comments, one line at a time: whether a comment is open after `line`, and the line
+    with what comments hold blanked (a template's `<!-- when the KEP was retired … -->` is no
+    prose and no status)."""
+    if not comment and "<!--" not in line:
+        return False, line
+    out: list[str] = []
+    at = 0
+    while at < len(line):
+        if comment:
+            end = line.find("-->", at)
+            if end < 0:
+                out.append(" " * (len(line) - at))
+                return True, "".join(out)
+            out.append(" " * (end + 3 - at))
+            at, comment = end + 3, False
+        else:
+            start = line.find("<!--", at)
+            if start < 0:
+                out.append(line[at:])
+                break
+            out.append(line[at:start])
+            at, comment = start, True
+    return comment, "".join(out)
+
+
 def _blocks(lines: list[str], first: int, skip_lines: frozenset[int]) -> list[_Block]:
     builder = _Builder()
     fence = ""
+    comment = False
     for number in range(first, len(lines) + 1):
         line = lines[number - 1].rstrip("\r")
         was = fence
-        fence, code = fence_step(fence, line)
+        fence, code = fence_step(fence, line) if not comment else (fence, False)
         if code:
             if not was:
                 builder.flush()
             continue
+        comment, line = comment_step(comment, line)
         if number in skip_lines or not line.strip():
             builder.flush()
             continue
@@ -290,9 +320,12 @@ def _blocks(lines: list[str], first: int, skip_lines: frozenset[int]) -> list[_B
 
 
 def _mask(text: str) -> str:
-    """The text with inline code blanked and emphasis marks as spaces, offsets unchanged."""
+    """The text with inline code and links to the note's own sections blanked and emphasis
+    marks as spaces, offsets unchanged."""
     if "`" in text:
         text = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), text)
+    if "](" in text:
+        text = _SELF_LINK.sub(lambda m: " " * len(m.group(0)), text)
     if "*" in text:
         text = text.replace("*", " ")
     return text
