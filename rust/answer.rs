@@ -88,12 +88,18 @@ static SIZE_HELD: LazyLock<Regex> = LazyLock::new(|| {
 /// A number as written: digits in groups of three separated by commas, or digits with an
 /// optional decimal part.
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?").expect("number pattern")
+    Regex::new(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+").expect("number pattern")
 });
 
-/// A number the way two texts can be compared: thousands separators dropped.
+/// A number the way two texts can be compared: thousands separators dropped, a number below
+/// one with its leading zero (`.25` and `0.25`).
 fn normal(number: &str) -> String {
-    number.replace(',', "")
+    let n = number.replace(',', "");
+    if n.starts_with('.') {
+        format!("0{n}")
+    } else {
+        n
+    }
 }
 
 /// Standalone numbers of a question: a number that is part of an identifier (`E2226`, `v3`,
@@ -303,6 +309,16 @@ mod tests {
         assert!(e
             .lacks("Since April 2026 the desk is staffed around the clock.")
             .is_some());
+    }
+
+    #[test]
+    fn a_number_below_one_is_held_without_its_leading_zero() {
+        let e = AnswerEvidence::new("Which share of the budget is 0.25 of it?");
+        assert_eq!(e.numbers(), ["0.25"]);
+        assert_eq!(e.lacks("A share of .25 goes to hosting."), None);
+        assert!(e.lacks("A share of 1.25 goes to hosting.").is_some());
+        let e = AnswerEvidence::new("Which share of the budget is .25 of it?");
+        assert_eq!(e.lacks("A share of 0.25 goes to hosting."), None);
     }
 
     #[test]

@@ -102,9 +102,62 @@ impl QueryEvidence {
         if self.identifiers.is_empty() {
             return true;
         }
-        let tokens: HashSet<String> = raw_tokens(hit_text).collect();
-        self.identifiers.iter().all(|id| tokens.contains(id))
+        let tokens: Vec<String> = raw_tokens(hit_text).collect();
+        let set: HashSet<&str> = tokens.iter().map(String::as_str).collect();
+        self.identifiers
+            .iter()
+            .all(|id| holds(id, &set, &tokens, hit_text))
     }
+}
+
+/// Whether a text (its tokens, as a set and in order, and its words as written) holds one
+/// identifier in any of its written variants: `v1.0` and `1.0`, `0.25` and `.25`,
+/// `45-minute` and `45 minutes`.
+fn holds(id: &str, set: &HashSet<&str>, tokens: &[String], text: &str) -> bool {
+    if set.contains(id) {
+        return true;
+    }
+    let numeric = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '.');
+    // A version with or without its `v`.
+    if let Some(bare) = id
+        .strip_prefix('v')
+        .filter(|r| numeric(r) && r.contains('.'))
+    {
+        if set.contains(bare) {
+            return true;
+        }
+    }
+    if numeric(id) && id.contains('.') && set.contains(format!("v{id}").as_str()) {
+        return true;
+    }
+    // A number below one without its leading zero (`.25`), not inside another number.
+    if let Some(fraction) = id.strip_prefix("0.").filter(|f| numeric(f)) {
+        let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+        let dotted = format!(".{fraction}");
+        let found = text.match_indices(&dotted).any(|(at, _)| {
+            !digit(text[..at].chars().next_back())
+                && !digit(text[at + dotted.len()..].chars().next())
+        });
+        if found {
+            return true;
+        }
+    }
+    // A number and its unit, joined or apart, singular or plural (`45-minute`, `45 minutes`).
+    if let Some((number, unit)) = id.split_once('-') {
+        if numeric(number) && !unit.is_empty() && unit.chars().all(char::is_alphabetic) {
+            let stem = unit.strip_suffix('s').unwrap_or(unit);
+            let same = |word: &str| word == stem || word.strip_suffix('s') == Some(stem);
+            let joined = set.iter().any(|t| {
+                t.split_once('-')
+                    .is_some_and(|(n, u)| n == number && same(u))
+            });
+            let apart = tokens.windows(2).any(|w| w[0] == number && same(&w[1]));
+            if joined || apart {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// BM25's IDF of a term found in `df` of `n` documents (never negative).
@@ -135,6 +188,56 @@ mod tests {
         assert!(!e.identifiers_held("Incident INC-44712 is unrelated"));
         assert!(!e.identifiers_held("Incident INC-4472"));
         assert!(QueryEvidence::new(vec![], "no ids here").identifiers_held(""));
+    }
+
+    #[test]
+    fn identifiers_held_in_their_written_variants() {
+        let held =
+            |query: &str, text: &str| QueryEvidence::new(vec![], query).identifiers_held(text);
+        // A version with or without its `v`.
+        assert!(held(
+            "what changed in v1.0?",
+            "Version 1.0 of the gateway interface"
+        ));
+        assert!(held("what changed in 2.3.1?", "Released as v2.3.1 in May."));
+        assert!(!held(
+            "what changed in v1.0?",
+            "Version 1.0.1 of the gateway interface"
+        ));
+        // A number below one without its leading zero.
+        assert!(held(
+            "is the ratio 0.25 now?",
+            "The ratio is .25 of the budget."
+        ));
+        assert!(!held(
+            "is the ratio 0.25 now?",
+            "The ratio is 1.25 of the budget."
+        ));
+        assert!(!held(
+            "is the ratio 0.25 now?",
+            "The ratio is .255 of the budget."
+        ));
+        // A number and its unit, joined or apart, singular or plural.
+        assert!(held(
+            "are the 45-minute slots kept?",
+            "Slots are 45 minutes each."
+        ));
+        assert!(held(
+            "are the 45-minutes slots kept?",
+            "Each slot is a 45-minute one."
+        ));
+        assert!(held(
+            "are the 45-minute slots kept?",
+            "Slots of 45 minute length."
+        ));
+        assert!(!held(
+            "are the 45-minute slots kept?",
+            "Slots are 30 minutes; breaks 45 seconds."
+        ));
+        assert!(!held(
+            "are the 45-minute slots kept?",
+            "Slots are 145 minutes each."
+        ));
     }
 
     #[test]

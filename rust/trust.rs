@@ -403,9 +403,10 @@ pub fn judge(
             };
             if let Some(j) = at {
                 let s = &mut hits[j];
-                // SPEC §7: the transferred relevance never stands in for an identifier the
-                // query asks for and the successor lacks.
-                if s.verdict == Verdict::LowConfidence && s.identifiers_held {
+                // SPEC §5.3, §7: the stale hit proved the question, identifiers included; its
+                // declared successor is the current statement on that subject, so it answers
+                // for what the stale hit held (`v1.0` named by the question, held by v1 only).
+                if s.verdict == Verdict::LowConfidence {
                     s.verdict = Verdict::Ok;
                     s.promoted = true;
                 }
@@ -802,39 +803,58 @@ mod tests {
     }
 
     #[test]
-    fn a_promoted_successor_keeps_the_identifier_rule() {
-        // b supersedes a; the query asks for an identifier only a holds.
-        let (g, w) = setup(&[("a.md", None, None), ("b.md", None, None)], &[(1, "a")]);
+    fn a_successor_answers_for_the_identifier_its_predecessor_proved() {
+        // b supersedes a; the query asks for an identifier (`v1.0`) only a holds. a proved
+        // the question, and b is by declaration the current statement on that subject.
+        let (g, w) = setup(
+            &[
+                ("a.md", None, None),
+                ("b.md", None, None),
+                ("c.md", None, None),
+            ],
+            &[(1, "a")],
+        );
         let p = policy("2026-01-01", 0.5);
         let stale = Candidate::dense(0, 0, 0.8);
-        let lacking = Candidate {
+        let lacking = |doc, chunk, score| Candidate {
             identifiers_held: false,
-            ..Candidate::dense(1, 1, 0.3)
+            ..Candidate::dense(doc, chunk, score)
         };
-        let out = judge(&g, &w, &[stale, lacking], &p, |_| None);
-        let got: Vec<_> = out.iter().map(|h| (h.doc, h.verdict, h.promoted)).collect();
+        let out = judge(&g, &w, &[stale, lacking(1, 1, 0.3)], &p, |_| None);
+        let got: Vec<_> = out
+            .iter()
+            .map(|h| (h.doc, h.verdict, h.promoted, h.promoted_from))
+            .collect();
         assert_eq!(
             got,
             vec![
-                (0, Verdict::Superseded, false),
-                (1, Verdict::LowConfidence, false)
+                (1, Verdict::Ok, true, Some(0)),
+                (0, Verdict::Superseded, false, None)
             ]
         );
-        // Fetched (not retrieved) and lacking it: judged, never promoted to ok.
-        let out = judge(&g, &w, &[stale], &p, |d| {
-            Some(Candidate {
-                identifiers_held: false,
-                ..Candidate::dense(d, 9, 0.3)
-            })
-        });
-        assert!(out.iter().all(|h| h.verdict != Verdict::Ok));
-        // Holding it, the same successor is promoted.
-        let held = Candidate::dense(1, 1, 0.3);
-        let out = judge(&g, &w, &[stale, held], &p, |_| None);
+        assert!(
+            out[0].confidence >= 0.5,
+            "it takes the stale hit's confidence"
+        );
+        // Fetched (not retrieved) and lacking it: promoted all the same.
+        let out = judge(&g, &w, &[stale], &p, |d| Some(lacking(d, 9, 0.3)));
         assert_eq!(
-            (out[0].doc, out[0].verdict, out[0].promoted),
+            (out[0].doc, out[0].verdict, out[0].fetched),
             (1, Verdict::Ok, true)
         );
+        // A hit reached by no edge stays under the identifier rule, however close it is.
+        let out = judge(&g, &w, &[lacking(2, 2, 0.9)], &p, |_| None);
+        assert_eq!((out[0].doc, out[0].verdict), (2, Verdict::LowConfidence));
+        // A stale hit that did not prove the question (it lacks the identifier) transfers
+        // nothing.
+        let out = judge(
+            &g,
+            &w,
+            &[lacking(0, 0, 0.9), lacking(1, 1, 0.3)],
+            &p,
+            |_| None,
+        );
+        assert!(out.iter().all(|h| h.verdict != Verdict::Ok));
     }
 
     #[test]

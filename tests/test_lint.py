@@ -474,7 +474,10 @@ def test_a_kep_like_tree_raises_no_warning_from_templates_or_contents(tmp_path: 
     filler = "\n".join(f"The API keeps field {i} on the object." for i in range(70))
     files = {
         f"keps/sig-node/{n}-{slug}/README.md": KEP_TEMPLATE_README.format(
-            n=n, title=slug.replace("-", " "), summary=f"{slug} in a sentence.", filler=filler,
+            n=n,
+            title=slug.replace("-", " "),
+            summary=f"{slug} in a sentence.",
+            filler=filler,
             thing=slug,
         )
         for n, slug in ((2433, "topology-hints"), (3063, "dynamic-resources"))
