@@ -208,10 +208,10 @@ fn linked_file(
     files.get(&path).copied()
 }
 
-/// The name a numbered file's stem carries after its number (`0016-file-uploads` and
-/// `ADR_0016_File_Uploads` → `file-uploads`), lower case with `-` for `_` and spaces; None when
-/// the stem is not numbered (a date prefix is not a number) or names nothing after its number.
-fn numbered_name(stem: &str) -> Option<String> {
+/// A numbered stem (`0016-file-uploads`, `ADR_0016_File_Uploads`, `DR008`, `2433-topology-hints`)
+/// as (family lower case, number, the rest after its number's separator); None when the stem is
+/// not numbered (a date prefix is not a number), as `recall.status.file_alias` reads file names.
+fn numbered(stem: &str) -> Option<(String, u64, &str)> {
     let b = stem.as_bytes();
     let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
     if (0..4).all(digit)
@@ -223,18 +223,30 @@ fn numbered_name(stem: &str) -> Option<String> {
         return None;
     }
     let separator = |i: usize| matches!(b.get(i), Some(b'-' | b'_' | b' '));
-    let mut i = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
-    match i {
+    let letters = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    let mut i = letters;
+    match letters {
         0 => {}
         2..=6 if separator(i) => i += 1,
         2..=6 => {}
         _ => return None,
     }
     let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-    if !(1..=6).contains(&digits) || !(separator(i + digits) || b.get(i + digits) == Some(&b'.')) {
+    let end = i + digits;
+    if !(1..=6).contains(&digits) || !(end == b.len() || separator(end) || b[end] == b'.') {
         return None;
     }
-    let name: String = stem[i + digits + 1..]
+    let number = stem[i..end].parse().ok()?;
+    let rest = if end < b.len() { &stem[end + 1..] } else { "" };
+    Some((stem[..letters].to_ascii_lowercase(), number, rest))
+}
+
+/// The name a numbered file's stem carries after its number (`0016-file-uploads` and
+/// `ADR_0016_File_Uploads` → `file-uploads`), lower case with `-` for `_` and spaces; None when
+/// the stem is not numbered or names nothing after its number.
+fn numbered_name(stem: &str) -> Option<String> {
+    let name: String = numbered(stem)?
+        .2
         .trim()
         .chars()
         .map(|c| match c {
@@ -243,6 +255,25 @@ fn numbered_name(stem: &str) -> Option<String> {
         })
         .collect();
     (!name.is_empty()).then_some(name)
+}
+
+/// The keys of the file names that stand for their folder (a folder-per-note tree's README).
+const INDEX_NAMES: [&str; 3] = ["readme", "index", "_index"];
+
+/// SPEC §2.5: a note named `README.md` or `index.md` takes its name and number from its folder
+/// (`keps/sig-network/2433-topology-aware-hints/README.md` is `2433-topology-aware-hints`,
+/// number 2433). The node's (key, alias) when it does.
+fn folder_identity(node: &Node) -> Option<(String, Option<String>)> {
+    if !INDEX_NAMES.contains(&node.key.to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    let folder = node.folder.trim_end_matches(['/', '\\']);
+    let name = folder
+        .rsplit(['/', '\\'])
+        .next()
+        .filter(|n| !n.is_empty())?;
+    let alias = numbered(name).map(|(family, number, _)| format!("#{family}:{number}"));
+    Some((name.to_string(), alias))
 }
 
 /// How many levels up from `from` the nearest folder holding `to` is (0: `to` is `from` or
@@ -385,9 +416,24 @@ impl Graph {
 
     /// Build from documents and declared edges of either direction. A reference matches a
     /// document by its key or its alias, exactly (SPEC §2.3).
-    pub fn build_declared(nodes: Vec<Node>, edges: &[Declared]) -> Graph {
+    pub fn build_declared(mut nodes: Vec<Node>, edges: &[Declared]) -> Graph {
+        // A folder-per-note tree's `README.md` is known by its folder; its own name still
+        // names it (`[[README]]`).
+        let mut index_names: Vec<(String, usize)> = Vec::new();
+        for (i, n) in nodes.iter_mut().enumerate() {
+            if let Some((key, alias)) = folder_identity(n) {
+                index_names.push((std::mem::replace(&mut n.key, key), i));
+                if n.alias.is_none() {
+                    n.alias = alias;
+                }
+            }
+        }
+        let nodes = nodes;
         // Names matter only to resolve edges: a store without any builds none.
         let mut by_key = Names::with_capacity(if edges.is_empty() { 0 } else { nodes.len() });
+        for (name, i) in index_names.iter().filter(|_| !edges.is_empty()) {
+            by_key.add(name.as_str(), *i);
+        }
         let mut by_number: HashMap<u64, Vec<(&str, usize)>> = HashMap::default();
         for (i, n) in nodes.iter().enumerate().filter(|_| !edges.is_empty()) {
             by_key.add(n.key.as_str(), i);
@@ -920,6 +966,70 @@ mod tests {
         assert_eq!(g.claim(1).resolution, Resolution::Resolved(1));
         assert_eq!(g.claim(2).resolution, Resolution::Resolved(1));
         assert_eq!(g.claim(3).resolution, Resolution::Ambiguous(vec![1, 2]));
+    }
+
+    #[test]
+    fn a_folder_per_note_readme_is_known_by_its_folder() {
+        let node = |folder: &str, name: &str, alias: Option<&str>| Node {
+            key: resolution_key(name),
+            path: format!("x/{name}"),
+            folder: folder.into(),
+            alias: alias.map(str::to_string),
+            ..Node::default()
+        };
+        let nodes = vec![
+            node(
+                "/r/keps/sig-node/2433-topology-aware-hints",
+                "README.md",
+                None,
+            ),
+            node(
+                "/r/keps/sig-auth/1205-bound-tokens",
+                "README.md",
+                Some("#kep:1205"),
+            ),
+            node("/r/keps/sig-auth/1234-token-volumes", "README.md", None),
+            node("/r/keps/sig-auth/5000-x", "notes.md", None),
+        ];
+        let edge = |declarer: usize, key: &str| Declared {
+            declarer,
+            key: key.into(),
+            reversed: true,
+            scoped: true,
+            since_us: None,
+        };
+        let g = Graph::build_declared(
+            nodes,
+            &[
+                // `/keps/sig-node/2433-topology-aware-hints/`: the folder's name and number.
+                edge(2, "2433-topology-aware-hints\n#:2433"),
+                // "replaced by [KEP 1205](…)": its title's identifier.
+                edge(2, "#kep:1205"),
+                // A bare number names the folder's number; `[[README]]` its own name.
+                edge(3, "#kep:2433"),
+                edge(0, "README"),
+            ],
+        );
+        assert_eq!(g.node(0).key, "2433-topology-aware-hints");
+        assert_eq!(g.node(0).alias.as_deref(), Some("#:2433"));
+        assert_eq!(
+            g.node(1).alias.as_deref(),
+            Some("#kep:1205"),
+            "its own alias stays"
+        );
+        assert_eq!(
+            g.node(3).key,
+            "notes",
+            "only an index name stands for its folder"
+        );
+        let got: Vec<_> = (0..4).map(|id| g.claim(id).resolution.clone()).collect();
+        assert_eq!(got[0], Resolution::Resolved(0));
+        assert_eq!(got[1], Resolution::Resolved(1));
+        assert_eq!(got[2], Resolution::Resolved(0));
+        assert!(
+            matches!(got[3], Resolution::Ambiguous(_)),
+            "three READMEs share the name"
+        );
     }
 
     #[test]

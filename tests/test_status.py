@@ -659,6 +659,11 @@ def test_a_relative_link_names_its_file_first(text: str, first: str) -> None:
 def test_site_absolute_and_index_links() -> None:
     (site,) = references("Superseded by [ADR021](/records/ADR021-rds/)")
     assert not any(k.startswith("@") for k in site.key.split("\n"))
-    # An index page's name says nothing: only its path, then nothing else, names it.
+    # An index page is named by its folder (a folder-per-note tree): its path first, then the
+    # folder's name and number.
     (index,) = references("Superseded by [x](notification/README.md)")
-    assert index.key == "@notification/README.md"
+    assert index.key == "@notification/README.md\nnotification"
+    (kep,) = references("Replaced by [KEP 1205](/keps/sig-auth/1205-bound-tokens/README.md)")
+    assert kep.key == "1205-bound-tokens\n#:1205\n#kep:1205"
+    (folder,) = references("Superseded by [inventory](/keps/sig-x/4322-cluster-inventory/)")
+    assert folder.key == "4322-cluster-inventory\n#:4322"

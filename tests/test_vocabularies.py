@@ -444,3 +444,75 @@ def test_declarations_are_bounded_per_note(tmp_path: Path) -> None:
     with recall.open(db, embedder="hashing-512") as mem:
         assert mem.index(tmp_path / "peps").ok
     assert db.stat().st_size < 8 * 1024 * 1024
+
+
+KEP_README = "# KEP-{n}: {title}\n\n## Summary\n\n{title} in a sentence about {n}.\n"
+
+
+def _kep(root: Path, sig: str, folder: str, title: str, yaml: str) -> None:
+    number = folder.split("-", 1)[0]
+    write_corpus(
+        root,
+        {
+            f"keps/{sig}/{folder}/README.md": KEP_README.format(n=number, title=title),
+            f"keps/{sig}/{folder}/kep.yaml": f"title: {title}\nkep-number: {number}\n{yaml}",
+        },
+    )
+
+
+def test_a_sidecar_declares_for_its_note(backend: Callable[[str], str], corpus: Path) -> None:
+    """SPEC §2.5 `sidecar`: a folder-per-note KEP's `kep.yaml` declares for its README, is shown
+    by explain with its file and line, counted by stats, and a change to it alone declares the
+    note again at the next run; the metadata file is never a note of its own."""
+    _kep(corpus, "sig-node", "281-dynamic-config", "Dynamic config", "status: implemented\n")
+    _kep(corpus, "sig-node", "2133-config-files", "Config files", "status: implemented\n")
+    old = "keps/sig-node/281-dynamic-config/README.md"
+    sidecar = corpus / "keps/sig-node/281-dynamic-config/kep.yaml"
+    with recall.open(backend("m.db")) as mem:
+        report = mem.index(corpus, now=NOW)
+        assert sorted(report.added) == [
+            "keps/sig-node/2133-config-files/README.md",
+            "keps/sig-node/281-dynamic-config/README.md",
+        ]
+        assert mem.explain("Dynamic config", old, now=NOW)["retired"] is None
+        sidecar.write_text(
+            "title: Dynamic config\nkep-number: 281\n"
+            "status: replaced # replaced by keps/sig-node/2133-config-files\n"
+        )
+        report = mem.index(corpus, now=NOW)
+        assert report.updated == [old]
+        ex = mem.explain("Dynamic config", old, now=NOW)
+        assert ex["superseded_by"] == "keps/sig-node/2133-config-files/README.md"
+        (claim,) = [c for c in ex["claims_out"] if c["declarer"] == old]
+        assert claim["vocabulary"] == "sidecar" and claim["line"] == 3
+        assert claim["statement"].startswith("keps/sig-node/281-dynamic-config/kep.yaml: status:")
+        assert ("sidecar", 1) in {(v, n) for v, n, _ in mem.stats().edges_by_vocabulary}
+        # Removed, the metadata file declares nothing any more.
+        sidecar.unlink()
+        report = mem.index(corpus, now=NOW)
+        assert report.updated == [old]
+        assert mem.explain("Dynamic config", old, now=NOW)["superseded_by"] is None
+
+
+def test_a_sidecar_that_cannot_be_read_is_reported_and_the_note_kept(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    _kep(root, "sig-apps", "3000-budget", "Budget", "status: [unclosed\n")
+    (root / "keps/sig-apps/3000-budget/kep.yaml").write_bytes(b"status: \xff\xfe withdrawn\n")
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        report = mem.index(root, now=NOW, calibrate=False)
+        assert report.added == ["keps/sig-apps/3000-budget/README.md"]
+        (skipped,) = report.skipped
+        assert skipped.path == "keps/sig-apps/3000-budget/kep.yaml"
+        assert "metadata of keps/sig-apps/3000-budget/README.md not read: not UTF-8" in (
+            skipped.reason
+        )
+
+
+def test_a_sidecar_is_the_note_stem_or_the_one_file_of_an_index_page() -> None:
+    from recall.walk import sidecar_of
+
+    assert sidecar_of("0005-x.md", ["0005-x.yaml", "other.yml"]) == "0005-x.yaml"
+    assert sidecar_of("0005-x.md", ["0005-x.json"]) == "0005-x.json"
+    assert sidecar_of("0005-x.md", ["kep.yaml"]) is None, "only an index page takes the folder's"
+    assert sidecar_of("README.md", ["kep.yaml"]) == "kep.yaml"
+    assert sidecar_of("README.md", ["kep.yaml", "openapi.yaml"]) is None, "one, or none"

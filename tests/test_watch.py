@@ -141,3 +141,33 @@ def test_recall_watch_cli_indexes_a_new_note(tmp_path: Path) -> None:
 def test_watch_refuses_a_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(recall.UsageError, match="not a folder"):
         watch(str(tmp_path / "m.db"), [tmp_path / "nope"])
+
+
+def test_watch_declares_a_note_again_when_only_its_metadata_file_changes(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    kep = notes / "keps" / "281-dynamic-config"
+    kep.mkdir(parents=True)
+    (kep / "README.md").write_text("# KEP-281: Dynamic config\n\nConfig maps.\n", "utf-8")
+    (kep / "kep.yaml").write_text("kep-number: 281\nstatus: implemented\n", "utf-8")
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-512") as mem:
+        assert mem.index(notes).ok
+    before = documents(db)
+    stop, ready = threading.Event(), threading.Event()
+    follower = threading.Thread(
+        target=watch,
+        args=(str(db), [notes]),
+        kwargs={"stop": stop, "ready": ready},
+        daemon=True,
+    )
+    follower.start()
+    assert ready.wait(10)
+    try:
+        (kep / "kep.yaml").write_text("kep-number: 281\nstatus: withdrawn\n", "utf-8")
+        wait_for(lambda: documents(db) != before)
+    finally:
+        stop.set()
+        follower.join(10)
+    with recall.open(db) as mem:
+        retired = mem.explain("config maps", "keps/281-dynamic-config/README.md")["retired"]
+        assert retired is not None and retired["state"] == "withdrawn"

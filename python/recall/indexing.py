@@ -36,7 +36,7 @@ from recall.errors import PruneRefusedError, UsageError
 from recall.forgetting import held_back
 from recall.frontmatter import Frontmatter
 from recall.rows import DocumentRow
-from recall.vocabularies import SETTINGS, Declarations, declare
+from recall.vocabularies import SETTINGS, Declarations, Sidecar, declare, read_sidecar
 from recall.walk import (
     MAX_FILE_BYTES,
     OPEN_FLAGS,
@@ -234,7 +234,7 @@ def run_index(
             "(allow_prune=True) to remove them"
         )
 
-    work = [(c.source, rel, p) for c in corpora for rel, p in c.files]
+    work = [(c.source, rel, p, c.sidecars.get(rel)) for c in corpora for rel, p in c.files]
     retimed: list[tuple[str, str, int]] = []
     # Declarations read by an older reader are read again from unchanged files (no embedding).
     redeclared: list[tuple[str, str, Declarations]] | None = None
@@ -259,7 +259,7 @@ def run_index(
             inflight: tuple[list[_Pending], Future[_Vectors]] | None = None
             pending: list[_Pending] = []
             pending_chunks = 0
-            for done, (source, rel, file) in enumerate(work, 1):
+            for done, (source, rel, file, side) in enumerate(work, 1):
                 doc = _read(
                     source,
                     rel,
@@ -269,6 +269,7 @@ def run_index(
                     trusted_before,
                     retimed,
                     redeclared,
+                    side,
                 )
                 counts.files = done
                 if doc is not None and doc.is_new and doc.digest in movable:
@@ -345,13 +346,17 @@ def _read(
     trusted_before: int,
     retimed: list[tuple[str, str, int]],
     redeclared: list[tuple[str, str, Declarations]] | None = None,
+    side: tuple[str, str] | None = None,
 ) -> _Pending | None:
     """Read, hash, parse and chunk one file; None when unchanged, skipped or refused. A file
     with the size and modification time recorded when it was last read is unchanged without
     being read (SPEC §3: an update costs what changed). With `redeclared`, unchanged files are
-    read anyway and their declarations collected there (the vocabularies' reader changed)."""
+    read anyway and their declarations collected there (the vocabularies' reader changed).
+    `side` is the note's metadata file (relative path, path): read with the note, part of its
+    digest, and no modification time is recorded for a note that has one, so that a change to
+    either, or the metadata file's removal, is seen at the next run."""
     prior = known.get(rel)
-    if prior is not None and prior[2] is not None and redeclared is None:
+    if prior is not None and prior[2] is not None and redeclared is None and side is None:
         try:
             seen = os.stat(file)
         except OSError:
@@ -383,15 +388,19 @@ def _read(
         report.refused.append(Skipped(rel, f"unreadable: {why(err)}"))
         return None
     size = len(data)
-    mtime_ns = st.st_mtime_ns if st.st_mtime_ns < trusted_before else None
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    mtime_ns = st.st_mtime_ns if st.st_mtime_ns < trusted_before and side is None else None
+    hasher = hashlib.blake2b(data, digest_size=16)
+    sidecar, side_data = _sidecar(side, rel, report) if side is not None else (None, b"")
+    if sidecar is not None:
+        hasher.update(b"\0sidecar\0" + sidecar.name.encode() + b"\0" + side_data)
+    digest = hasher.hexdigest()
     if prior is not None and prior[0] == digest:
         report.unchanged += 1
         if mtime_ns is not None and mtime_ns != prior[2]:
             retimed.append((str(source), rel, mtime_ns))  # not read again next run
         if redeclared is not None:
             with contextlib.suppress(UnicodeDecodeError):
-                redeclared.append((str(source), rel, declare(rel, data.decode("utf-8"))))
+                redeclared.append((str(source), rel, declare(rel, data.decode("utf-8"), sidecar)))
         return None
     if b"\x00" in data:
         report.skipped.append(Skipped(rel, "not text (contains NUL bytes)"))
@@ -401,7 +410,8 @@ def _read(
     except UnicodeDecodeError as err:
         report.skipped.append(Skipped(rel, f"not UTF-8 text (byte {err.start})"))
         return None
-    decl = None if os.path.splitext(file)[1].lower() in TEXT_SUFFIXES else declare(rel, text)
+    suffix = os.path.splitext(file)[1].lower()
+    decl = None if suffix in TEXT_SUFFIXES else declare(rel, text, sidecar)
     fm = decl.frontmatter if decl is not None else None
     if fm is None:
         chunks = chunk(text)
@@ -427,6 +437,40 @@ def _read(
         is_new=prior is None,
         chunks_before=prior[3] if prior is not None else 0,
     )
+
+
+#: The largest metadata file read beside a note.
+MAX_SIDECAR_BYTES = 1024 * 1024
+
+
+def _sidecar(side: tuple[str, str], rel: str, report: IndexReport) -> tuple[Sidecar | None, bytes]:
+    """A note's metadata file read (SPEC §2.5, vocabulary `sidecar`) and its bytes; one that
+    cannot be read is reported as skipped, naming the note, and the note is read without it."""
+    name, path = side
+    problem = None
+    data = b""
+    try:
+        with os.fdopen(os.open(path, OPEN_FLAGS), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                problem = "not a regular file"
+            elif st.st_size > MAX_SIDECAR_BYTES:
+                problem = f"larger than {MAX_SIDECAR_BYTES // 1024} KiB"
+            else:
+                data = handle.read()
+    except OSError as err:
+        problem = f"unreadable: {why(err)}"
+    if problem is None:
+        try:
+            found = read_sidecar(name, data.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            problem = f"not UTF-8 text (byte {err.start})"
+        else:
+            if found is not None:
+                return found, data
+            problem = "holds no YAML or JSON mapping"
+    report.skipped.append(Skipped(name, f"metadata of {rel} not read: {problem}"))
+    return None, b""
 
 
 def _movable(

@@ -315,7 +315,11 @@ def _path_reference(target: str, text: str) -> Reference | None:
     if _EXTERNAL.match(target) or not written:
         key = identifier_key(_plain(text))
         return Reference(text.strip() or target, key) if key else None
-    last = written.rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
+    parts = written.rstrip("/").replace("\\", "/").rsplit("/", 2)
+    last = parts[-1]
+    if last.lower() in _INDEX_NAMES and len(parts) > 1 and parts[-2] not in ("", ".", ".."):
+        # `…/1205-bound-tokens/README.md`: a folder-per-note tree's note is named by its folder.
+        last = parts[-2]
     for suffix in _SITE_SUFFIXES:
         if last.lower().endswith(suffix):
             last = last[: -len(suffix)]

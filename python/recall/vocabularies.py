@@ -27,8 +27,9 @@ store keeps). Pure and total: no I/O, never raises.
 from __future__ import annotations
 
 import datetime
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from recall import _core, status
@@ -46,13 +47,15 @@ __all__ = [
     "Declarations",
     "Edge",
     "Retirement",
+    "Sidecar",
     "Statement",
     "declare",
+    "read_sidecar",
     "in_force",
 ]
 
 #: Every vocabulary, in the order their statements are reported.
-VOCABULARIES = ("frontmatter", "pep", "madr", "nygard", "prose")
+VOCABULARIES = ("frontmatter", "pep", "madr", "sidecar", "nygard", "prose")
 #: The `--vocabularies` settings and the vocabularies each one reads.
 SETTINGS: dict[str, frozenset[str]] = {
     "none": frozenset(),
@@ -169,16 +172,71 @@ def in_force(setting: str) -> frozenset[str]:
         ) from None
 
 
-def declare(path: str, text: str) -> Declarations:
+def declare(path: str, text: str, sidecar: Sidecar | None = None) -> Declarations:
     """Read every vocabulary from one document; `path` (relative or not) picks the format by
-    suffix and gives the alias its file name. Never raises."""
+    suffix and gives the alias its file name; `sidecar` is the metadata file that belongs to a
+    markdown note (`read_sidecar`). Never raises."""
     lower = path.lower()
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     if lower.endswith(_RST_SUFFIXES):
         return _bounded(_pep(name, text))
     if lower.endswith(_MARKDOWN_SUFFIXES):
-        return _bounded(_markdown(name, text))
+        return _bounded(_markdown(name, text, sidecar))
     return Declarations(None, None, None, (), None)
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A metadata file that belongs to a note (vocabulary `sidecar`): a YAML or JSON mapping
+    (`kep.yaml` beside a KEP's `README.md`) whose `status:`, successor, predecessor and reason
+    keys are read as front matter's are. `name` is the file as shown (a statement names it);
+    `lines` the 1-based line of each key; `comments` a key's YAML comment (`status: replaced #
+    replaced by keps/sig-node/2133-…`), read with its value."""
+
+    name: str
+    fields: Mapping[str, str | tuple[str, ...]]
+    lines: Mapping[str, int]
+    comments: Mapping[str, str]
+
+
+def read_sidecar(name: str, text: str) -> Sidecar | None:
+    """A metadata file's mapping, or None when it holds none (not a mapping, not YAML or JSON
+    this reader takes). Pure and total."""
+    if name.lower().endswith(".json"):
+        return _json_sidecar(name, text)
+    fm = parse(f"---\n{text.rstrip()}\n---\n")
+    if not fm.present or not fm.fields:
+        return None
+    lines = {key: line - 1 for key, line in fm.lines.items()}
+    raw = text.split("\n")
+    comments: dict[str, str] = {}
+    for key in fm.fields:
+        at = lines.get(key, 0)
+        written = raw[at - 1] if 0 < at <= len(raw) else ""
+        cut = written.find(" #")
+        if cut >= 0 and written[cut + 2 :].strip():
+            comments[key] = written[cut + 2 :].strip()
+    return Sidecar(name, fm.fields, lines, comments)
+
+
+def _json_sidecar(name: str, text: str) -> Sidecar | None:
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    fields: dict[str, str | tuple[str, ...]] = {}
+    for key, value in data.items():
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            fields[key] = str(value)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            fields[key] = tuple(value)
+    raw = text.split("\n")
+    lines = {
+        key: next((i for i, line in enumerate(raw, 1) if f'"{key}"' in line), 0) for key in fields
+    }
+    return Sidecar(name, fields, lines, {})
 
 
 def _bounded(said: Declarations) -> Declarations:
@@ -199,7 +257,7 @@ class _Said:
     reading: status.Reading
 
 
-def _markdown(name: str, text: str) -> Declarations:
+def _markdown(name: str, text: str, sidecar: Sidecar | None = None) -> Declarations:
     from recall.opening import opening_sentences
 
     fm = parse(text)
@@ -222,7 +280,13 @@ def _markdown(name: str, text: str) -> Declarations:
         k.lower() in _FRONT_KEYS or _REASON_KEY.fullmatch(k) for k in fm.fields
     )
     definitions = status.link_definitions(text) if declares or front else {}
-    said, date = _front_statements(fm, definitions) if front else ([], None)
+    said, date = _front_statements(fm.fields, fm.lines, definitions) if front else ([], None)
+    if sidecar is not None:
+        side, side_date = _front_statements(
+            sidecar.fields, sidecar.lines, definitions, sidecar.name, sidecar.comments
+        )
+        said.extend(side)
+        date = date or side_date
     body_date = None
     if declares:
         lines = text.split("\n")
@@ -273,38 +337,52 @@ _PREFER = re.compile(r"\bprefer(?:s|red)?\b", re.IGNORECASE)
 
 
 def _front_statements(
-    fm: Frontmatter, definitions: dict[str, str]
+    mapping: Mapping[str, str | tuple[str, ...]],
+    lines: Mapping[str, int],
+    definitions: dict[str, str],
+    sidecar: str | None = None,
+    comments: Mapping[str, str] | None = None,
 ) -> tuple[list[_Said], datetime.date | None]:
+    """The statements of a front matter block (vocabulary `madr`) or of a note's metadata file
+    named `sidecar` (vocabulary `sidecar`, each statement naming the file)."""
     said: list[_Said] = []
-    fields = {key.lower(): key for key in fm.fields}
-    value = fm.fields.get("status")
+    vocabulary = "madr" if sidecar is None else "sidecar"
+    shown = "" if sidecar is None else f"{sidecar}: "
+    comments = comments or {}
+    fields = {key.lower(): key for key in mapping}
+    value = mapping.get(fields.get("status", "status"))
     if isinstance(value, str) and value.strip():
-        origin = Statement("madr", fm.lines.get("status", 0), f"status: {value}")
-        said.append(_Said(origin, status.read(_unquote(value.strip()), definitions)))
+        key = fields["status"]
+        comment = comments.get(key)
+        written = f"{key}: {value}" + (f" # {comment}" if comment else "")
+        origin = Statement(vocabulary, lines.get(key, 0), shown + written)
+        read = _unquote(value.strip()) + (f" ({comment})" if comment else "")
+        said.append(_Said(origin, status.read(read, definitions)))
     for keys, successor in ((_SUCCESSOR_KEYS, True), (_PREDECESSOR_KEYS, False)):
         for lower in keys:
             if lower not in fields:
                 continue
             key = fields[lower]
-            raw = fm.fields[key]
+            raw = mapping[key]
             values = (raw,) if isinstance(raw, str) else raw
             refs = tuple(r for v in values if v.strip() for r in _named(_unquote(v.strip())))
             if not refs:
                 continue
-            origin = Statement("madr", fm.lines.get(key, 0), f"{key}: {', '.join(values)}")
+            written = f"{shown}{key}: {', '.join(values)}"
+            origin = Statement(vocabulary, lines.get(key, 0), written)
             reading = (
                 status.Reading(state="superseded", successors=refs)
                 if successor
                 else status.Reading(predecessors=refs)
             )
             said.append(_Said(origin, reading))
-    for key, raw in fm.fields.items():
+    for key, raw in mapping.items():
         if isinstance(raw, str) and raw.strip() and _REASON_KEY.fullmatch(key):
             refs = _reason_successors(_unquote(raw.strip()), definitions)
             if refs:
-                origin = Statement("madr", fm.lines.get(key, 0), f"{key}: {raw}")
+                origin = Statement(vocabulary, lines.get(key, 0), f"{shown}{key}: {raw}")
                 said.append(_Said(origin, status.Reading(state="superseded", successors=refs)))
-    date = fm.fields.get("date")
+    date = mapping.get(fields.get("date", "date"))
     return said, status.find_date(date) if isinstance(date, str) else None
 
 
@@ -326,7 +404,10 @@ def _named(value: str) -> tuple[status.Reference, ...]:
     if refs:
         return tuple(refs)
     key = _core.resolution_key(value)
-    return (status.Reference(value, key),) if key else ()
+    alias = status.file_alias(key) if key else None
+    # `/keps/sig-node/2133-kubelet-credential-providers`: the name, then the number it carries.
+    keys = f"{key}\n{alias}" if alias and alias != key else key
+    return (status.Reference(value, keys),) if key else ()
 
 
 # A field line: `Status: Accepted`, `* Status: rejected`, `**Status:** Deprecated`,

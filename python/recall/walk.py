@@ -27,11 +27,13 @@ __all__ = [
     "NOTE_SUFFIXES",
     "RST_SUFFIXES",
     "OPEN_FLAGS",
+    "SIDECAR_SUFFIXES",
     "Listing",
     "Skipped",
     "TEXT_SUFFIXES",
     "discover",
     "shown",
+    "sidecar_of",
     "storable",
     "within",
     "why",
@@ -43,6 +45,10 @@ MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 RST_SUFFIXES = frozenset({".rst"})
 TEXT_SUFFIXES = frozenset({".txt"})
 NOTE_SUFFIXES = MARKDOWN_SUFFIXES | RST_SUFFIXES | TEXT_SUFFIXES
+#: A note's metadata file: `NAME.yaml` beside `NAME.md`, or the one such file in the folder of
+#: a note named like an index page (`kep.yaml` beside a KEP's `README.md`). Never a note.
+SIDECAR_SUFFIXES = (".yaml", ".yml", ".json")
+_INDEX_STEMS = frozenset({"readme", "index", "_index"})
 #: SPEC §2.5 default size cap.
 MAX_FILE_BYTES = 10 * 1024 * 1024
 #: Opening a note never blocks (FIFOs) and never leaks into child processes.
@@ -73,6 +79,9 @@ class Listing:
 
     source: Path
     files: list[tuple[str, str]] = field(default_factory=list)
+    #: A note's metadata file (SPEC §2.5, vocabulary `sidecar`): note's relative path ->
+    #: (the metadata file's relative path, its path).
+    sidecars: dict[str, tuple[str, str]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     refused: list[Skipped] = field(default_factory=list)
     kept: set[str] = field(default_factory=set)
@@ -180,6 +189,7 @@ def walk(root: Path) -> Listing:
             continue
         subfolders: list[tuple[Path, str, frozenset[tuple[int, int]]]] = []
         files: list[tuple[str, str, str, bool]] = []
+        metadata: dict[str, str] = {}  # a metadata file's name -> its path
         for entry in entries:
             rel = prefix + entry.name
             try:
@@ -203,14 +213,38 @@ def walk(root: Path) -> Listing:
             elif os.path.splitext(entry.name)[1].lower() in NOTE_SUFFIXES:
                 # Plain strings: a 50k-note walk pays for every object made per file.
                 files.append((rel, entry.path, entry.name, is_link))
+            elif (
+                entry.name.lower().endswith(SIDECAR_SUFFIXES)
+                and not is_link
+                and not entry.name.startswith(".")
+                and storable(entry.name)
+            ):
+                metadata[entry.name] = entry.path
         for rel, path, name, is_link in files:
             reason = _file_skip(name, path, is_link, root)
             if reason:
                 corpus.skipped.append(Skipped(shown(rel), reason))
             else:
                 corpus.files.append((rel, path))
+                side = sidecar_of(name, metadata) if metadata else None
+                if side is not None:
+                    corpus.sidecars[rel] = (prefix + side, metadata[side])
         stack.extend(reversed(subfolders))
     return corpus
+
+
+def sidecar_of(name: str, metadata: dict[str, str] | list[str]) -> str | None:
+    """The metadata file (of those in its folder) that belongs to the note `name`: the one of
+    its stem (`0005-x.yaml` for `0005-x.md`), else, for an index page (`README.md`), the only
+    one in the folder; None when none does."""
+    stem = os.path.splitext(name)[0]
+    for suffix in SIDECAR_SUFFIXES:
+        for candidate in (stem + suffix, stem + suffix.upper()):
+            if candidate in metadata:
+                return candidate
+    if stem.lower() in _INDEX_STEMS and len(metadata) == 1:
+        return next(iter(metadata))
+    return None
 
 
 def _target(path: Path) -> Path:
@@ -277,6 +311,18 @@ def discover(path: Path, command: str = "recall index") -> Listing:
         )
     elif storable(resolved.name):
         corpus.files.append((resolved.name, str(resolved)))
+        try:
+            names = os.listdir(source)
+        except OSError:
+            names = []
+        metadata = {
+            n: os.path.join(source, n)
+            for n in names
+            if n.lower().endswith(SIDECAR_SUFFIXES) and not n.startswith(".") and storable(n)
+        }
+        side = sidecar_of(resolved.name, metadata) if metadata else None
+        if side is not None and not os.path.islink(metadata[side]):
+            corpus.sidecars[resolved.name] = (side, metadata[side])
     else:
         corpus.refused.append(
             Skipped(shown(str(path)), "file name is not valid UTF-8 (rename it to index it)")

@@ -63,13 +63,14 @@ def watch(
     except ImportError as err:
         raise UsageError(INSTALL_HINT) from err
     import recall
-    from recall.walk import NOTE_SUFFIXES
+    from recall.walk import NOTE_SUFFIXES, SIDECAR_SUFFIXES
 
     folders = [os.fspath(r) for r in roots]
     for folder in folders:
         if not os.path.isdir(folder):
             raise UsageError(f"recall watch: {folder} is not a folder")
-    suffixes = tuple(NOTE_SUFFIXES)
+    # A note's metadata file (`kep.yaml`) declares for it: a change to one is a change too.
+    suffixes = tuple(NOTE_SUFFIXES) + SIDECAR_SUFFIXES
     stop = stop or threading.Event()
 
     def notes_only(change: watchfiles.Change, path: str) -> bool:

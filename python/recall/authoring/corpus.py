@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from recall import _core, status
-from recall.vocabularies import SETTINGS, Declarations, Edge, declare
+from recall.vocabularies import SETTINGS, Declarations, Edge, Sidecar, declare, read_sidecar
 from recall.walk import MAX_FILE_BYTES, OPEN_FLAGS, Skipped, discover, shown, why
 
 __all__ = ["Corpus", "Note", "Target", "read_note", "scan"]
@@ -121,6 +121,12 @@ class Corpus:
         ]
 
 
+def _sidecar(side: tuple[str, str]) -> Sidecar | None:
+    """A note's metadata file as the index run reads it; None when it cannot be read."""
+    text, _ = read_note(side[1])
+    return read_sidecar(side[0], text) if text is not None else None
+
+
 def read_note(path: str) -> tuple[str | None, str | None]:
     """(text, None) or (None, the reason it cannot be read as a note)."""
     try:
@@ -158,7 +164,9 @@ def scan(
         base = os.fspath(given) if listing.whole_folder else os.path.dirname(os.fspath(given))
         for rel, path in listing.files:
             text, problem = read_note(path)
-            declarations = declare(rel, text) if text is not None else None
+            side = listing.sidecars.get(rel)
+            sidecar = _sidecar(side) if side is not None and text is not None else None
+            declarations = declare(rel, text, sidecar) if text is not None else None
             corpus.add(
                 Note(
                     root=root,
