@@ -200,8 +200,9 @@ def generate(root: Path, n: int, seed: int = 7) -> Counter[str]:
     return forms
 
 
-def frontmatter_only(path: str, text: str) -> Declarations:
-    """The least any declarations reader does: frontmatter and its `supersedes:` edges."""
+def frontmatter_only(path: str, text: str, sidecar: object = None) -> Declarations:
+    """The least any declarations reader does: frontmatter and its `supersedes:` edges (a
+    note's metadata file is not read)."""
     if not path.lower().endswith((".md", ".markdown", ".mdx")):
         return Declarations(None, None, None, (), None)
     fm = parse(text)
@@ -227,9 +228,10 @@ def load_reader(path: Path) -> Callable[[str, str], object]:
     sys.modules["reader_before"] = module
     spec.loader.exec_module(module)
 
-    # Its edges predate a standing: every one is a full edge.
+    # Its edges predate a standing: every one is a full edge. It reads no metadata file.
     module.Edge.standing = None
-    return module.declare  # type: ignore[no-any-return]
+    before: Callable[[str, str], object] = module.declare
+    return lambda path, text, sidecar=None: before(path, text)
 
 
 def timed_loop(fn: Callable[[str, str], object], items: list[tuple[str, str]]) -> float:
