@@ -257,6 +257,9 @@ fn numbered_name(stem: &str) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
+/// The key prefix of a link to a repository's issue or pull request (`#issue:2433`).
+const ISSUE_KEY: &str = "#issue:";
+
 /// The keys of the file names that stand for their folder (a folder-per-note tree's README).
 const INDEX_NAMES: [&str; 3] = ["readme", "index", "_index"];
 
@@ -420,8 +423,14 @@ impl Graph {
         // A folder-per-note tree's `README.md` is known by its folder; its own name still
         // names it (`[[README]]`).
         let mut index_names: Vec<(String, usize)> = Vec::new();
+        // The notes a folder numbers, by that number: what a link to the tracking issue of the
+        // same number names (`…/issues/2433` for `2433-topology-aware-hints/README.md`).
+        let mut by_issue: HashMap<u64, Vec<usize>> = HashMap::default();
         for (i, n) in nodes.iter_mut().enumerate() {
             if let Some((key, alias)) = folder_identity(n) {
+                if let Some((_, number, _)) = numbered(&key) {
+                    by_issue.entry(number).or_default().push(i);
+                }
                 index_names.push((std::mem::replace(&mut n.key, key), i));
                 if n.alias.is_none() {
                     n.alias = alias;
@@ -449,6 +458,13 @@ impl Graph {
         // SPEC §2.5: `ADR 7` names a note numbered 7 of the family `adr` (exactly), or of none
         // (`0007-x`); a reference with no family (`#0007`) names a note of any family.
         let lookup = |key: &str| -> Vec<(usize, bool)> {
+            // `#issue:N` (a link to an issue or pull request numbered N) names only a note whose
+            // folder carries that number, never another note numbered N.
+            if let Some(number) = key.strip_prefix(ISSUE_KEY) {
+                let numbered = number.parse().ok().and_then(|n: u64| by_issue.get(&n));
+                return numbered
+                    .map_or_else(Vec::new, |ds| ds.iter().map(|&i| (i, true)).collect());
+            }
             let mut found: Vec<(usize, bool)> = by_key.get(key).map(|i| (i, true)).collect();
             if let Some((family, number)) = identifier(key) {
                 if let Some(numbered) = by_number.get(&number) {
@@ -1008,6 +1024,10 @@ mod tests {
                 // A bare number names the folder's number; `[[README]]` its own name.
                 edge(3, "#kep:2433"),
                 edge(0, "README"),
+                // "[Topology hints](https://…/issues/2433)": the tracking issue's number.
+                edge(3, "#issue:2433"),
+                // No folder is numbered 5000: a note numbered so is not an issue's.
+                edge(2, "#issue:5000"),
             ],
         );
         assert_eq!(g.node(0).key, "2433-topology-aware-hints");
@@ -1022,7 +1042,17 @@ mod tests {
             "notes",
             "only an index name stands for its folder"
         );
-        let got: Vec<_> = (0..4).map(|id| g.claim(id).resolution.clone()).collect();
+        let got: Vec<_> = (0..6).map(|id| g.claim(id).resolution.clone()).collect();
+        assert_eq!(
+            got[4],
+            Resolution::Resolved(0),
+            "the tracking issue's number"
+        );
+        assert_eq!(
+            got[5],
+            Resolution::Dangling,
+            "only a folder's number is an issue's"
+        );
         assert_eq!(got[0], Resolution::Resolved(0));
         assert_eq!(got[1], Resolution::Resolved(1));
         assert_eq!(got[2], Resolution::Resolved(0));

@@ -83,6 +83,35 @@ def test_promotion_when_successor_is_below_threshold(examples: recall.Memory) ->
     assert top.confidence == stale.confidence > 0.5 and top.score < 0.36
 
 
+def test_the_successor_answers_for_the_version_its_predecessor_held(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
+    """SPEC §5.3, §7: a question naming `v1.0`, which only the superseded note holds, is served
+    its declared successor, `promoted_from` naming the note it replaced; a note reached by no
+    edge that lacks the version stays under the identifier rule."""
+    write_corpus(
+        corpus,
+        {
+            "wsgi-v1.md": "# Python web server gateway interface v1.0\n\nThe gateway interface "
+            "v1.0 passes the request environ and a start_response callable to the app.\n",
+            "wsgi-v2.md": "---\nsupersedes: wsgi-v1.md\n---\n# Python web server gateway "
+            "interface for Python 3\n\nThe gateway interface passes the request environ and a "
+            "start_response callable; headers are native strings.\n",
+            "asgi.md": "# Asynchronous server gateway interface\n\nThe asynchronous gateway "
+            "interface passes a scope, receive and send to the app.\n",
+        },
+    )
+    with recall.open(backend("m.db"), embedder="hashing-512") as mem:
+        mem.index(corpus, now=NOW, calibrate=False)
+        certified(mem, threshold=0.3)
+        res = mem.search("python web server gateway interface v1.0 start_response", now=NOW)
+        top = res.hits[0]
+        assert (top.provenance.file, top.verdict) == ("wsgi-v2.md", "ok")
+        assert top.promoted_from == "wsgi-v1.md"
+        assert by_file(res)["wsgi-v1.md"].verdict == "superseded"
+        assert by_file(res).get("asgi.md") is None or by_file(res)["asgi.md"].verdict != "ok"
+
+
 @pytest.mark.parametrize(
     ("query", "now", "file", "verdict", "reason"),
     [

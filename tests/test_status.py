@@ -667,3 +667,9 @@ def test_site_absolute_and_index_links() -> None:
     assert kep.key == "1205-bound-tokens\n#:1205\n#kep:1205"
     (folder,) = references("Superseded by [inventory](/keps/sig-x/4322-cluster-inventory/)")
     assert folder.key == "4322-cluster-inventory\n#:4322"
+    # A repository's issue or pull request: its text's identifier, then the issue's number.
+    (issue,) = references("Replaced by [KEP 2433: hints](https://github.com/k/e/issues/2433)")
+    assert issue.key == "#kep:2433\n#issue:2433"
+    (issue,) = references("Replaced by [topology hints](https://github.com/k/e/issues/2433)")
+    assert issue.key == "#issue:2433"
+    assert references("Replaced by [the page](https://example.org/docs/2433)") == []

@@ -186,6 +186,7 @@ _BY_TAIL = re.compile(
     re.IGNORECASE,
 )
 _EXTERNAL = re.compile(r"[a-z][a-z0-9+.-]*://|mailto:", re.IGNORECASE)
+_ISSUE_LINK = re.compile(r"/(?:issues|pull)/([0-9]{1,6})/?$")
 _SITE_SUFFIXES = (".html", ".htm")
 _INDEX_NAMES = frozenset({"readme", "readme.md", "index", "index.md", "_index.md"})
 
@@ -313,8 +314,12 @@ def _path_reference(target: str, text: str) -> Reference | None:
     the link text as the alternative. An external URL counts only by its text."""
     written = unquote(target.split("#", 1)[0].split("?", 1)[0]).strip()
     if _EXTERNAL.match(target) or not written:
-        key = identifier_key(_plain(text))
-        return Reference(text.strip() or target, key) if key else None
+        # A web page counts by its text; a repository's issue or pull request by its number
+        # too, which names only a note whose folder carries it (`2433-x/README.md`, a KEP).
+        issue = _ISSUE_LINK.search(written) if _EXTERNAL.match(target) else None
+        named = identifier_key(_plain(text)) or (issue and leading_identifier(_plain(text)))
+        keys = [k for k in (named, issue and f"#issue:{int(issue[1])}") if k]
+        return Reference(text.strip() or target, "\n".join(keys)) if keys else None
     parts = written.rstrip("/").replace("\\", "/").rsplit("/", 2)
     last = parts[-1]
     if last.lower() in _INDEX_NAMES and len(parts) > 1 and parts[-2] not in ("", ".", ".."):
