@@ -180,7 +180,7 @@ def test_a_cut_last_record_is_ignored_and_the_next_records_follow_the_whole_ones
     db = tmp_path / "m.db"
     _interrupted(db, notes, stop_at=3)
     journal = journal_path(str(db))
-    record = 16 + 4 * DIM
+    record = 16 + 4 * DIM + 8  # digest, vector, checksum
     with open(journal, "r+b") as f:  # a kill in the middle of the last record
         f.truncate(journal.stat().st_size - record // 2)
     assert _records(db, Counting()) == 2 * EMBED_BATCH - 1
@@ -228,6 +228,106 @@ def test_a_journal_of_another_embedder_or_format_is_discarded(
     assert (again.texts, report.reused) == (2400, 0)
     assert not journal.exists()
     assert _contents(db) == _contents(whole)
+
+
+RECORD = 16 + 4 * DIM + 8
+
+
+def _spoil_vectors(journal: Path, spoil: Callable[[np.ndarray], None]) -> None:
+    """Rewrite the vectors of the journal's records in place (their checksums left as they are,
+    unless `spoil` sets them), as damage on disk or a hostile hand would."""
+    data = bytearray(journal.read_bytes())
+    start = data.index(b"\n") + 1
+    n = (len(data) - start) // RECORD
+    vectors = (
+        np.frombuffer(bytes(data[start : start + n * RECORD]), dtype=np.uint8)
+        .reshape(n, RECORD)[:, 16 : 16 + 4 * DIM]
+        .copy()
+        .view("<f4")
+    )
+    spoil(vectors)
+    for i in range(n):
+        at = start + i * RECORD + 16
+        data[at : at + 4 * DIM] = vectors[i].tobytes()
+    journal.write_bytes(bytes(data))
+
+
+def _swap(v: np.ndarray) -> None:
+    v[[0, 1]] = v[[1, 0]]  # two records' vectors exchanged
+
+
+def _flip(v: np.ndarray) -> None:
+    raw = v[2].view(np.uint8)
+    raw[5] ^= 0x40  # one bit of one vector
+
+
+def _zero(v: np.ndarray) -> None:
+    v[3] = 0.0
+
+
+def _nan(v: np.ndarray) -> None:
+    v[4, 7] = np.nan
+
+
+def _huge(v: np.ndarray) -> None:
+    v[5] *= 1e32
+
+
+@pytest.mark.parametrize(
+    ("spoil", "damaged"),
+    [(_swap, 2), (_flip, 1), (_zero, 1), (_nan, 1), (_huge, 1)],
+    ids=["swapped", "flipped", "zeroed", "nan", "huge"],
+)
+def test_damaged_journal_records_are_discarded_and_embedded_again(
+    tmp_path: Path, notes: Path, whole: Path, spoil: Callable[[np.ndarray], None], damaged: int
+) -> None:
+    """SPEC §3, §11: nothing read back is used unchecked. A record whose checksum fails is
+    embedded again; the store ends as an uninterrupted run makes it, and the report says so."""
+    db = tmp_path / "m.db"
+    _interrupted(db, notes, stop_at=3)
+    journal = journal_path(str(db))
+    _spoil_vectors(journal, spoil)
+    again = Counting()
+    with recall.open(db, embedder=again) as mem:
+        report = mem.index(notes, now=T0)
+    assert report.journal_discarded == damaged
+    assert report.reused == 2 * EMBED_BATCH - damaged
+    assert again.texts == 2400 - report.reused
+    assert _contents(db) == _contents(whole)
+
+
+def test_a_vector_that_is_not_finite_or_of_unit_length_is_discarded_even_with_its_checksum(
+    tmp_path: Path,
+) -> None:
+    """The checks beyond the checksum: a record written whole but holding a vector no embedder
+    makes (NaN, zero, far from unit length) is never used."""
+    path = tmp_path / "m.db-embeddings"
+    log = Journal(path, 4, "fp")
+    unit = np.array([[1, 0, 0, 0], [0, 1, 0, 0]], dtype=np.float32)
+    bad = np.array([[np.nan, 0, 0, 0], [0, 0, 0, 0], [3, 0, 0, 0]], dtype=np.float32)
+    log.append([b"a" * 16, b"b" * 16], unit)
+    log.append([b"c" * 16, b"d" * 16, b"e" * 16], bad)
+    log.close()
+    again = Journal(path, 4, "fp")
+    assert again.discarded == 3 and len(again) == 2
+    assert again.found(b"a" * 16) is not None and again.found(b"c" * 16) is None
+
+
+def test_a_symlinked_journal_refuses_the_run_and_writes_nothing_through_it(
+    tmp_path: Path, notes: Path
+) -> None:
+    db = tmp_path / "m.db"
+    elsewhere = tmp_path / "elsewhere" / "file"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"keep me")
+    journal_path(str(db)).symlink_to(elsewhere)
+    with (
+        recall.open(db, embedder=Counting()) as mem,
+        pytest.raises(recall.StoreError, match="symbolic link"),
+    ):
+        mem.index(notes, now=T0)
+    assert elsewhere.read_bytes() == b"keep me"
+    assert journal_path(str(db)).is_symlink()
 
 
 def test_a_journal_that_cannot_be_written_does_not_fail_the_run(

@@ -84,6 +84,9 @@ class IndexReport:
     #: Chunks written with vectors computed before: by an interrupted run (its journal) or for
     #: a document already in the store with the same content and title (a copied note).
     reused: int = 0
+    #: Records of the embedding journal that failed their checks (a checksum, a vector not
+    #: finite or not of unit length) and were discarded; their texts were embedded again.
+    journal_discarded: int = 0
     seconds: float = 0.0
     generation: int = 0
     embedder: str = ""
@@ -252,6 +255,7 @@ def run_index(
         if journal is not None:
             # Read under the store's write lock: one run at a time reads and appends to it.
             log = Journal(journal, embedder.dim, embedder.fingerprint)
+            report.journal_discarded = log.discarded
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
         counts = _Counts()
         tell = _teller(progress, counts, len(work))

@@ -165,6 +165,11 @@ def _print_index_report(report: IndexReport, db_path: str) -> None:
     )
     if report.moved:
         out.print(f"  moved {len(report.moved)} (renamed or in a moved folder; not embedded again)")
+    if report.journal_discarded:
+        out.print(
+            f"  [yellow]discarded {report.journal_discarded} damaged record(s) of the embedding "
+            "journal[/] (their texts were embedded again)"
+        )
     fitted = report.calibrated
     if fitted is not None:
         if fitted["certified"] and fitted["in_use"]:
