@@ -222,6 +222,30 @@ def test_strict_refusals(backend: Callable[[str], str]) -> None:
         assert err.value.code == "LINEAGE_MISMATCH" and "hashing-512" in str(err.value)
 
 
+@pytest.mark.parametrize("said", [None, "yes", 1, "true"], ids=["null", "yes", "one", "true-text"])
+def test_a_record_that_cannot_say_it_is_certified_is_refused_in_strict_mode(
+    examples: recall.Memory, said: object
+) -> None:
+    """SPEC §7: `certified` is null for an imported record that cannot say; strict search
+    refuses anything but `true`, on every backend, and the record reads back as null."""
+    record = examples.import_calibration(
+        {
+            "id": "unsure",
+            "embedder": examples.embedder.name,
+            "fingerprint": examples.embedder.fingerprint,
+            "threshold": 0.3,
+            "scale": 0.05,
+            "certified": said,
+        }
+    )
+    assert record.certified is None
+    with pytest.raises(recall.TrustRefusal) as err:
+        examples.search(RATE_Q, now=NOW)
+    assert err.value.code == "CALIBRATION_UNCERTIFIED"
+    # Development mode answers with it, marked as not trusted.
+    assert examples.search(RATE_Q, now=NOW, mode="development").trust_state == "degraded"
+
+
 def test_development_mode_is_degraded_and_unverified(
     examples: recall.Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

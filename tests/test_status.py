@@ -6,6 +6,8 @@ in the reader and in a store."""
 from __future__ import annotations
 
 import datetime as dt
+import re
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -70,6 +72,32 @@ def test_terminal_word_in_every_wrapping(word: str, state: str, wrapping: str) -
             False,
         ), wrapping.format(written)
         assert reading.successors == () and reading.predecessors == ()
+
+
+def _documented(bullet: str) -> set[str]:
+    """The words of one bullet of the README's wording section, as the reader's lists hold
+    them (`cancelled / canceled`, `deprecated (depreciated)` give each word)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index(bullet)
+    text = readme[start + len(bullet) : readme.index("\n- ", start)]
+    text = " ".join(re.sub(r"`[^`]*`", " ", text.split(":", 1)[1].split(". ", 1)[0]).split())
+    return {
+        w
+        for w in re.split(r"[^a-z ]+", text.lower().replace("also ", ""))
+        for w in [w.strip()]
+        if w
+    }
+
+
+def test_every_documented_status_word_is_read() -> None:
+    """The README documents the words the reader knows; the reader's lists are what the tests
+    above run over, so a word dropped from a list would drop its test too: this pins the lists
+    to what users are told."""
+    retiring = _documented("- Retirement words")
+    assert retiring == set(TERMINAL) - {"supersed"}, retiring ^ (set(TERMINAL) - {"supersed"})
+    inactive = _documented("- Inactive, a known state")
+    assert inactive == INACTIVE - {"returned"}, inactive ^ INACTIVE
+    assert _documented("- Notes in force") - {"and a few more"} <= CURRENT
 
 
 @pytest.mark.parametrize("wrapping", list(WRAPPINGS.values()), ids=list(WRAPPINGS))

@@ -508,6 +508,17 @@ def test_a_sidecar_that_cannot_be_read_is_reported_and_the_note_kept(tmp_path: P
         )
 
 
+@pytest.mark.parametrize("nothing", ["n/a", "N/A", "none", "~", "-", "null", "TBD", '""'])
+def test_a_successor_key_saying_none_names_no_note(nothing: str) -> None:
+    """A KEP's `superseded-by: - n/a`: no edge, and the note is not retired."""
+    for text in (
+        f"---\nstatus: implemented\nsuperseded-by:\n  - {nothing}\n---\n# A\n\nText.\n",
+        f"---\nstatus: implemented\nsuperseded-by: {nothing}\n---\n# A\n\nText.\n",
+    ):
+        d = declare("README.md", text)
+        assert d.edges == () and d.active_retirement() is None, text
+
+
 def test_a_sidecar_is_the_note_stem_or_the_one_file_of_an_index_page() -> None:
     from recall.walk import sidecar_of
 

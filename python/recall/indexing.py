@@ -59,7 +59,7 @@ EMBED_BATCH = 512
 
 #: The version of the declarations reader (`recall.vocabularies`): a store whose documents were
 #: declared by another version has them read again on its next index run.
-DECLARATIONS_VERSION = "4"
+DECLARATIONS_VERSION = "5"
 _DECLARATIONS_KEY = "declarations_version"
 
 #: Called after each file, and while the run waits for the embedder, with (files done, files in

@@ -106,7 +106,7 @@ CURRENT = frozenset(
         "under discussion", "in effect", "in force", "work in progress",
         "not started", "for review", "request for comments", "april fool", "implementable",
         "in discussion", "under consideration", "tentative", "trialling", "trialing",
-        "scheduled for review", "awaiting review", "active review",
+        "scheduled for review", "awaiting review", "active review", "last call",
     }
 )  # fmt: skip
 #: Status words of a proposal nobody is moving (EIP `Stagnant`, Swift `Returned for revision`,

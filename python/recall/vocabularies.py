@@ -332,6 +332,8 @@ _FRONT_KEYS = frozenset({"status", "date", *_SUCCESSOR_KEYS, *_PREDECESSOR_KEYS}
 # Front matter keys whose value says why the note ended, in words that may name what replaced
 # it (EIP `withdrawal-reason: Superseded by EIP-7702`): read for a successor only.
 _REASON_KEY = re.compile(r"(?:[a-z]+[-_])?(?:reason|resolution|notes?)", re.IGNORECASE)
+# Values that name no note: `superseded-by: - n/a` (a KEP's way of saying none).
+_NOTHING = frozenset({"", "n/a", "na", "none", "null", "nil", "-", "—", "~", "tbd", "tba", "no"})
 # "The authors prefer [EIP-4750](…)": a reason that names the preferred note.
 _PREFER = re.compile(r"\bprefer(?:s|red)?\b", re.IGNORECASE)
 
@@ -365,7 +367,12 @@ def _front_statements(
             key = fields[lower]
             raw = mapping[key]
             values = (raw,) if isinstance(raw, str) else raw
-            refs = tuple(r for v in values if v.strip() for r in _named(_unquote(v.strip())))
+            refs = tuple(
+                r
+                for v in values
+                if _unquote(v.strip()).strip().lower() not in _NOTHING
+                for r in _named(_unquote(v.strip()))
+            )
             if not refs:
                 continue
             written = f"{shown}{key}: {', '.join(values)}"
