@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recall.chunking import Chunk, chunk
+from recall.chunking import MAX_HEADING_CHARS, Chunk, chunk
 from recall.frontmatter import parse
 
 # --- invariants shared by the table and the properties
@@ -355,3 +356,27 @@ def test_heading_free_body_within_target_is_one_chunk(body: str) -> None:
         assert body.strip() in chunks[0].text
     else:
         assert chunks == []
+
+
+def test_a_long_heading_is_kept_once_not_in_every_chunk_path() -> None:
+    """SPEC §3: a chunk's heading path is bounded, so store size stays linear in the input."""
+    heading = "word " * 80_000  # a 400 KB heading
+    body = f"# {heading}\n\n" + "\n\n".join(f"Paragraph {i} " + "text " * 60 for i in range(200))
+    chunks = chunk(body)
+    assert len(chunks) > 10
+    assert all(len(" > ".join(c.heading_path)) <= MAX_HEADING_CHARS for c in chunks)
+    assert chunks[-1].heading_path[0].endswith("…")
+
+
+def test_a_store_of_a_long_heading_stays_within_ten_times_its_input(tmp_path: Path) -> None:
+    import recall
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    heading = "word " * 80_000
+    text = f"# {heading}\n\n" + "\n\n".join(f"Paragraph {i} " + "text " * 60 for i in range(200))
+    (notes / "long.md").write_text(text, encoding="utf-8")
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        assert mem.index(notes, calibrate=False).ok
+    size = sum(p.stat().st_size for p in tmp_path.glob("m.db*"))
+    assert size < 10 * len(text.encode())

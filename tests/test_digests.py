@@ -77,3 +77,26 @@ def test_the_cache_folder_follows_the_environment(
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert digests.cache_dir() == tmp_path / "home" / ".cache" / "recall"
+
+
+def test_a_cache_holding_a_wrong_digest_is_never_blamed_on_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache that remembers a wrong digest for the built-in model's files: the model loads
+    (its files are hashed again and the entries rewritten), no "the file is damaged"."""
+    import json
+
+    from recall import models
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RECALL_CACHE_DIR", str(cache))
+    model = models.load_builtin("minilm-l6")
+    entries = json.loads((cache / digests.CACHE_FILE).read_text())
+    assert entries, "the load remembered its files' digests"
+    (cache / digests.CACHE_FILE).write_text(json.dumps({k: "0" * 64 for k in entries}))
+    again = models.load_builtin("minilm-l6")
+    assert again.fingerprint == model.fingerprint
+    healed = json.loads((cache / digests.CACHE_FILE).read_text())
+    files = {str(model.model_path.resolve()), str(model.tokenizer_path.resolve())}
+    pinned = [k for k in entries if k.split("|", 1)[0] in files]
+    assert pinned and all(healed[k] == entries[k] for k in pinned)

@@ -134,11 +134,18 @@ def _blocks(body: str, lines: list[str], line_starts: list[int]) -> list[_Block]
     return blocks
 
 
+#: The longest heading a chunk's heading path keeps (every chunk under a heading carries its
+#: path, so an unbounded heading would make the store grow with its length times the chunks).
+MAX_HEADING_CHARS = 200
+
+
 def _heading(line: str) -> tuple[int, str] | None:
     match = _ATX.fullmatch(line)
     if match is None:
         return None
     title = _ATX_CLOSING.sub("", (match.group(2) or "").strip()).strip()
+    if len(title) > MAX_HEADING_CHARS:
+        title = title[: MAX_HEADING_CHARS - 1].rstrip() + "…"
     return len(match.group(1)), title
 
 

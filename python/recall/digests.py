@@ -78,15 +78,17 @@ def _write(cache: Path, entries: dict[str, str]) -> None:
                 os.unlink(tmp)
 
 
-def sha256_of(path: Path) -> str:
-    """The sha256 of `path`, hashed once per file identity and remembered in the cache."""
+def sha256_of(path: Path, *, fresh: bool = False) -> str:
+    """The sha256 of `path`, hashed once per file identity and remembered in the cache. With
+    `fresh`, the cache is not believed: the file is hashed and its entry written again (a
+    digest that disagrees with a pin is checked this way before the file is blamed)."""
     try:
         key = _identity(path)
     except OSError:
         return sha256_file(path)  # raises the error naming the file
     cache = cache_dir() / CACHE_FILE
     entries = _read(cache)
-    known = entries.get(key)
+    known = None if fresh else entries.get(key)
     if known is not None:
         return known
     digest = sha256_file(path)

@@ -290,8 +290,11 @@ class OnnxEmbedder:
         hashes = {"model.onnx": sha256_of(self.model_path)}
         hashes["tokenizer.json"] = sha256_of(self.tokenizer_path)
         for file, want in (pins or {}).items():
+            path = self.model_path if file == "model.onnx" else self.tokenizer_path
             if hashes.get(file) != want:
-                path = self.model_path if file == "model.onnx" else self.tokenizer_path
+                # The remembered digest may be what is wrong (a damaged cache): hash the file.
+                hashes[file] = sha256_of(path, fresh=True)
+            if hashes.get(file) != want:
                 raise EmbedderError(
                     f"recall embedder: {path} has sha256 {hashes.get(file)}, expected {want}; "
                     "the file is damaged or another version: reinstall recall"
