@@ -308,7 +308,7 @@ def tools(store: tuple[str, Path]) -> Any:
         ("index", {"paths": ["missing"]}, "does not exist in any corpus root"),
         ("index", {"paths": ["escape"]}, "leads outside the corpus roots"),
         ("remember", {"title": "t"}, "text is required"),
-        ("remember", {"title": "t", "text": "a\x00b"}, "control characters"),
+        ("remember", {"title": "t", "text": "a\x00b"}, "control character"),
         ("remember", {"title": "t", "text": "x", "folder": "/tmp"}, "relative folder"),
         ("remember", {"title": "t", "text": "x", "folder": ".hidden"}, "must not start with '.'"),
         ("remember", {"title": "t", "text": "x", "folder": "escape"}, "outside the corpus root"),
@@ -498,6 +498,39 @@ def test_remember_refuses_text_that_declares_what_the_arguments_do_not(
     assert reply.is_error and message in reply.data["error"]["message"], reply.text
     assert "supersedes" in reply.data["error"]["message"] or "valid_until" in reply.text
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"title": "Limits\x00", "text": "New limits."},
+        {"title": "Limits", "text": "New limits.", "name": "lim\x07its"},
+        {"title": "Limits", "text": "New limits.", "folder": "inbox\x1b"},
+    ],
+    ids=["nul-title", "bell-name", "escape-folder"],
+)
+def test_every_string_argument_refuses_control_characters(tools: Any, args: dict) -> None:
+    """A NUL in a title wrote a note that was never indexed and reported success."""
+    root = tools.roots[0]
+    before = sorted(p.name for p in root.rglob("*"))
+    reply = tools.call("remember", args)
+    assert reply.is_error and reply.data["error"]["code"] == "INVALID_ARGUMENT", reply.text
+    assert "control character" in reply.data["error"]["message"]
+    assert sorted(p.name for p in root.rglob("*")) == before
+
+
+@pytest.mark.parametrize("kind", ["a-file", "under-a-file", "dangling-link"])
+def test_a_folder_that_cannot_be_one_is_an_invalid_argument(tools: Any, kind: str) -> None:
+    """A `folder` naming a file, a path under a file or a dangling symlink answered
+    INTERNAL_ERROR with a traceback."""
+    root = tools.roots[0]
+    (root / "plain.md").write_text("# Plain\n\nText.\n", encoding="utf-8")
+    if kind == "dangling-link":
+        (root / "gone").symlink_to(root / "nowhere")
+    folder = {"a-file": "plain.md", "under-a-file": "plain.md/sub", "dangling-link": "gone"}
+    reply = tools.call("remember", {"title": "Limits", "text": "New.", "folder": folder[kind]})
+    assert reply.is_error and reply.data["error"]["code"] == "INVALID_ARGUMENT", reply.text
+    assert "Traceback" not in reply.text and "folder" in reply.data["error"]["message"]
 
 
 def test_remember_allows_a_text_that_names_what_supersedes_names(tools: Any) -> None:

@@ -10,6 +10,7 @@ whether a path stays inside the corpus roots (`paths`).
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,6 +61,10 @@ def shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: Control characters no argument may hold (a tab and line breaks are text).
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def string(tool: str, args: Mapping[str, Any], name: str, limit: int) -> str | None:
     value = args.get(name)
     if value is None:
@@ -70,6 +75,8 @@ def string(tool: str, args: Mapping[str, Any], name: str, limit: int) -> str | N
         raise bad(tool, f"{name} must not be empty")
     if len(value) > limit:
         raise bad(tool, f"{name} is {len(value)} characters; the limit is {limit}")
+    if CONTROL.search(value):
+        raise bad(tool, f"{name} holds a control character (NUL and the like): {shown(value)}")
     return value
 
 
@@ -115,6 +122,8 @@ def strings(tool: str, args: Mapping[str, Any], name: str, most: int, limit: int
     for item in value:
         if not isinstance(item, str) or not item.strip():
             raise bad(tool, f"each of {name} must be a non-empty string, got {shown(item)}")
+        if CONTROL.search(item):
+            raise bad(tool, f"an item of {name} holds a control character: {shown(item)}")
         if len(item) > limit:
             raise bad(tool, f"an item of {name} is {len(item)} characters; the limit is {limit}")
     return [item.strip() for item in value]

@@ -35,6 +35,7 @@ from recall.mcp_server.arguments import (
     strings,
 )
 from recall.mcp_server.paths import note_folder, opened_folder
+from recall.walk import why
 from recall.writing import sweep, temporary
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ MAX_NAME_TRIES = 100
 #: What the indexer reads (SPEC §2.1); a note name must not collide with any of these.
 _NOTE_SUFFIXES = (".md", ".markdown", ".mdx", ".txt")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_BAD_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -66,8 +66,6 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
 
     title = " ".join(required("remember", args, "title", MAX_TITLE_CHARS).split())
     text = required("remember", args, "text", MAX_TEXT_CHARS)
-    if _BAD_TEXT.search(text):
-        raise bad("remember", "text holds control characters (NUL and the like)")
     name = string("remember", args, "name", MAX_TITLE_CHARS)
     references = strings("remember", args, "supersedes", MAX_REFERENCES, MAX_REFERENCE_CHARS)
     for ref in references:
@@ -103,7 +101,16 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
         raise bad("remember", "the frontmatter would not read back as given; simplify it")
     _own_words(memory, content, references)
 
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise bad(
+            "remember",
+            f"folder {shown(str(folder.relative_to(root)))} cannot be made a folder here "
+            f"({why(err)}): name a folder, or one that does not exist yet",
+        ) from None
+    if not folder.is_dir():
+        raise bad("remember", f"folder {shown(str(folder.relative_to(root)))} is not a folder")
     path = write_new(folder, root, slug(name or title), content, roots=roots)
     try:
         report = memory.index([str(root)])
