@@ -188,6 +188,10 @@ mod tests {
         assert!(!e.identifiers_held("Incident INC-44712 is unrelated"));
         assert!(!e.identifiers_held("Incident INC-4472"));
         assert!(QueryEvidence::new(vec![], "no ids here").identifiers_held(""));
+        // Every asked identifier, not any: a passage holding one of two does not hold them.
+        let both = QueryEvidence::new(vec![], "REF-00042 E1102 cache incident");
+        assert!(!both.identifiers_held("Incident REF-00042: the cache was cold."));
+        assert!(both.identifiers_held("REF-00042 raised E1102 when the cache was cold."));
     }
 
     #[test]

@@ -489,6 +489,33 @@ mod tests {
         (Graph::build(nodes, &edges), windows)
     }
 
+    #[test]
+    fn ambiguity_wins_over_a_successor() {
+        // SPEC §5.2: `x/run.md` is named ambiguously (with `y/run.md`) by one note and
+        // superseded by another: ambiguous_supersession, never a successor promoted.
+        let node = |path: &str, alias: Option<&str>| Node {
+            key: resolution_key(path),
+            path: path.into(),
+            first_indexed_us: Some(0),
+            alias: alias.map(str::to_string),
+            folder: String::new(),
+        };
+        let nodes = vec![
+            node("x/run.md", Some("#adr:1")),
+            node("y/run.md", None),
+            node("new.md", None),
+            node("next.md", None),
+        ];
+        let g = Graph::build(nodes, &[(2, "run".into()), (3, "#adr:1".into())]);
+        let w = vec![Window::default(); 4];
+        let p = policy("2026-01-01", 0.5);
+        assert_eq!(g.terminal(0, None), Some(3), "the edge itself resolves");
+        assert_eq!(
+            verdict(&g, &w, 0, true, &p),
+            (Verdict::AmbiguousSupersession, Some(3))
+        );
+    }
+
     /// v2 supersedes v1; `other` is unrelated.
     fn versions() -> (Graph, Vec<Window>) {
         setup(

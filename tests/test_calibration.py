@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,6 +87,38 @@ def test_auc_and_interval() -> None:
     assert auc([], [0.1]) is None
     low, high = hanley_mcneil(0.95, 30, 30)
     assert 0.85 < low < 0.95 < high <= 1.0
+
+
+def test_the_interval_is_the_hanley_mcneil_95_percent_interval() -> None:
+    """Checked against the published formula computed here, with the normal quantile taken
+    from the standard library rather than written as a constant."""
+    z = statistics.NormalDist().inv_cdf(0.975)
+    for area, n_pos, n_neg in [(0.95, 30, 30), (0.9, 20, 45), (0.75, 120, 80), (0.99, 25, 25)]:
+        q1, q2 = area / (2 - area), 2 * area**2 / (1 + area)
+        variance = (
+            area * (1 - area) + (n_pos - 1) * (q1 - area**2) + (n_neg - 1) * (q2 - area**2)
+        ) / (n_pos * n_neg)
+        low, high = hanley_mcneil(area, n_pos, n_neg)
+        assert low == pytest.approx(max(0.0, area - z * math.sqrt(variance)), abs=1e-4)
+        assert high == pytest.approx(min(1.0, area + z * math.sqrt(variance)), abs=1e-4)
+
+
+def test_a_memory_too_small_makes_no_calibration_of_its_own(tmp_path: Path) -> None:
+    """SPEC §7: a self-made fit needs 20 answerable questions from the notes; a handful of
+    notes makes fewer, and the index run fits nothing (search says what to do instead)."""
+    from recall import selfcal
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(4):
+        (notes / f"n{i}.md").write_text(
+            f"# Retry policy {i}\n\nRetry {i + 2} times.\n\n## Backoff\n\nWait {i} s.\n"
+        )
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        report = mem.index(notes)
+        made = sum(p.answerable for p in selfcal.probes(mem._store))
+        assert 2 <= made < 20, made
+        assert report.calibrated is None and mem.calibration()[0] is None
 
 
 def test_certification_needs_20_per_class_and_a_high_lower_bound() -> None:
