@@ -120,3 +120,17 @@ def test_interleaved_runs_keep_the_legs_in_step(tmp_path_factory: object, runs: 
                     for n in range(6):
                         want = {f"{r}-{n}.md"} if n in held[r] else set()
                         assert _lexical_files(mem, f"tok{r}x{n}") == want
+
+
+def test_a_file_written_whole_never_writes_through_a_symbolic_link(tmp_path: Path) -> None:
+    """SPEC §11: an export (or report) whose path is a symbolic link replaces the link with
+    the file; what the link pointed at is left as it was."""
+    from recall.writing import write_whole
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"keep me")
+    export = tmp_path / "calibration.json"
+    export.symlink_to(elsewhere)
+    write_whole(export, b'{"id": "x"}\n')
+    assert elsewhere.read_bytes() == b"keep me"
+    assert not export.is_symlink() and export.read_bytes() == b'{"id": "x"}\n'
