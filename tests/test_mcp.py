@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -650,3 +651,76 @@ def test_a_damaged_store_is_an_error_reply_and_the_server_keeps_serving(tmp_path
             assert "recall doctor" in said or "re-index into a new --db" in said, error
 
     run_server(tmp_path, ["--db", str(db), "--mode", "development"], scenario)
+
+
+@pytest.mark.parametrize("params", ['"x"', "[1, 2]", "7", "null"])
+def test_a_tools_call_whose_params_are_not_an_object_is_rewritten_to_a_refusal(
+    params: str,
+) -> None:
+    from recall.mcp_server import MALFORMED, repaired
+
+    line = '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": ' + params + "}\n"
+    message = json.loads(repaired(line))
+    assert message["id"] == 9 and message["params"]["name"] == MALFORMED
+    good = '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "stats"}}\n'
+    assert repaired(good) == good and repaired("not json\n") == "not json\n"
+
+
+def test_a_malformed_request_gets_a_json_rpc_error_reply(tmp_path: Path) -> None:
+    """A `tools/call` whose params is a string got no reply at all: the client waited forever.
+    Over the real stdio transport it is answered with INVALID_PARAMS under its own id, and the
+    server goes on answering."""
+    import select
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    db = tmp_path / "m.db"
+    with recall.open(db, embedder="hashing-64") as mem:
+        mem.index(notes, calibrate=False)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "recall.cli", "serve", "--db", str(db), "--corpus", str(notes)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict) -> None:
+        server.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+        server.stdin.flush()  # type: ignore[union-attr]
+
+    def receive() -> dict:
+        ready, _, _ = select.select([server.stdout], [], [], 30)
+        assert ready, "no reply"
+        return json.loads(server.stdout.readline())  # type: ignore[union-attr]
+
+    try:
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {**hello, "clientInfo": {"name": "test", "version": "1"}},
+            }
+        )
+        assert receive()["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": "stats"})
+        reply = receive()
+        assert reply["id"] == 2 and reply["error"]["code"] == -32602
+        assert "must be an object" in reply["error"]["message"]
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "stats", "arguments": {}},
+            }
+        )
+        assert receive()["id"] == 3
+    finally:
+        server.kill()
+        server.wait(10)

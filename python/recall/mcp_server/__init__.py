@@ -16,11 +16,12 @@ install never imports it and the tool logic is usable and testable without it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, cast
 
 from recall.errors import RecallError, UsageError
 from recall.mcp_server.remember import slug
@@ -64,6 +65,49 @@ def _tool_list(tools: Tools) -> list[Any]:
         )
         for s in tools.specs()
     ]
+
+
+#: The tool name a `tools/call` whose params are not an object is answered under: the SDK
+#: drops a message that fails its validation without a reply, so such a request is rewritten
+#: to one the server refuses with INVALID_PARAMS under the request's own id.
+MALFORMED = "\x00malformed"
+
+
+def repaired(line: str) -> str:
+    """A request line as read from stdin, with a `tools/call` whose params are not an object
+    (a string, a list, a number) rewritten to call `MALFORMED`; every other line unchanged."""
+    if '"tools/call"' not in line:
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line
+    if (
+        isinstance(message, dict)
+        and message.get("method") == "tools/call"
+        and "id" in message
+        and not isinstance(message.get("params"), dict)
+    ):
+        message["params"] = {"name": MALFORMED, "arguments": {}}
+        return json.dumps(message) + "\n"
+    return line
+
+
+class _Stdin:
+    """The process's stdin as lines of UTF-8 text for the SDK's stdio transport, each passed
+    through `repaired`."""
+
+    def __init__(self) -> None:
+        import io
+
+        import anyio
+
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        self._lines = anyio.wrap_file(text)
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            yield repaired(line)
 
 
 def serve(
@@ -138,6 +182,12 @@ def serve(
             return types.ListToolsResult(tools=listed)
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+            if params.name == MALFORMED:
+                raise MCPError(
+                    types.INVALID_PARAMS,
+                    "recall: tools/call params must be an object with the tool's name and "
+                    "its arguments",
+                )
             if params.name not in names:
                 raise MCPError(
                     types.INVALID_PARAMS,
@@ -162,7 +212,7 @@ def serve(
         )
 
         async def run() -> None:
-            async with stdio_server() as (read, write):
+            async with stdio_server(stdin=cast(Any, _Stdin())) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
         anyio.run(run)
