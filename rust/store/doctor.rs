@@ -58,7 +58,17 @@ impl Store {
             }
         };
         let version = self.schema_version().unwrap_or(-1);
-        checks.push(if version == SCHEMA_VERSION {
+        let missing = self.missing_schema();
+        checks.push(if !missing.is_empty() {
+            check(
+                "schema",
+                "damaged",
+                format!(
+                    "version {version}, but missing what this recall needs: {}",
+                    missing.join(", ")
+                ),
+            )
+        } else if version == SCHEMA_VERSION {
             check("schema", "ok", format!("version {version}"))
         } else {
             check(
@@ -94,6 +104,31 @@ impl Store {
             }
         }
         Ok(checks)
+    }
+
+    /// The tables, columns and indexes this build's schema has that the store lacks (SPEC
+    /// §11): a store missing its `edges` table passed as healthy, and search then failed.
+    fn missing_schema(&self) -> Vec<String> {
+        let (Ok(want), Ok(have)) = (super::schema::expected(), super::schema::shape(&self.conn))
+        else {
+            return vec!["a schema that can be read".into()];
+        };
+        let have: std::collections::HashMap<&str, &Vec<String>> =
+            have.iter().map(|(n, c)| (n.as_str(), c)).collect();
+        let mut missing = Vec::new();
+        for (name, columns) in &want {
+            match have.get(name.as_str()) {
+                None if name.starts_with("index ") => missing.push(name.clone()),
+                None => missing.push(format!("table {name}")),
+                Some(found) => missing.extend(
+                    columns
+                        .iter()
+                        .filter(|c| !found.contains(c))
+                        .map(|c| format!("column {name}.{c}")),
+                ),
+            }
+        }
+        missing
     }
 
     /// Every chunk row belongs to a document row (an orphan makes every later index run fail
@@ -314,6 +349,31 @@ mod tests {
                 ("lexical", "ok")
             ]
         );
+    }
+
+    #[test]
+    fn a_store_missing_a_table_column_or_index_is_damaged() {
+        for (sql, named) in [
+            ("DROP TABLE edges", "table edges"),
+            ("DROP INDEX documents_key", "index documents_key"),
+            (
+                "ALTER TABLE documents DROP COLUMN alias",
+                "column documents.alias",
+            ),
+        ] {
+            let (_, mut store) = indexed("doctor-schema");
+            if sql.contains("alias") {
+                store
+                    .conn
+                    .execute_batch("DROP INDEX documents_alias")
+                    .unwrap();
+            }
+            store.conn.execute_batch(sql).unwrap();
+            let checks = store.doctor().unwrap();
+            let schema = checks.iter().find(|c| c.name == "schema").unwrap();
+            assert_eq!(schema.status, "damaged", "{sql}");
+            assert!(schema.detail.contains(named), "{sql}: {}", schema.detail);
+        }
     }
 
     #[test]

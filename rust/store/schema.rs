@@ -120,6 +120,41 @@ CREATE TABLE vector_codes (
 "#,
 ];
 
+/// What this build's schema holds, built from the migrations in a scratch database: each
+/// table with its columns, and each named index (SPEC §11: doctor checks a store against it).
+pub(super) fn expected() -> rusqlite::Result<Vec<(String, Vec<String>)>> {
+    let conn = rusqlite::Connection::open_in_memory()?;
+    for sql in MIGRATIONS {
+        conn.execute_batch(sql)?;
+    }
+    shape(&conn)
+}
+
+/// The tables (with their columns, in order) and the named indexes (`index NAME`, no columns)
+/// of a database, the sqlite-vec table and SQLite's own left out.
+pub(super) fn shape(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<(String, Vec<String>)>> {
+    let mut st = conn.prepare(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'index') AND sql IS NOT NULL \
+         AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'vec_chunks%' ORDER BY type DESC, name",
+    )?;
+    let items: Vec<(String, String)> = st
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = Vec::with_capacity(items.len());
+    for (kind, name) in items {
+        if kind == "index" {
+            out.push((format!("index {name}"), Vec::new()));
+            continue;
+        }
+        let mut cols = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+        let columns = cols
+            .query_map([&name], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        out.push((name, columns));
+    }
+    Ok(out)
+}
+
 impl Store {
     pub(super) fn migrate(&mut self) -> Result<()> {
         let found: i64 = self
