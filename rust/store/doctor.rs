@@ -58,7 +58,7 @@ impl Store {
             }
         };
         let version = self.schema_version().unwrap_or(-1);
-        let missing = self.missing_schema();
+        let missing = self.missing_schema(version.clamp(0, SCHEMA_VERSION));
         checks.push(if !missing.is_empty() {
             check(
                 "schema",
@@ -70,6 +70,20 @@ impl Store {
             )
         } else if version == SCHEMA_VERSION {
             check("schema", "ok", format!("version {version}"))
+        } else if (0..SCHEMA_VERSION).contains(&version)
+            && self.missing_schema(SCHEMA_VERSION).is_empty()
+            && super::schema::expected(version).ok() != super::schema::expected(SCHEMA_VERSION).ok()
+        {
+            // An older store lacks what later versions added; one holding all of it had its
+            // recorded version lowered, and the upgrade every open tries would fail on it.
+            check(
+                "schema",
+                "damaged",
+                format!(
+                    "version {version} recorded, but the store already holds every table and \
+                     column of version {SCHEMA_VERSION}: the recorded version was changed"
+                ),
+            )
         } else {
             check(
                 "schema",
@@ -106,11 +120,14 @@ impl Store {
         Ok(checks)
     }
 
-    /// The tables, columns and indexes this build's schema has that the store lacks (SPEC
-    /// §11): a store missing its `edges` table passed as healthy, and search then failed.
-    fn missing_schema(&self) -> Vec<String> {
-        let (Ok(want), Ok(have)) = (super::schema::expected(), super::schema::shape(&self.conn))
-        else {
+    /// The tables, columns and indexes the schema of `version` has that the store lacks (SPEC
+    /// §11): a store missing its `edges` table passed as healthy, and search then failed. An
+    /// older store is checked against its own version, which an upgrade then brings forward.
+    fn missing_schema(&self, version: i64) -> Vec<String> {
+        let (Ok(want), Ok(have)) = (
+            super::schema::expected(version),
+            super::schema::shape(&self.conn),
+        ) else {
             return vec!["a schema that can be read".into()];
         };
         let have: std::collections::HashMap<&str, &Vec<String>> =
@@ -374,6 +391,31 @@ mod tests {
             assert_eq!(schema.status, "damaged", "{sql}");
             assert!(schema.detail.contains(named), "{sql}: {}", schema.detail);
         }
+    }
+
+    #[test]
+    fn an_older_store_is_checked_against_its_own_version() {
+        // A version-5 store has no `vector_codes` yet: an upgrade adds it, nothing is damaged.
+        let (_, mut store) = indexed("doctor-older");
+        store.conn.execute_batch("DROP TABLE vector_codes").unwrap();
+        store.conn.pragma_update(None, "user_version", 5).unwrap();
+        let checks = store.doctor().unwrap();
+        let schema = checks.iter().find(|c| c.name == "schema").unwrap();
+        assert_eq!(schema.status, "warning", "{}", schema.detail);
+    }
+
+    #[test]
+    fn a_lowered_schema_version_is_damage_not_an_upgrade() {
+        let (_, mut store) = indexed("doctor-version");
+        store.conn.pragma_update(None, "user_version", 3).unwrap();
+        let checks = store.doctor().unwrap();
+        let schema = checks.iter().find(|c| c.name == "schema").unwrap();
+        assert_eq!(schema.status, "damaged");
+        assert!(
+            schema.detail.contains("version 3 recorded"),
+            "{}",
+            schema.detail
+        );
     }
 
     #[test]

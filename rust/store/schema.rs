@@ -120,11 +120,15 @@ CREATE TABLE vector_codes (
 "#,
 ];
 
-/// What this build's schema holds, built from the migrations in a scratch database: each
-/// table with its columns, and each named index (SPEC §11: doctor checks a store against it).
-pub(super) fn expected() -> rusqlite::Result<Vec<(String, Vec<String>)>> {
+/// What the schema of `version` holds, built from this build's migrations in a scratch
+/// database: each table with its columns, and each named index (SPEC §11: doctor checks a
+/// store against the version it records).
+pub(super) fn expected(version: i64) -> rusqlite::Result<Vec<(String, Vec<String>)>> {
     let conn = rusqlite::Connection::open_in_memory()?;
-    for sql in MIGRATIONS {
+    for sql in MIGRATIONS
+        .iter()
+        .take(version.clamp(0, SCHEMA_VERSION) as usize)
+    {
         conn.execute_batch(sql)?;
     }
     shape(&conn)
