@@ -44,6 +44,7 @@ from recall.walk import (
     Skipped,
     discover,
     missing_roots,
+    read_metadata,
     storable,
     why,
 )
@@ -443,28 +444,12 @@ def _read(
     )
 
 
-#: The largest metadata file read beside a note.
-MAX_SIDECAR_BYTES = 1024 * 1024
-
-
 def _sidecar(side: tuple[str, str], rel: str, report: IndexReport) -> tuple[Sidecar | None, bytes]:
     """A note's metadata file read (SPEC §2.5, vocabulary `sidecar`) and its bytes; one that
     cannot be read is reported as skipped, naming the note, and the note is read without it."""
     name, path = side
-    problem = None
-    data = b""
-    try:
-        with os.fdopen(os.open(path, OPEN_FLAGS), "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                problem = "not a regular file"
-            elif st.st_size > MAX_SIDECAR_BYTES:
-                problem = f"larger than {MAX_SIDECAR_BYTES // 1024} KiB"
-            else:
-                data = handle.read()
-    except OSError as err:
-        problem = f"unreadable: {why(err)}"
-    if problem is None:
+    data, problem = read_metadata(path)
+    if data is not None:
         try:
             found = read_sidecar(name, data.decode("utf-8"))
         except UnicodeDecodeError as err:

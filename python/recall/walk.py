@@ -26,12 +26,14 @@ __all__ = [
     "MAX_FILE_BYTES",
     "NOTE_SUFFIXES",
     "RST_SUFFIXES",
+    "MAX_SIDECAR_BYTES",
     "OPEN_FLAGS",
     "SIDECAR_SUFFIXES",
     "Listing",
     "Skipped",
     "TEXT_SUFFIXES",
     "discover",
+    "read_metadata",
     "shown",
     "sidecar_of",
     "storable",
@@ -231,6 +233,25 @@ def walk(root: Path) -> Listing:
                     corpus.sidecars[rel] = (prefix + side, metadata[side])
         stack.extend(reversed(subfolders))
     return corpus
+
+
+#: The largest metadata file read beside a note.
+MAX_SIDECAR_BYTES = 1024 * 1024
+
+
+def read_metadata(path: str) -> tuple[bytes | None, str | None]:
+    """A note's metadata file's bytes, opened without blocking, or (None, why it cannot be
+    read): the one reading the index run and lint share."""
+    try:
+        with os.fdopen(os.open(path, OPEN_FLAGS), "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file"
+            if st.st_size > MAX_SIDECAR_BYTES:
+                return None, f"larger than {MAX_SIDECAR_BYTES // 1024} KiB"
+            return handle.read(), None
+    except OSError as err:
+        return None, f"unreadable: {why(err)}"
 
 
 def sidecar_of(name: str, metadata: dict[str, str] | list[str]) -> str | None:

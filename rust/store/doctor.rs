@@ -58,39 +58,7 @@ impl Store {
             }
         };
         let version = self.schema_version().unwrap_or(-1);
-        let missing = self.missing_schema(version.clamp(0, SCHEMA_VERSION));
-        checks.push(if !missing.is_empty() {
-            check(
-                "schema",
-                "damaged",
-                format!(
-                    "version {version}, but missing what this recall needs: {}",
-                    missing.join(", ")
-                ),
-            )
-        } else if version == SCHEMA_VERSION {
-            check("schema", "ok", format!("version {version}"))
-        } else if (0..SCHEMA_VERSION).contains(&version)
-            && self.missing_schema(SCHEMA_VERSION).is_empty()
-            && super::schema::expected(version).ok() != super::schema::expected(SCHEMA_VERSION).ok()
-        {
-            // An older store lacks what later versions added; one holding all of it had its
-            // recorded version lowered, and the upgrade every open tries would fail on it.
-            check(
-                "schema",
-                "damaged",
-                format!(
-                    "version {version} recorded, but the store already holds every table and \
-                     column of version {SCHEMA_VERSION}: the recorded version was changed"
-                ),
-            )
-        } else {
-            check(
-                "schema",
-                "warning",
-                format!("version {version}; this recall writes {SCHEMA_VERSION}"),
-            )
-        });
+        checks.push(self.check_schema(version));
         let chunks: rusqlite::Result<Vec<i64>> = self
             .conn
             .prepare("SELECT id FROM chunks ORDER BY id")
@@ -120,32 +88,60 @@ impl Store {
         Ok(checks)
     }
 
-    /// The tables, columns and indexes the schema of `version` has that the store lacks (SPEC
-    /// §11): a store missing its `edges` table passed as healthy, and search then failed. An
-    /// older store is checked against its own version, which an upgrade then brings forward.
-    fn missing_schema(&self, version: i64) -> Vec<String> {
-        let (Ok(want), Ok(have)) = (
-            super::schema::expected(version),
+    /// The store's tables, columns and indexes against the schema of the version it records,
+    /// built from this build's migrations (SPEC §11): a store missing its `edges` table passed
+    /// as healthy, and search then failed. An older store is checked against its own version,
+    /// which an upgrade then brings forward; one already holding every table and column of a
+    /// later version had its recorded version lowered, and the upgrade would fail on it.
+    fn check_schema(&self, version: i64) -> Check {
+        let recorded = version.clamp(0, SCHEMA_VERSION);
+        let (Ok(want), Ok(latest), Ok(have)) = (
+            super::schema::expected(recorded),
+            super::schema::expected(SCHEMA_VERSION),
             super::schema::shape(&self.conn),
         ) else {
-            return vec!["a schema that can be read".into()];
+            return check("schema", "damaged", "the schema cannot be read");
         };
         let have: std::collections::HashMap<&str, &Vec<String>> =
             have.iter().map(|(n, c)| (n.as_str(), c)).collect();
-        let mut missing = Vec::new();
-        for (name, columns) in &want {
-            match have.get(name.as_str()) {
-                None if name.starts_with("index ") => missing.push(name.clone()),
-                None => missing.push(format!("table {name}")),
-                Some(found) => missing.extend(
-                    columns
-                        .iter()
-                        .filter(|c| !found.contains(c))
-                        .map(|c| format!("column {name}.{c}")),
-                ),
+        let lacking = |want: &[(String, Vec<String>)]| -> Vec<String> {
+            let mut missing = Vec::new();
+            for (name, columns) in want {
+                match have.get(name.as_str()) {
+                    None if name.starts_with("index ") => missing.push(name.clone()),
+                    None => missing.push(format!("table {name}")),
+                    Some(found) => missing.extend(
+                        columns
+                            .iter()
+                            .filter(|c| !found.contains(c))
+                            .map(|c| format!("column {name}.{c}")),
+                    ),
+                }
             }
+            missing
+        };
+        let missing = lacking(&want);
+        if !missing.is_empty() {
+            let why = format!(
+                "version {version}, but missing what this recall needs: {}",
+                missing.join(", ")
+            );
+            check("schema", "damaged", why)
+        } else if version == SCHEMA_VERSION {
+            check("schema", "ok", format!("version {version}"))
+        } else if (0..SCHEMA_VERSION).contains(&version)
+            && want != latest
+            && lacking(&latest).is_empty()
+        {
+            let why = format!(
+                "version {version} recorded, but the store already holds every table and column \
+                 of version {SCHEMA_VERSION}: the recorded version was changed"
+            );
+            check("schema", "damaged", why)
+        } else {
+            let why = format!("version {version}; this recall writes {SCHEMA_VERSION}");
+            check("schema", "warning", why)
         }
-        missing
     }
 
     /// Every chunk row belongs to a document row (an orphan makes every later index run fail

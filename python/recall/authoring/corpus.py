@@ -18,7 +18,7 @@ from typing import Literal
 
 from recall import _core, status
 from recall.vocabularies import SETTINGS, Declarations, Edge, Sidecar, declare, read_sidecar
-from recall.walk import MAX_FILE_BYTES, OPEN_FLAGS, Skipped, discover, shown, why
+from recall.walk import MAX_FILE_BYTES, OPEN_FLAGS, Skipped, discover, read_metadata, shown, why
 
 __all__ = ["Corpus", "Note", "Target", "read_note", "scan"]
 
@@ -123,8 +123,11 @@ class Corpus:
 
 def _sidecar(side: tuple[str, str]) -> Sidecar | None:
     """A note's metadata file as the index run reads it; None when it cannot be read."""
-    text, _ = read_note(side[1])
-    return read_sidecar(side[0], text) if text is not None else None
+    data, _ = read_metadata(side[1])
+    try:
+        return read_sidecar(side[0], data.decode("utf-8")) if data is not None else None
+    except UnicodeDecodeError:
+        return None
 
 
 def read_note(path: str) -> tuple[str | None, str | None]:
