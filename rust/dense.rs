@@ -274,6 +274,7 @@ impl DenseIndex {
             needed.extend_from_slice(&vectors);
         }
         all.into_index(needed)
+            .expect("the rows just coded match their own checksums")
     }
 
     /// Append one row; its length must be `dim`.
@@ -1126,8 +1127,8 @@ mod tests {
         }
         let built = DenseIndex::from_data(dim, rows.concat());
         let mut stored = StoredCodes::new(dim);
-        for row in &rows {
-            assert!(stored.push(&code_bytes(row)));
+        for (i, row) in rows.iter().enumerate() {
+            assert!(stored.push(i as i64, 7, &code_bytes(i as i64, 7, row)));
         }
         let needed: Vec<f32> = stored
             .unreproduced()
@@ -1138,7 +1139,7 @@ mod tests {
         assert!((0..rows.len())
             .filter(|i| i % 3 != 0)
             .all(|i| unreproduced.contains(&i)));
-        let read = stored.into_index(needed);
+        let read = stored.into_index(needed).unwrap();
         assert_eq!(
             (&read.codes, &read.units, &read.held),
             (&built.codes, &built.units, &built.held)
@@ -1151,6 +1152,49 @@ mod tests {
             .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
             .collect();
         assert_eq!(read.top_k(&q, 20), built.top_k(&q, 20));
+        // A code that fails its checksum (a flipped mask bit) is coded again from its vector:
+        // the same rows, the same answers. A code moved onto another row vouches for that
+        // row's vector only.
+        let mut stored = StoredCodes::new(dim);
+        for (i, row) in rows.iter().enumerate() {
+            let mut bytes = code_bytes(i as i64, 7, row);
+            if i < 2 {
+                bytes[20] ^= 0x10;
+            }
+            assert_eq!(stored.push(i as i64, 7, &bytes), i >= 2, "row {i}");
+        }
+        assert_eq!(stored.damaged(), &[0, 1]);
+        let unreproduced = stored.unreproduced();
+        let needed: Vec<f32> = unreproduced.iter().flat_map(|&i| rows[i].clone()).collect();
+        let repaired = stored.into_index(needed).unwrap();
+        assert_eq!(repaired.top_k(&q, 20), built.top_k(&q, 20));
+        for i in 0..rows.len() {
+            let bits = |d: &DenseIndex| d.row(i).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&repaired), bits(&built), "row {i}");
+        }
+        // A vector that does not match the checksum its code recorded is refused, named by row.
+        let mut stored = StoredCodes::new(dim);
+        for (i, row) in rows.iter().enumerate() {
+            stored.push(i as i64, 7, &code_bytes(i as i64, 7, row));
+        }
+        let mut negated: Vec<f32> = stored
+            .unreproduced()
+            .iter()
+            .flat_map(|&i| rows[i].clone())
+            .collect();
+        negated[..dim].iter_mut().for_each(|x| *x = -*x);
+        assert_eq!(stored.into_index(negated).unwrap_err(), vec![1]);
+        let mut stored = StoredCodes::new(dim);
+        for i in 0..rows.len() {
+            let moved = if i == 4 { 5 } else { i };
+            stored.push(i as i64, 7, &code_bytes(moved as i64, 7, &rows[moved]));
+        }
+        let needed: Vec<f32> = stored
+            .unreproduced()
+            .iter()
+            .flat_map(|&i| rows[i].clone())
+            .collect();
+        assert_eq!(stored.into_index(needed).unwrap_err(), vec![4]);
         // Retaining rows keeps each row's vector, held or coded.
         let mut kept = built.clone();
         let keep: Vec<bool> = (0..rows.len()).map(|i| i % 4 != 1).collect();

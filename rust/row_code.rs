@@ -17,10 +17,14 @@ pub(crate) const REPRODUCED: u32 = u32::MAX;
 /// A component is reproduced when `unit × level` is within this share of it (a few roundings
 /// of the least-squares unit; a hashed row's components are exact multiples of one quantum).
 const REPRODUCE_TOLERANCE: f32 = 4.0 * f32::EPSILON;
-/// Layout version of a code as `code_bytes` writes it.
-const CODE_VERSION: u8 = 1;
-/// Bytes before the masks in `code_bytes`: version, flags, unit.
-const CODE_HEADER: usize = 6;
+/// Layout version of a code as `code_bytes` writes it (1: without the checksums).
+const CODE_VERSION: u8 = 2;
+/// Bytes before the masks in `code_bytes`: version, flags, unit, the vector's checksum, the
+/// code's checksum.
+const CODE_HEADER: usize = 14;
+/// Where the vector's checksum and the code's own checksum lie in `code_bytes`.
+const VECTOR_SUM: std::ops::Range<usize> = 6..10;
+const CODE_SUM: std::ops::Range<usize> = 10..14;
 
 pub(crate) fn words_for(dim: usize) -> usize {
     dim.div_ceil(64)
@@ -197,10 +201,12 @@ pub(crate) fn query_support(q: &[f32]) -> Vec<u64> {
 }
 
 /// A row's code as the store keeps it: version, flags (bit 0: the code, with its exceptions,
-/// is the row), the unit (little-endian float32), the masks (little-endian u64), then for a
-/// reproduced row each component the code misses (at most `MAX_EXCEPTIONS`: a hashed row's
-/// bucket where four tokens collide) as its index (u32) and value (float32), little-endian.
-pub fn code_bytes(row: &[f32]) -> Vec<u8> {
+/// is the row), the unit (little-endian float32), the row's checksum (`vector_sum`), the
+/// code's checksum (`code_sum`: of the chunk and document it belongs to and every other byte),
+/// the masks (little-endian u64), then for a reproduced row each component the code misses (at
+/// most `MAX_EXCEPTIONS`: a hashed row's bucket where four tokens collide) as its index (u32)
+/// and value (float32), little-endian.
+pub fn code_bytes(chunk: i64, doc: i64, row: &[f32]) -> Vec<u8> {
     let mut masks = Vec::new();
     let mut unit = encode(row, &mut masks);
     // A row with values that are not finite numbers (damaged) keeps its vector, which never
@@ -231,6 +237,8 @@ pub fn code_bytes(row: &[f32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(CODE_HEADER + masks.len() * 8 + EXCEPTION_BYTES);
     out.extend_from_slice(&[CODE_VERSION, u8::from(reproduced)]);
     out.extend_from_slice(&unit.to_le_bytes());
+    out.extend_from_slice(&vector_sum(row).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
     masks
         .iter()
         .for_each(|m| out.extend_from_slice(&m.to_le_bytes()));
@@ -240,7 +248,48 @@ pub fn code_bytes(row: &[f32]) -> Vec<u8> {
             out.extend_from_slice(&row[i].to_le_bytes());
         }
     }
+    let sum = code_sum(chunk, doc, &out);
+    out[CODE_SUM].copy_from_slice(&sum.to_le_bytes());
     out
+}
+
+/// The checksum of a row as stored: CRC-32 of its little-endian float32 bytes.
+pub fn vector_sum(row: &[f32]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    #[cfg(target_endian = "little")]
+    {
+        // SAFETY: any f32 is four initialised bytes, and u8 has no alignment to keep.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(row.as_ptr().cast::<u8>(), std::mem::size_of_val(row))
+        };
+        hasher.update(bytes);
+    }
+    #[cfg(not(target_endian = "little"))]
+    row.iter().for_each(|x| hasher.update(&x.to_le_bytes()));
+    hasher.finalize()
+}
+
+/// The checksum of a stored code (`code_bytes`), which binds it to its chunk and document: a
+/// code moved to another row, or a row's document changed, fails it too.
+fn code_sum(chunk: i64, doc: i64, bytes: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&chunk.to_le_bytes());
+    hasher.update(&doc.to_le_bytes());
+    hasher.update(&bytes[..CODE_SUM.start]);
+    hasher.update(&bytes[CODE_SUM.end..]);
+    hasher.finalize()
+}
+
+/// What `StoredCodes::push` made of one stored code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    /// Read and checked.
+    Read,
+    /// Not a code of this layout and dimension (an earlier version wrote it): nothing appended.
+    Foreign,
+    /// Of this layout, but its checksum fails: a row was appended that its vector must fill in
+    /// (`into_index`), checked against the row checksum the code holds.
+    Damaged,
 }
 
 /// Components a reproduced row may list besides its code: one in 32, at most 8.
@@ -263,6 +312,11 @@ pub struct StoredCodes {
     kinds: Vec<u32>,
     /// The vectors of reproduced rows with exceptions: the code's vector with them put in.
     listed: Vec<f32>,
+    /// Per `NEEDED` row, in order: the checksum its vector must have (None: the code was too
+    /// damaged to say, and no vector is taken for it).
+    sums: Vec<Option<u32>>,
+    /// Rows whose code failed its checksum: their vector gives them their code again.
+    damaged: Vec<usize>,
 }
 
 const LISTED: u32 = u32::MAX - 1;
@@ -283,27 +337,54 @@ impl StoredCodes {
             codes: crate::memory::huge_vec(rows * MASKS * words_for(dim)),
             units: crate::memory::huge_vec(rows),
             kinds: crate::memory::huge_vec(rows),
-            listed: Vec::new(),
+            ..StoredCodes::default()
         }
     }
 
-    /// Append one stored code; false (and nothing appended) when it is not a code of this
-    /// layout and dimension.
-    pub fn push(&mut self, bytes: &[u8]) -> bool {
+    /// Append the stored code of `chunk` (of document `doc`). True when it is a code of this
+    /// layout and dimension that passes its checksum; otherwise (damaged, or written for
+    /// another row) a row is appended all the same that its vector fills in (`into_index`),
+    /// and false.
+    pub fn push(&mut self, chunk: i64, doc: i64, bytes: &[u8]) -> bool {
+        let words = MASKS * words_for(self.dim);
+        let start = self.codes.len();
+        self.codes.resize(start + words, 0);
+        if let Some((unit, kind)) = self.read(chunk, doc, bytes, start) {
+            self.units.push(unit);
+            self.kinds.push(kind);
+            return true;
+        }
+        self.codes[start..].fill(0);
+        self.units.push(0.0);
+        self.kinds.push(NEEDED);
+        self.damaged.push(self.units.len() - 1);
+        let claimed = bytes
+            .get(VECTOR_SUM)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")));
+        self.sums.push(claimed);
+        false
+    }
+
+    /// Read one stored code into `codes[start..]` (zeroed): its unit and kind, or None when it
+    /// is not one this build wrote for this row.
+    fn read(&mut self, chunk: i64, doc: i64, bytes: &[u8], start: usize) -> Option<(f32, u32)> {
         let words = MASKS * words_for(self.dim);
         let masks_end = CODE_HEADER + words * 8;
         if bytes.len() < masks_end || bytes[0] != CODE_VERSION || bytes[1] > 1 {
-            return false;
+            return None;
         }
         let extra = bytes.len() - masks_end;
         let reproduced = bytes[1] == 1;
+        let four =
+            |at: std::ops::Range<usize>| -> [u8; 4] { bytes[at].try_into().expect("four bytes") };
         if !extra.is_multiple_of(EXCEPTION_BYTES)
             || extra / EXCEPTION_BYTES > exceptions_for(self.dim)
             || (!reproduced && extra > 0)
+            || code_sum(chunk, doc, bytes) != u32::from_le_bytes(four(CODE_SUM))
         {
-            return false;
+            return None;
         }
-        let unit = f32::from_le_bytes(bytes[2..6].try_into().expect("four bytes"));
+        let unit = f32::from_le_bytes(four(2..6));
         let exceptions: Vec<(usize, f32)> = bytes[masks_end..]
             .chunks_exact(EXCEPTION_BYTES)
             .map(|e| {
@@ -315,17 +396,19 @@ impl StoredCodes {
             })
             .collect();
         if !unit.is_finite() || exceptions.iter().any(|&(i, _)| i >= self.dim) {
-            return false;
+            return None;
         }
-        let start = self.codes.len();
-        self.codes.extend(
-            bytes[CODE_HEADER..masks_end]
-                .chunks_exact(8)
-                .map(|b| u64::from_le_bytes(b.try_into().expect("eight bytes"))),
-        );
-        self.units.push(unit);
-        self.kinds.push(match (reproduced, exceptions.is_empty()) {
-            (false, _) => NEEDED,
+        for (to, b) in self.codes[start..]
+            .iter_mut()
+            .zip(bytes[CODE_HEADER..masks_end].chunks_exact(8))
+        {
+            *to = u64::from_le_bytes(b.try_into().expect("eight bytes"));
+        }
+        let kind = match (reproduced, exceptions.is_empty()) {
+            (false, _) => {
+                self.sums.push(Some(u32::from_le_bytes(four(VECTOR_SUM))));
+                NEEDED
+            }
             (true, true) => REPRODUCED,
             (true, false) => {
                 let at = self.listed.len();
@@ -335,8 +418,8 @@ impl StoredCodes {
                     .for_each(|&(i, x)| self.listed[at + i] = x);
                 LISTED
             }
-        });
-        true
+        };
+        Some((unit, kind))
     }
 
     pub fn len(&self) -> usize {
@@ -347,16 +430,23 @@ impl StoredCodes {
         self.units.is_empty()
     }
 
-    /// Positions of the rows whose code does not reproduce their vector: those need theirs.
+    /// Positions of the rows whose code does not reproduce their vector (or failed its
+    /// checksum): those need theirs.
     pub fn unreproduced(&self) -> Vec<usize> {
         (0..self.len())
             .filter(|&i| self.kinds[i] == NEEDED)
             .collect()
     }
 
+    /// Rows whose code failed its checksum (`push` returned false), in order.
+    pub fn damaged(&self) -> &[usize] {
+        &self.damaged
+    }
+
     /// The index, given the vectors of the `unreproduced` rows in that order (`dim` floats
-    /// each).
-    pub fn into_index(self, needed: Vec<f32>) -> DenseIndex {
+    /// each): each must have the checksum its code recorded, and a row whose code was damaged
+    /// is coded again from its vector. Err: the rows whose vector fails its checksum.
+    pub fn into_index(mut self, needed: Vec<f32>) -> Result<DenseIndex, Vec<usize>> {
         let dim = self.dim;
         let count = |kind: u32| self.kinds.iter().filter(|&&k| k == kind).count();
         assert_eq!(
@@ -364,6 +454,30 @@ impl StoredCodes {
             count(NEEDED) * dim,
             "one vector per row its code does not reproduce"
         );
+        let failed: Vec<usize> = needed
+            .chunks_exact(dim)
+            .zip(&self.sums)
+            .enumerate()
+            .filter(|(_, (row, &sum))| sum != Some(vector_sum(row)))
+            .map(|(i, _)| i)
+            .collect();
+        if !failed.is_empty() {
+            let rows = self.unreproduced();
+            return Err(failed.into_iter().map(|i| rows[i]).collect());
+        }
+        if !self.damaged.is_empty() {
+            let stride = MASKS * words_for(dim);
+            let rows = self.unreproduced();
+            let mut damaged = self.damaged.iter().peekable();
+            for (i, &row) in rows.iter().enumerate() {
+                if damaged.next_if_eq(&&row).is_some() {
+                    let masks = &mut self.codes[row * stride..(row + 1) * stride];
+                    masks.fill(0);
+                    let unit = encode_into(&needed[i * dim..(i + 1) * dim], masks);
+                    self.units[row] = if unit.is_finite() { unit } else { 0.0 };
+                }
+            }
+        }
         let (mut listed, mut needed) = (self.listed.chunks_exact(dim), needed.chunks_exact(dim));
         let mut data = Vec::with_capacity((count(NEEDED) + count(LISTED)) * dim);
         let held = self
@@ -379,7 +493,9 @@ impl StoredCodes {
                 (data.len() / dim - 1) as u32
             })
             .collect();
-        DenseIndex::from_parts(self.dim, self.codes, self.units, held, data)
+        Ok(DenseIndex::from_parts(
+            self.dim, self.codes, self.units, held, data,
+        ))
     }
 
     /// The stored form of `rows` (row-major, `dim` floats each) read back, and the vectors of
@@ -387,8 +503,8 @@ impl StoredCodes {
     pub fn of_rows(dim: usize, rows: &[f32]) -> (StoredCodes, Vec<f32>) {
         let mut codes = StoredCodes::new(dim);
         let mut needed = Vec::new();
-        for row in rows.chunks_exact(dim) {
-            let stored = codes.push(&code_bytes(row));
+        for (i, row) in rows.chunks_exact(dim).enumerate() {
+            let stored = codes.push(i as i64, 0, &code_bytes(i as i64, 0, row));
             assert!(stored, "a code this build writes reads back");
             if codes.kinds.last() == Some(&NEEDED) {
                 needed.extend_from_slice(row);
@@ -399,10 +515,13 @@ impl StoredCodes {
 
     /// Append the rows of `other`, in order.
     pub fn append(&mut self, other: StoredCodes) {
+        let at = self.len();
         self.codes.extend_from_slice(&other.codes);
         self.units.extend_from_slice(&other.units);
         self.kinds.extend_from_slice(&other.kinds);
         self.listed.extend_from_slice(&other.listed);
+        self.sums.extend_from_slice(&other.sums);
+        self.damaged.extend(other.damaged.iter().map(|&r| r + at));
     }
 }
 
@@ -445,36 +564,105 @@ mod tests {
     use super::fixtures::{hashed_row, xorshift};
     use super::*;
 
+    /// `bytes` with its code checksum made right again for (chunk 3, document 8), so that each
+    /// layout check is reached on its own.
+    fn resummed(mut bytes: Vec<u8>) -> Vec<u8> {
+        if bytes.len() >= CODE_HEADER {
+            let sum = code_sum(3, 8, &bytes);
+            bytes[CODE_SUM].copy_from_slice(&sum.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// A row that `push` took as damaged: appended as one its vector fills in, whose vector
+    /// checksum is what the bytes claim (None when too short to say).
+    fn assert_damaged(dim: usize, bytes: &[u8], claimed: Option<u32>, case: &str) {
+        let mut stored = StoredCodes::new(dim);
+        assert!(!stored.push(3, 8, bytes), "{case}");
+        assert_eq!(
+            (stored.len(), stored.damaged(), stored.unreproduced()),
+            (1, &[0usize][..], vec![0]),
+            "{case}"
+        );
+        assert_eq!(stored.sums, vec![claimed], "{case}");
+    }
+
     #[test]
-    fn a_code_of_another_layout_is_not_read() {
+    fn a_code_that_is_not_the_one_written_for_its_row_is_not_read() {
         let dim = 64;
         let mut next = xorshift(9);
-        let good = code_bytes(&hashed_row(&mut next, dim, 10, true));
+        let row = hashed_row(&mut next, dim, 10, true);
+        let good = code_bytes(3, 8, &row);
+        let sum = Some(vector_sum(&row));
         assert!(good.len() > CODE_HEADER + MASKS * 8, "one listed component");
-        let mut cases: Vec<Vec<u8>> = Vec::new();
-        let mut version = good.clone();
-        version[0] = 2;
-        cases.push(version);
-        cases.push(good[..good.len() - 3].to_vec());
-        let mut listed_out_of_range = good.clone();
         let at = CODE_HEADER + MASKS * 8;
+        let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+        let mut version = good.clone();
+        version[0] = 1;
+        cases.push(("the layout before checksums", resummed(version)));
+        cases.push(("cut short", resummed(good[..good.len() - 3].to_vec())));
+        let mut listed_out_of_range = good.clone();
         listed_out_of_range[at..at + 4].copy_from_slice(&(dim as u32).to_le_bytes());
-        cases.push(listed_out_of_range);
+        cases.push((
+            "a listed component out of range",
+            resummed(listed_out_of_range),
+        ));
         let mut too_many = good.clone();
         for _ in 0..exceptions_for(dim) {
             too_many.extend_from_slice(&good[at..at + EXCEPTION_BYTES]);
         }
-        cases.push(too_many);
+        cases.push(("too many listed components", resummed(too_many)));
         let mut unit = good.clone();
         unit[2..6].copy_from_slice(&f32::NAN.to_le_bytes());
-        cases.push(unit);
-        for (i, bytes) in cases.iter().enumerate() {
-            let mut stored = StoredCodes::new(dim);
-            assert!(!stored.push(bytes), "case {i}");
-            assert!(stored.is_empty(), "case {i}");
+        cases.push(("a unit that is no number", resummed(unit)));
+        for (case, bytes) in &cases {
+            assert_damaged(dim, bytes, sum, case);
         }
+        // Every single flipped bit, anywhere in the code, fails its checksum.
+        for byte in 0..good.len() {
+            for bit in 0..8 {
+                let mut flipped = good.clone();
+                flipped[byte] ^= 1 << bit;
+                let claimed = if VECTOR_SUM.contains(&byte) {
+                    Some(u32::from_le_bytes(flipped[VECTOR_SUM].try_into().unwrap()))
+                } else {
+                    sum
+                };
+                assert_damaged(dim, &flipped, claimed, &format!("byte {byte} bit {bit}"));
+            }
+        }
+        // The code of another chunk or another document, and a stub too short to claim a sum.
         let mut stored = StoredCodes::new(dim);
-        assert!(stored.push(&good));
-        assert!(!StoredCodes::new(dim + 64).push(&good), "another dimension");
+        assert!(!stored.push(4, 8, &good), "another chunk");
+        assert!(!stored.push(3, 9, &good), "another document");
+        assert!(stored.push(3, 8, &good));
+        assert_eq!(stored.damaged(), &[0, 1]);
+        assert_damaged(dim, &[2, 1], None, "a stub");
+        assert!(
+            !StoredCodes::new(dim + 64).push(3, 8, &good),
+            "another dimension"
+        );
+    }
+
+    #[test]
+    fn a_damaged_code_is_coded_again_from_its_vector_only_when_that_matches() {
+        let dim = 64;
+        let mut next = xorshift(4);
+        let row = hashed_row(&mut next, dim, 10, false);
+        let mut bytes = code_bytes(3, 8, &row);
+        bytes[CODE_HEADER] ^= 1;
+        let mut stored = StoredCodes::new(dim);
+        assert!(!stored.push(3, 8, &bytes));
+        let index = stored.into_index(row.clone()).unwrap();
+        assert_eq!(index.row(0), row);
+        let mut stored = StoredCodes::new(dim);
+        stored.push(3, 8, &bytes);
+        let mut other = row.clone();
+        other[0] += 0.25;
+        assert_eq!(stored.into_index(other).unwrap_err(), vec![0]);
+        // Nothing claims a sum for a stub: no vector matches it.
+        let mut stored = StoredCodes::new(dim);
+        stored.push(3, 8, &[2, 1]);
+        assert_eq!(stored.into_index(row).unwrap_err(), vec![0]);
     }
 }

@@ -5,10 +5,11 @@
 //! the code itself (row_code.rs), reading vectors (vectors.rs) or writing a document's rows
 //! (write.rs, which writes each code with its vector).
 
+use rusqlite::types::ValueRef;
 use rustc_hash::FxHashSet;
 
 use crate::dense::DenseIndex;
-use crate::errors::Result;
+use crate::errors::{CoreError, Result};
 use crate::row_code::{code_bytes, StoredCodes};
 
 use super::doctor::{check, some, Check};
@@ -18,109 +19,151 @@ use super::Store;
 /// The dense index with (chunk id, document id) per row.
 pub(super) type Dense = (Vec<(i64, i64)>, DenseIndex);
 
-/// Stored codes as read, with (chunk id, document id) per row, before any vector is added.
-type ReadCodes = (Vec<(i64, i64)>, StoredCodes);
+/// Stored codes as read, with (chunk id, document id) per row, before any vector is added, and
+/// how many code rows there are in all (the rows of documents left out included).
+type ReadCodes = (Vec<(i64, i64)>, StoredCodes, u64);
 
-/// Meta `vector_codes` once every stored vector has its code.
-const COMPLETE: &str = "complete";
+/// Meta `vector_codes` once every stored vector has its code, of the checked layout
+/// (`code_bytes`). An earlier value ("complete": codes without checksums) is rewritten whole by
+/// the next write.
+const CHECKED: &str = "checked";
 
 impl Store {
     /// The dense index of every vector whose document `known` accepts, in chunk-id order, with
-    /// (chunk id, document id) per row: from the stored codes when they are complete and
-    /// readable, else by coding every vector.
+    /// (chunk id, document id) per row: from the stored codes when they are complete, checked
+    /// as they are read (`load_codes`), else by coding every vector.
     pub(super) fn load_dense(&self, dim: usize, known: impl Fn(i64) -> bool) -> Result<Dense> {
-        if self.meta("vector_codes")?.as_deref() == Some(COMPLETE) {
-            if let Some(loaded) = self.load_codes(dim, &known)? {
-                return Ok(loaded);
-            }
+        if self.meta("vector_codes")?.as_deref() == Some(CHECKED) {
+            return self.load_codes(dim, &known);
         }
         let (ids, data) = self.load_vectors(dim, |_, doc| known(doc))?;
         Ok((ids, DenseIndex::from_data(dim, data)))
     }
 
-    /// The index from the stored codes, reading only the vectors they do not reproduce; None
-    /// when a code is not one this build reads or the vectors do not match the codes (the
-    /// caller codes the vectors instead).
-    fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Option<Dense>> {
-        let Some((ids, codes)) = read_codes(&self.conn, dim, known)? else {
-            return Ok(None);
-        };
+    /// The index from the stored codes, reading only the vectors they do not reproduce. Every
+    /// byte is checked before it is used: a code must pass its checksum (one that fails is
+    /// coded again from its vector), every vector read must match the checksum its code
+    /// recorded, and there must be one code per chunk. Damage that leaves no sound copy is
+    /// `CoreError::Damaged`, never a different answer.
+    fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Dense> {
+        let (ids, codes, rows) = read_codes(&self.conn, dim, known)?;
+        let chunks = chunk_count(&self.conn)?;
+        if rows != chunks {
+            return Err(damaged(format!(
+                "{chunks} chunks but {rows} codes: every chunk has one"
+            )));
+        }
         let need = codes.unreproduced();
         let mut data = Vec::new();
         if !need.is_empty() {
             let wanted: FxHashSet<i64> = need.iter().map(|&i| ids[i].0).collect();
             let (got, vectors) = self.load_vectors(dim, |chunk, _| wanted.contains(&chunk))?;
             if got.len() != need.len() || got.iter().zip(&need).any(|(g, &i)| g.0 != ids[i].0) {
-                return Ok(None);
+                let held: FxHashSet<i64> = got.iter().map(|g| g.0).collect();
+                let lost: Vec<i64> = need
+                    .iter()
+                    .map(|&i| ids[i].0)
+                    .filter(|c| !held.contains(c))
+                    .collect();
+                return Err(damaged(format!(
+                    "{} chunks have a code but no vector (chunks {})",
+                    lost.len(),
+                    some(&lost, 5)
+                )));
             }
             data = vectors;
         }
-        Ok(Some((ids, codes.into_index(data))))
+        match codes.into_index(data) {
+            Ok(index) => Ok((ids, index)),
+            Err(rows) => {
+                let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
+                Err(damaged(format!(
+                    "{} vectors do not match the checksum their code recorded (chunks {})",
+                    chunks.len(),
+                    some(&chunks, 5)
+                )))
+            }
+        }
     }
 
     /// The index of every stored code, read through a connection of its own so that another
     /// thread reads it while this one reads the documents: only when that connection's
-    /// snapshot is at `generation` too, the codes are complete and every one reproduces its
-    /// vector (a model's rows need their vectors, read by `load_dense`). None otherwise.
+    /// snapshot is at `generation` too, the codes are complete, one per chunk, and every one
+    /// passes its checksum and reproduces its vector (a model's rows need their vectors, read
+    /// by `load_dense`). None otherwise.
     pub(super) fn codes_apart(path: &str, generation: i64, dim: usize) -> Option<Dense> {
         let conn = super::open_read_only(path).ok()?;
         conn.execute_batch("BEGIN").ok()?;
         let read = (|| -> rusqlite::Result<Option<Dense>> {
             if super::meta_of(&conn, "generation")?.and_then(|g| g.parse().ok()) != Some(generation)
-                || super::meta_of(&conn, "vector_codes")?.as_deref() != Some(COMPLETE)
+                || super::meta_of(&conn, "vector_codes")?.as_deref() != Some(CHECKED)
             {
                 return Ok(None);
             }
-            Ok(read_codes(&conn, dim, &|_| true)?
-                .filter(|(_, codes)| codes.unreproduced().is_empty())
-                .map(|(ids, codes)| (ids, codes.into_index(Vec::new()))))
+            let (ids, codes, rows) = read_codes(&conn, dim, &|_| true)?;
+            if rows != chunk_count(&conn)? || !codes.unreproduced().is_empty() {
+                return Ok(None);
+            }
+            Ok(codes.into_index(Vec::new()).ok().map(|index| (ids, index)))
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()
     }
 
-    /// Write the code of every stored vector that has none (vectors written before the codes
-    /// were kept), once per store, inside the open write. Storage whose vectors cannot be read
-    /// is left as it is: searches then code the vectors they can read, and `recall doctor`
-    /// names the damage.
+    /// Write the code of every stored vector, once per store, inside the open write, when the
+    /// codes are not complete in the checked layout (vectors written before the codes were
+    /// kept, or codes written before they carried checksums: those are written again). Storage
+    /// whose vectors cannot be read is left as it is: searches then code the vectors they can
+    /// read, and `recall doctor` names the damage.
     pub(super) fn complete_codes(&mut self) -> Result<()> {
-        if self.meta("vector_codes")?.as_deref() == Some(COMPLETE) {
+        let state = self.meta("vector_codes")?;
+        if state.as_deref() == Some(CHECKED) {
             return Ok(());
         }
         let Some(dim) = self.embedder()?.map(|e| e.dim) else {
             return Ok(());
         };
-        let missing: FxHashSet<i64> = self
+        let Ok((ids, data)) = self.load_vectors(dim, |_, _| true) else {
+            return Ok(());
+        };
+        self.conn.execute("DELETE FROM vector_codes", [])?;
+        let mut insert = self
             .conn
-            .prepare(
-                "SELECT c.id FROM chunks c
-                 WHERE NOT EXISTS (SELECT 1 FROM vector_codes k WHERE k.chunk_id = c.id)",
-            )?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if !missing.is_empty() {
-            let Ok((ids, data)) = self.load_vectors(dim, |chunk, _| missing.contains(&chunk))
-            else {
-                return Ok(());
-            };
-            let mut insert = self
-                .conn
-                .prepare("INSERT INTO vector_codes(chunk_id, doc_id, code) VALUES (?1, ?2, ?3)")?;
-            for (&(chunk, doc), vector) in ids.iter().zip(data.chunks_exact(dim)) {
-                insert.execute(rusqlite::params![chunk, doc, code_bytes(vector)])?;
-            }
+            .prepare("INSERT INTO vector_codes(chunk_id, doc_id, code) VALUES (?1, ?2, ?3)")?;
+        for (&(chunk, doc), vector) in ids.iter().zip(data.chunks_exact(dim)) {
+            insert.execute(rusqlite::params![
+                chunk,
+                doc,
+                code_bytes(chunk, doc, vector)
+            ])?;
         }
-        self.set_meta("vector_codes", COMPLETE)
+        drop(insert);
+        self.set_meta("vector_codes", CHECKED)
     }
 }
 
-/// Every stored code whose document `known` accepts, in chunk-id order, with (chunk id, document
-/// id) per row; None when a code is not one this build reads.
+/// Damage to the dense data, with the way out.
+fn damaged(detail: String) -> CoreError {
+    CoreError::Damaged {
+        part: "dense index",
+        detail: format!("{detail}; run 'recall doctor', then re-index into a new --db"),
+    }
+}
+
+/// The number of chunk rows.
+fn chunk_count(conn: &rusqlite::Connection) -> rusqlite::Result<u64> {
+    let n: i64 = conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// Every stored code whose document `known` accepts, in chunk-id order, with (chunk id,
+/// document id) per row, and the number of code rows in all. A code that fails its checksum
+/// is read as a row its vector must fill in (`StoredCodes::push`).
 fn read_codes(
     conn: &rusqlite::Connection,
     dim: usize,
     known: &impl Fn(i64) -> bool,
-) -> rusqlite::Result<Option<ReadCodes>> {
+) -> rusqlite::Result<ReadCodes> {
     // Room for every row before the first is read: the chunk ids are at most the largest.
     let rows: i64 = conn.query_row(
         "SELECT coalesce(max(chunk_id), 0) FROM vector_codes",
@@ -133,20 +176,23 @@ fn read_codes(
     let mut stmt =
         conn.prepare("SELECT chunk_id, doc_id, code FROM vector_codes ORDER BY chunk_id")?;
     let mut found = stmt.query([])?;
+    let mut all = 0u64;
     while let Some(r) = found.next()? {
+        all += 1;
         let doc: i64 = r.get(1)?;
         if !known(doc) {
             continue;
         }
-        let Ok(code) = r.get_ref(2)?.as_blob() else {
-            return Ok(None);
+        let chunk: i64 = r.get(0)?;
+        // Bytes stored as text (an edit by hand) are read as they are: the checksum decides.
+        let code = match r.get_ref(2)? {
+            ValueRef::Blob(b) | ValueRef::Text(b) => b,
+            _ => &[],
         };
-        if !codes.push(code) {
-            return Ok(None);
-        }
-        ids.push((r.get(0)?, doc));
+        codes.push(chunk, doc, code);
+        ids.push((chunk, doc));
     }
-    Ok(Some((ids, codes)))
+    Ok((ids, codes, all))
 }
 
 impl Store {
@@ -157,12 +203,12 @@ impl Store {
         if self.embedder().ok().flatten().is_none() {
             return check("codes", "ok", "nothing indexed");
         }
-        if self.meta("vector_codes").ok().flatten().as_deref() != Some(COMPLETE) {
+        if self.meta("vector_codes").ok().flatten().as_deref() != Some(CHECKED) {
             return check(
                 "codes",
                 "warning",
-                "the vectors stored before this version have no codes yet; searches code them \
-                 as they load, and the next index run stores them",
+                "the vectors stored before this version have no checked codes yet; searches \
+                 code them as they load, and the next index run stores them",
             );
         }
         let Some((dim, (ids, data))) = vectors else {
@@ -182,8 +228,8 @@ impl Store {
             Err(e) => return check("codes", "damaged", format!("the codes cannot be read: {e}")),
         };
         let mut wrong = Vec::new();
-        for (&(chunk, _), vector) in ids.iter().zip(data.chunks_exact(dim)) {
-            if stored.remove(&chunk).as_deref() != Some(&code_bytes(vector)[..]) {
+        for (&(chunk, doc), vector) in ids.iter().zip(data.chunks_exact(dim)) {
+            if stored.remove(&chunk).as_deref() != Some(&code_bytes(chunk, doc, vector)[..]) {
                 wrong.push(chunk);
             }
         }
@@ -251,17 +297,26 @@ mod tests {
         }
     }
 
+    fn run(store: &Store, sql: &str) {
+        store.conn.execute_batch(sql).unwrap();
+    }
+
+    /// The load fails as damage to the dense index, naming what and the way out.
+    fn assert_refused(store: &Store, says: &str) {
+        let err = store.load_dense(DIM, |_| true).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, CoreError::Damaged { .. }), "{text}");
+        assert!(text.contains(says) && text.contains("--db"), "{text}");
+    }
+
     #[test]
     fn a_store_reads_its_codes_as_the_vectors_coded() {
         let (_dir, store) = store("codes-read");
         assert_eq!(
             store.meta("vector_codes").unwrap().as_deref(),
-            Some(COMPLETE)
+            Some(CHECKED)
         );
-        let from_codes = store
-            .load_codes(DIM, &|_| true)
-            .unwrap()
-            .expect("codes read");
+        let from_codes = store.load_codes(DIM, &|_| true).unwrap();
         same(&from_codes, &coded(&store));
         assert_eq!(from_codes.0.len(), 5);
         // a.md's three rows and b.md's row with a listed component keep their vectors.
@@ -269,32 +324,49 @@ mod tests {
         // A document the corpus does not know is left out, as the vectors path leaves it.
         let b = from_codes.0[4].1;
         let known = |doc: i64| doc != b;
-        let (ids, _) = store.load_codes(DIM, &known).unwrap().unwrap();
+        let (ids, _) = store.load_codes(DIM, &known).unwrap();
         assert_eq!(ids, from_codes.0[..3]);
     }
 
     #[test]
-    fn vectors_written_before_the_codes_get_theirs_at_the_next_commit() {
-        let (_dir, mut store) = store("codes-backfill");
-        let before = coded(&store);
-        store
-            .conn
-            .execute_batch("DELETE FROM vector_codes; DELETE FROM meta WHERE key = 'vector_codes';")
-            .unwrap();
-        // Until then the vectors are coded as they are read.
-        same(&store.load_dense(DIM, |_| true).unwrap(), &before);
-        store.begin(&embedder(DIM)).unwrap();
-        store.commit("t1").unwrap();
-        assert_eq!(
-            store.meta("vector_codes").unwrap().as_deref(),
-            Some(COMPLETE)
-        );
-        let count: i64 = store
-            .conn
-            .query_row("SELECT count(*) FROM vector_codes", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(count, 5);
-        same(&store.load_codes(DIM, &|_| true).unwrap().unwrap(), &before);
+    fn codes_without_checksums_are_written_again_at_the_next_commit() {
+        for (case, sql) in [
+            (
+                "no codes",
+                "DELETE FROM vector_codes; DELETE FROM meta WHERE key = 'vector_codes';",
+            ),
+            (
+                "codes of the layout before checksums",
+                "UPDATE vector_codes SET code = x'01'; UPDATE meta SET value = 'complete'
+                 WHERE key = 'vector_codes';",
+            ),
+        ] {
+            let (_dir, mut store) = store("codes-backfill");
+            let before = coded(&store);
+            run(&store, sql);
+            // Until then the vectors are coded as they are read.
+            same(&store.load_dense(DIM, |_| true).unwrap(), &before);
+            let read = store.load_vectors(DIM, |_, _| true).unwrap();
+            assert_eq!(
+                store.check_codes(Some(&(DIM, read))).status,
+                "warning",
+                "{case}"
+            );
+            store.begin(&embedder(DIM)).unwrap();
+            store.commit("t1").unwrap();
+            assert_eq!(
+                store.meta("vector_codes").unwrap().as_deref(),
+                Some(CHECKED)
+            );
+            let count: i64 = store
+                .conn
+                .query_row("SELECT count(*) FROM vector_codes", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(count, 5, "{case}");
+            same(&store.load_codes(DIM, &|_| true).unwrap(), &before);
+            let read = store.load_vectors(DIM, |_, _| true).unwrap();
+            assert_eq!(store.check_codes(Some(&(DIM, read))).status, "ok", "{case}");
+        }
     }
 
     #[test]
@@ -303,18 +375,24 @@ mod tests {
         let (_dir, store) = store("codes-apart");
         let generation = store.generation().unwrap();
         assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
-        store
-            .conn
-            .execute_batch(
-                "DELETE FROM vector_codes WHERE chunk_id IN
-                     (SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id
-                      WHERE d.path = 'a.md')",
-            )
-            .unwrap();
+        run(
+            &store,
+            "PRAGMA foreign_keys = OFF;
+             DELETE FROM chunks WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');
+             DELETE FROM vector_codes WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');",
+        );
         let apart = Store::codes_apart(&store.path, generation, DIM).expect("read apart");
-        same(&apart, &store.load_codes(DIM, &|_| true).unwrap().unwrap());
+        same(&apart, &store.load_codes(DIM, &|_| true).unwrap());
         assert_eq!(apart.0.len(), 2);
         assert!(Store::codes_apart(&store.path, generation + 1, DIM).is_none());
+        // Not when a code fails its checksum, nor when a chunk has no code.
+        run(
+            &store,
+            "UPDATE vector_codes SET code = code || x'00' WHERE chunk_id = 4",
+        );
+        assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
+        run(&store, "DELETE FROM vector_codes WHERE chunk_id = 4");
+        assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
     }
 
     #[test]
@@ -335,33 +413,74 @@ mod tests {
         let found = status(&store);
         assert_eq!(found.status, "damaged");
         assert!(found.detail.contains("(chunks 2)"), "{}", found.detail);
-        store
-            .conn
-            .execute_batch("DELETE FROM meta WHERE key = 'vector_codes'")
-            .unwrap();
+        // A search refuses rather than rank by it.
+        assert_refused(
+            &store,
+            "1 vectors do not match the checksum their code recorded (chunks 2)",
+        );
+        run(&store, "DELETE FROM meta WHERE key = 'vector_codes'");
         assert_eq!(status(&store).status, "warning");
     }
 
     #[test]
-    fn a_code_that_cannot_be_read_codes_the_vectors_instead() {
+    fn a_damaged_code_is_coded_again_from_its_sound_vector() {
         let (_dir, store) = store("codes-damaged");
         let before = coded(&store);
-        store
+        let results = |store: &Store| {
+            let (_, index) = store.load_dense(DIM, |_| true).unwrap();
+            let q: Vec<f32> = (0..DIM).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
+            index.top_k(&q, 5)
+        };
+        let sound = results(&store);
+        // A flipped mask bit in a hashed row's code (reproduced: no vector is read for it
+        // otherwise), and in a model row's code.
+        run(
+            &store,
+            "UPDATE vector_codes SET code = substr(code, 1, 20) || x'ff' || substr(code, 22)
+             WHERE chunk_id IN (2, 4)",
+        );
+        same(&store.load_dense(DIM, |_| true).unwrap(), &before);
+        assert_eq!(results(&store), sound);
+        // Its vector gone too: nothing sound is left for that row.
+        run(&store, "DELETE FROM vec_chunks WHERE chunk_id = 4");
+        assert_refused(&store, "1 chunks have a code but no vector (chunks 4)");
+        // A code moved onto another row vouches for that row's vector, not this one's.
+        let (_dir, moved) = super::tests::store("codes-moved");
+        run(
+            &moved,
+            "UPDATE vector_codes SET code = (SELECT code FROM vector_codes WHERE chunk_id = 5)
+             WHERE chunk_id = 4",
+        );
+        assert_refused(
+            &moved,
+            "do not match the checksum their code recorded (chunks 4)",
+        );
+    }
+
+    #[test]
+    fn a_chunk_without_its_code_or_a_vector_negated_is_refused() {
+        let (_dir, missing) = store("codes-missing");
+        run(&missing, "DELETE FROM vector_codes WHERE chunk_id = 5");
+        assert_refused(&missing, "5 chunks but 4 codes");
+        let (_dir, negated) = store("codes-negated");
+        negated
             .conn
             .execute(
-                "UPDATE vector_codes SET code = x'0201' WHERE chunk_id = 4",
-                [],
+                "UPDATE vec_chunks SET embedding = ?1 WHERE chunk_id = 1",
+                [crate::store::f32_blob(
+                    &coded(&negated)
+                        .1
+                        .row(0)
+                        .iter()
+                        .map(|x| -x)
+                        .collect::<Vec<_>>(),
+                )],
             )
             .unwrap();
-        assert!(store.load_codes(DIM, &|_| true).unwrap().is_none());
-        same(&store.load_dense(DIM, |_| true).unwrap(), &before);
-        // A code whose vector is gone is no row either way.
-        store
-            .conn
-            .execute_batch("UPDATE vector_codes SET code = (SELECT code FROM vector_codes WHERE chunk_id = 5) WHERE chunk_id = 4; DELETE FROM vec_chunks WHERE chunk_id = 1;")
-            .unwrap();
-        let loaded = store.load_dense(DIM, |_| true).unwrap();
-        assert_eq!(loaded.0.len(), 4);
-        assert!(loaded.0.iter().all(|&(c, _)| c != 1));
+        assert_refused(&negated, "(chunks 1)");
+        // A model row's vector that is gone.
+        let (_dir, gone) = store("codes-vector-gone");
+        run(&gone, "DELETE FROM vec_chunks WHERE chunk_id = 2");
+        assert_refused(&gone, "a code but no vector (chunks 2)");
     }
 }

@@ -314,7 +314,11 @@ impl Store {
             ])?;
             let chunk_id = self.conn.last_insert_rowid();
             vec_stmt.execute(params![chunk_id, f32_blob(vector)])?;
-            code_stmt.execute(params![chunk_id, doc_id, code_bytes(vector)])?;
+            code_stmt.execute(params![
+                chunk_id,
+                doc_id,
+                code_bytes(chunk_id, doc_id, vector)
+            ])?;
             let body = lexical_body(&doc.title, &chunk.heading_path, &chunk.text);
             self.lexical
                 .as_mut()
