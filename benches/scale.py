@@ -1,6 +1,9 @@
 """How cost grows from 10k to 1M chunks (SPEC §10; outside CI: the 1M run takes minutes).
 
-For each size, on notes of 80–160 Zipf words with `hashing-512` (benches/zipf_corpus.py):
+For each size, on notes of 80–160 Zipf words (benches/zipf_corpus.py) with `hashing-512`, or
+with `--embedder dense-384` a 384-d ONNX word embedder built here over the corpus vocabulary
+(loaded through `onnx:DIR`; every dimension of every vector set, the shape of the default
+model's vectors, whose codes reproduce no vector, so a first search reads every vector):
 fresh index throughput (chunks/s, `Memory.index`), store bytes per chunk, and then, in a fresh
 process so nothing is shared with the indexer: store open, cold first search (loads the vectors
 and the lexical index), peak resident memory over the process, and warm `Memory.search`
@@ -15,7 +18,7 @@ and each build reads its own store: `--rounds` fresh processes of each, in turns
 medians of both with their ratio (baseline / this build).
 
 Usage: python benches/scale.py [--sizes 10000 100000 1000000] [--queries 200] [--workdir DIR]
-       [--baseline PYTHON] [--rounds 3]
+       [--baseline PYTHON] [--rounds 3] [--embedder hashing-512|dense-384]
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ from zipf_corpus import ZipfCorpus
 
 import recall
 
-EMBEDDER = "hashing-512"
 WARMUP = 10
 PAUSE_S = 1.0
 
@@ -104,8 +106,18 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
 
+def dense_embedder(workdir: Path) -> str:
+    """`onnx:DIR` of a 384-d word embedder over the corpus vocabulary, written into `workdir`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.onnx_models import build_embedder
+
+    folder = workdir / "dense-384"
+    build_embedder(folder, ZipfCorpus(1000).vocab, dim=384)
+    return f"onnx:{folder}"
+
+
 def bench(
-    n: int, n_queries: int, workdir: Path, baseline: str | None, rounds: int
+    n: int, n_queries: int, workdir: Path, baseline: str | None, rounds: int, embedder: str
 ) -> dict[str, float]:
     corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
     root, db = workdir / f"notes-{n}", workdir / f"store-{n}.db"
@@ -114,7 +126,7 @@ def bench(
     corpus.write(root)
     print(f"  wrote the notes in {time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
-    with recall.open(db, embedder=EMBEDDER) as mem:
+    with recall.open(db, embedder=embedder) as mem:
         report = mem.index(root, calibrate=False)
         index_s = time.perf_counter() - t0
         stats = mem.stats()
@@ -129,7 +141,7 @@ def bench(
     base_db = workdir / f"store-{n}-baseline.db"
     if baseline:
         child = subprocess.run(
-            [baseline, "-c", INDEX_CHILD, str(base_db), str(root), EMBEDDER],
+            [baseline, "-c", INDEX_CHILD, str(base_db), str(root), embedder],
             capture_output=True,
             text=True,
             check=True,
@@ -189,15 +201,23 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--baseline", default=None, help="python with another build of recall")
     ap.add_argument("--rounds", type=int, default=3, help="processes per build with --baseline")
+    ap.add_argument(
+        "--embedder",
+        default="hashing-512",
+        help="hashing-D, or dense-384 (a 384-d ONNX word embedder built here: dense vectors)",
+    )
     args = ap.parse_args()
     print(
         f"machine: {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; {EMBEDDER}; load average {os.getloadavg()[0]:.2f}"
+        f"{platform.python_version()}; {args.embedder}; load average {os.getloadavg()[0]:.2f}"
     )
     rows = []
     with tempfile.TemporaryDirectory(prefix="recall-scale-", dir=args.workdir) as tmp:
+        embedder = args.embedder
+        if embedder == "dense-384":
+            embedder = dense_embedder(Path(tmp))
         for n in args.sizes:
-            rows.append(bench(n, args.queries, Path(tmp), args.baseline, args.rounds))
+            rows.append(bench(n, args.queries, Path(tmp), args.baseline, args.rounds, embedder))
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print(
         f"{'chunks':>10} {'index/s':>8} {'B/chunk':>8} {'cold ms':>8} {'RSS MB':>7} "

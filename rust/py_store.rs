@@ -406,15 +406,17 @@ impl PyStore {
     }
 
     /// Up to `limit` documents with ids above `after`, each as `put_document` takes it back
-    /// (keyword arguments) plus `id`, `first_indexed_at` and `indexed_at` (`recall migrate`).
-    #[pyo3(signature = (after = 0, limit = 256))]
+    /// (keyword arguments) plus `id`, `first_indexed_at` and `indexed_at` (`recall migrate`);
+    /// without `bodies`, no chunks and vectors.
+    #[pyo3(signature = (after = 0, limit = 256, bodies = true))]
     fn export<'py>(
         &self,
         py: Python<'py>,
         after: i64,
         limit: usize,
+        bodies: bool,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let docs = py.detach(|| self.with(|s| s.export_documents(after, limit)))?;
+        let docs = py.detach(|| self.with(|s| s.export_documents(after, limit, bodies)))?;
         docs.into_iter()
             .map(|e| {
                 let (doc, d) = (e.doc, PyDict::new(py));

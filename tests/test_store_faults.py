@@ -143,6 +143,8 @@ def test_store_on_a_read_only_folder_of_another_owner(tmp_path: Path) -> None:
     db = indexed(folder)
     notes = tmp_path / "notes"
     shutil.copytree(EXAMPLES, notes)
+    made = sorted(p.name for p in folder.iterdir())
+    assert made == ["m.db", "m.db-committed"], "the store and the record of its commit"
     db.chmod(0o444)
     folder.chmod(0o555)
     env = {**os.environ, "RECALL_EMBEDDER": "hashing-512"}
@@ -158,7 +160,7 @@ def test_store_on_a_read_only_folder_of_another_owner(tmp_path: Path) -> None:
         assert run("stats").returncode == 0
         refused = run("index", str(notes))
         assert refused.returncode != 0 and "read-only" in refused.stderr, refused.stderr
-        assert sorted(p.name for p in folder.iterdir()) == ["m.db"]
+        assert sorted(p.name for p in folder.iterdir()) == made
     finally:
         folder.chmod(0o755)
         db.chmod(0o644)
@@ -177,6 +179,9 @@ def test_doctor_on_a_sound_store(tmp_path: Path) -> None:
         "vectors",
         "codes",
         "lexical",
+        "commits",
+        "meta",
+        "declarations",
         "calibration",
         "roots",
     ]

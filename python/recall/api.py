@@ -45,11 +45,13 @@ from recall.calibration import (
     meta_key,
 )
 from recall.embedders import (
+    ACCEPTED_NAMES,
     Embedder,
     get_embedder,
+    is_embedder_name,
     query_vector,
 )
-from recall.errors import JudgeError, StoreError, TrustRefusal, UsageError
+from recall.errors import JudgeError, StoreDamagedError, StoreError, TrustRefusal, UsageError
 from recall.instants import format_instant, format_micros, micros, utc
 from recall.refusals import (
     Refusal,
@@ -234,7 +236,7 @@ class Memory:
             return
         self._handle.close()
         self._handle = None
-        for suffix in ("", "-wal", "-shm"):
+        for suffix in ("", "-wal", "-shm", "-committed"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self._location.file + suffix)
 
@@ -262,6 +264,12 @@ class Memory:
             bound = self._store.embedder() if spec is None or isinstance(spec, str) else None
             if spec is None and bound:
                 spec = bound[0]
+                if not is_embedder_name(spec):
+                    raise StoreDamagedError(
+                        f"recall store: the store records its embedder as {spec!r}, which names "
+                        f"none (a store records {ACCEPTED_NAMES}): {self.path} is damaged; run "
+                        f"'recall doctor --db {self.path}' to see what is wrong and how to recover"
+                    )
             # The store's fingerprint says how a built-in model made its vectors.
             same = bound is not None and isinstance(spec, str) and spec.strip() == bound[0]
             self._embedder = get_embedder(spec, bound[2] if same and bound else None)

@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING, Any
 from recall.calibration import history_key, load_history, load_record, meta_key
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from recall.rows import ExportedDocument
     from recall.store import Store
+    from recall.vocabularies import Declarations
 
 __all__ = ["Check", "DoctorReport", "diagnose", "unopenable"]
 
@@ -48,10 +52,17 @@ class DoctorReport:
         """What to do next, in commands."""
         if self.verdict != "damaged":
             return "nothing to do" if self.verdict == "healthy" else "see the warnings above"
-        if {c.name for c in self.checks if c.status == "damaged"} == {"lexical"}:
+        damaged = {c.name for c in self.checks if c.status == "damaged"}
+        if damaged == {"lexical"}:
             # The chunk rows are whole: the next index run rebuilds the lexical index from them.
             return (
                 "rebuild the lexical index from the chunk rows, which are whole:\n  "
+                f"recall index NOTES... --db {self.path}"
+            )
+        if damaged == {"commits"}:
+            # The store is whole at an older generation: the next run redoes what was lost.
+            return (
+                "redo the lost index runs from the notes, which are whole:\n  "
                 f"recall index NOTES... --db {self.path}"
             )
         calibration_ok = all(c.status != "damaged" for c in self.checks if c.name == "calibration")
@@ -136,9 +147,147 @@ def _header(path: str) -> str:
 def diagnose(store: Store, path: str) -> DoctorReport:
     """Every check of the store at `path` (as the user named it), in order."""
     checks = [Check(name, status, detail) for name, status, detail in store.doctor()]
+    checks.append(_meta(store))
+    checks.append(_declarations(store))
     checks.append(_calibration(store, path))
     checks.append(_roots(store))
     return DoctorReport(path=path, checks=checks)
+
+
+#: Meta values that are counts or generations: whole numbers.
+_COUNTS = ("generation", "lexical_generation", "documents")
+
+
+def _meta(store: Store) -> Check:
+    """SPEC §11: the meta values a search reads mean something. A store whose embedder is
+    recorded as `NaN` failed every search with "unknown embedder" while doctor said healthy."""
+    from recall.embedders import is_embedder_name
+    from recall.instants import parse_stored
+    from recall.vocabularies import SETTINGS
+
+    wrong: list[str] = []
+    try:
+        bound = store.embedder()
+        values = {key: store.meta(key) for key in (*_COUNTS, "vocabularies", "last_run_at")}
+    except Exception as err:  # noqa: BLE001 - a damaged meta table is what is reported
+        return Check("meta", "damaged", f"the store's metadata cannot be read: {_unreferred(err)}")
+    if bound is not None and not is_embedder_name(bound[0]):
+        wrong.append(f"the embedder is recorded as {bound[0]!r}, which names none")
+    for key in _COUNTS:
+        raw = values[key]
+        if raw is not None and not (raw.isascii() and raw.isdigit()):
+            wrong.append(f"{key} is {raw!r}, not a whole number")
+    setting = values["vocabularies"]
+    if setting is not None and setting not in SETTINGS:
+        wrong.append(f"vocabularies is {setting!r}, none of {', '.join(SETTINGS)}")
+    last_run = values["last_run_at"]
+    if last_run is not None and parse_stored(last_run) is None:
+        wrong.append(f"last_run_at is {last_run!r}, not an instant recall writes")
+    if wrong:
+        return Check("meta", "damaged", "; ".join(wrong))
+    return Check("meta", "ok", "every value a search reads means something")
+
+
+def _declarations(store: Store) -> Check:
+    """SPEC §11: the declarations the store holds are the ones its notes make. Each note that
+    still holds what was indexed is read again as an index run reads it (with its metadata
+    file), and its edge rows, retirement and alias must be what that reading gives: an edge
+    row no note declares (forged, or an empty key left by damage) changes answers, and so does
+    a declaration the store lost."""
+    from recall.indexing import DECLARATIONS_KEY, DECLARATIONS_VERSION, declarations_now
+
+    try:
+        version = store.meta(DECLARATIONS_KEY)
+    except Exception as err:  # noqa: BLE001 - a damaged meta table is what is reported
+        return Check("declarations", "damaged", f"cannot be read: {_unreferred(err)}")
+    if version not in (None, DECLARATIONS_VERSION):
+        return Check(
+            "declarations",
+            "warning",
+            "not compared with the notes: an earlier reader read them, and the next index run "
+            "reads them again",
+        )
+    listings: dict[str, tuple[dict[str, str], dict[str, tuple[str, str]]] | None] = {}
+    compared = changed = 0
+    wrong: list[str] = []
+    after = 0
+    try:
+        while page := store.export(after, 512, bodies=False):
+            after = page[-1]["id"]
+            for doc in page:
+                source, rel = doc["source"], doc["path"]
+                if source not in listings:
+                    listings[source] = _listing(source)
+                found = listings[source]
+                now = None
+                if found is not None and rel in found[0]:
+                    file, side = found[0][rel], found[1].get(rel)
+                    now = declarations_now(source, rel, file, side, doc["content_hash"])
+                if now is None:
+                    changed += 1
+                    continue
+                compared += 1
+                if _held(doc) != _made(now):
+                    wrong.append(rel)
+    except Exception as err:  # noqa: BLE001 - rows that cannot be read are the finding
+        return Check("declarations", "damaged", f"cannot be read: {_unreferred(err)}")
+    unread = f"; {changed} notes changed or gone since they were indexed, not compared"
+    if wrong:
+        shown = ", ".join(wrong[:5]) + (", …" if len(wrong) > 5 else "")
+        return Check(
+            "declarations",
+            "damaged",
+            f"{len(wrong)} notes whose stored declarations are not the ones they make "
+            f"({shown}): the store holds an edge or retirement no note declares, or lost one"
+            + (unread if changed else ""),
+        )
+    return Check(
+        "declarations",
+        "ok",
+        f"{compared} notes read again declare what the store holds" + (unread if changed else ""),
+    )
+
+
+def _listing(source: str) -> tuple[dict[str, str], dict[str, tuple[str, str]]] | None:
+    """The notes (relative path -> path) and their metadata files under the root `source`, as
+    an index run lists them; None when the root is not a folder here."""
+    from pathlib import Path
+
+    from recall.walk import walk
+
+    if not os.path.isdir(source):
+        return None
+    listing = walk(Path(source))
+    return dict(listing.files), listing.sidecars
+
+
+def _held(doc: ExportedDocument) -> tuple[object, ...]:
+    """A stored document's declarations, in a form to compare."""
+    return _said(doc["edges"], doc.get("retired"), doc.get("alias"))
+
+
+def _made(decl: Declarations) -> tuple[object, ...]:
+    """What a note's reading declares, in the same form."""
+    from recall.indexing import edge_rows, retired_row
+
+    return _said(edge_rows(decl), retired_row(decl), decl.alias)
+
+
+def _said(
+    edges: Sequence[Sequence[object]], retired: Sequence[object] | None, alias: str | None
+) -> tuple[object, ...]:
+    rows = sorted(
+        (
+            (str(e[0]), str(e[1]), bool(e[2]), str(e[3]), e[4], str(e[5] or ""), bool(e[6]), e[7])
+            for e in edges
+        ),
+        key=repr,
+    )
+    gone = None
+    if retired is not None:
+        r = retired
+        gone = (r[0], r[1], str(r[2] or ""), r[3], str(r[4] or ""), bool(r[5]))
+    return (rows, gone, alias)
 
 
 def _roots(store: Store) -> Check:

@@ -146,6 +146,16 @@ def name_problem(spec: str) -> str | None:
     return f"unknown embedder '{spec}'; available: {ACCEPTED_NAMES} (e.g. hashing-512)"
 
 
+def is_embedder_name(spec: str) -> bool:
+    """Whether `spec` has the form of an embedder's name (a built-in model, `onnx:DIR`,
+    `hashing-D` in range), whether or not its model is here: what a store can have recorded."""
+    spec = spec.strip()
+    if spec.startswith("onnx:"):
+        return bool(spec[5:].strip())
+    problem = name_problem(spec)
+    return problem is None
+
+
 # Loading a model costs hundreds of milliseconds and tens of MB: once per process and name.
 _LOADED: dict[str, Embedder] = {}
 _LOCK = threading.Lock()

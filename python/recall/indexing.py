@@ -61,7 +61,7 @@ EMBED_BATCH = 512
 #: The version of the declarations reader (`recall.vocabularies`): a store whose documents were
 #: declared by another version has them read again on its next index run.
 DECLARATIONS_VERSION = "5"
-_DECLARATIONS_KEY = "declarations_version"
+DECLARATIONS_KEY = "declarations_version"
 
 #: Called after each file, and while the run waits for the embedder, with (files done, files in
 #: the run, chunks embedded so far); a callable that takes a fourth argument also gets the
@@ -242,7 +242,7 @@ def run_index(
     retimed: list[tuple[str, str, int]] = []
     # Declarations read by an older reader are read again from unchanged files (no embedding).
     redeclared: list[tuple[str, str, Declarations]] | None = None
-    if store.meta(_DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
+    if store.meta(DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
         redeclared = []
     indexed = frozenset(str(c.source) for c in corpora)
     missing_before = missing_roots(store, indexed)
@@ -318,11 +318,9 @@ def run_index(
         for source_text, rel, mtime_ns in retimed:
             store.set_file_time(source_text, rel, mtime_ns)
         for source_text, rel, decl in redeclared or ():
-            store.set_declarations(
-                source_text, rel, _edge_rows(decl), decl.alias, _retired_row(decl)
-            )
-        if redeclared is not None or store.meta(_DECLARATIONS_KEY) is None:
-            store.set_meta(_DECLARATIONS_KEY, DECLARATIONS_VERSION)
+            store.set_declarations(source_text, rel, edge_rows(decl), decl.alias, retired_row(decl))
+        if redeclared is not None or store.meta(DECLARATIONS_KEY) is None:
+            store.set_meta(DECLARATIONS_KEY, DECLARATIONS_VERSION)
         if vocabularies is not None and store.meta("vocabularies") != vocabularies:
             store.set_meta("vocabularies", vocabularies)
         if ledger.brought_back:
@@ -444,6 +442,17 @@ def _read(
     )
 
 
+def declarations_now(
+    source: str, rel: str, file: str, side: tuple[str, str] | None, digest: str
+) -> Declarations | None:
+    """What the note at `file` declares now, read as an index run reads it (with its metadata
+    file `side`), when it still holds what was indexed with `digest`; None when it does not
+    (changed, gone, unreadable) or is not a note that declares (`recall doctor`)."""
+    found: list[tuple[str, str, Declarations]] = []
+    _read(Path(source), rel, file, {rel: (digest, 0, None, 0)}, IndexReport(), 0, [], found, side)
+    return found[0][2] if found else None
+
+
 def _sidecar(side: tuple[str, str], rel: str, report: IndexReport) -> tuple[Sidecar | None, bytes]:
     """A note's metadata file read (SPEC §2.5, vocabulary `sidecar`) and its bytes; one that
     cannot be read is reported as skipped, naming the note, and the note is read without it."""
@@ -495,9 +504,9 @@ def _move(
             store.set_declarations(
                 doc.source,
                 doc.rel,
-                _edge_rows(decl),
+                edge_rows(decl),
                 decl.alias if decl is not None else None,
-                _retired_row(decl),
+                retired_row(decl),
             )
             report.moved.append((_shown(root, rel, doc.source), doc.rel))
             return root, rel
@@ -716,15 +725,16 @@ def _put(
             for c in d.chunks
         ],
         vectors=vectors.tobytes(),
-        edges=_edge_rows(d.decl),
+        edges=edge_rows(d.decl),
         mtime_ns=d.mtime_ns,
         alias=d.decl.alias if d.decl is not None else None,
-        retired=_retired_row(d.decl),
+        retired=retired_row(d.decl),
     )
     store.put_document(document, now=instant, first_indexed_at=first_indexed_at)
 
 
-def _edge_rows(decl: Declarations | None) -> list[EdgeRow]:
+def edge_rows(decl: Declarations | None) -> list[EdgeRow]:
+    """The edge rows a store keeps for `decl`."""
     if decl is None:
         return []
     return [
@@ -742,7 +752,8 @@ def _edge_rows(decl: Declarations | None) -> list[EdgeRow]:
     ]
 
 
-def _retired_row(decl: Declarations | None) -> RetiredRow | None:
+def retired_row(decl: Declarations | None) -> RetiredRow | None:
+    """The retirement row a store keeps for `decl`."""
     r = decl.retired if decl is not None else None
     if r is None:
         return None

@@ -12,6 +12,7 @@ source is opened read-only and never changed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -117,6 +118,9 @@ def migrate(
         shown_destination = dst.path
     if final is not None:
         os.replace(destination, final)
+        # The record of the copy's commit goes with it (SPEC §11: doctor compares them).
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(f"{destination}-committed", f"{final}-committed")
         shown_destination = final
     return MigrateReport(
         source=src.path,

@@ -184,9 +184,12 @@ class Store(Protocol):
         moved or unchanged note is not embedded again; None when it is not stored."""
         ...
 
-    def export(self, after: int = 0, limit: int = 256) -> list[ExportedDocument]:
+    def export(
+        self, after: int = 0, limit: int = 256, bodies: bool = True
+    ) -> list[ExportedDocument]:
         """Up to `limit` whole documents (rows, chunks, vectors, declarations) with ids above
-        `after`, in id order: a migration's pages."""
+        `after`, in id order: a migration's pages. Without `bodies`, no chunks and vectors
+        (empty): the rows and declarations `recall doctor` compares with the notes."""
         ...
 
     # --- forgetting (SPEC §8.4) -----------------------------------------------------------

@@ -110,11 +110,11 @@ impl Store {
         read.ok().flatten()
     }
 
-    /// Write the code of every stored vector, once per store, inside the open write, when the
-    /// codes are not complete in the checked layout (vectors written before the codes were
-    /// kept, or codes written before they carried checksums: those are written again). Storage
-    /// whose vectors cannot be read is left as it is: searches then code the vectors they can
-    /// read, and `recall doctor` names the damage.
+    /// Write the code of every stored vector that has none (vectors written before the codes
+    /// were kept), once per store, inside the open write; codes written before they carried
+    /// checksums (meta `vector_codes` of another value) are all written again. Storage whose
+    /// vectors cannot be read is left as it is: searches then code the vectors they can read,
+    /// and `recall doctor` names the damage.
     pub(super) fn complete_codes(&mut self) -> Result<()> {
         let state = self.meta("vector_codes")?;
         if state.as_deref() == Some(CHECKED) {
@@ -123,21 +123,33 @@ impl Store {
         let Some(dim) = self.embedder()?.map(|e| e.dim) else {
             return Ok(());
         };
-        let Ok((ids, data)) = self.load_vectors(dim, |_, _| true) else {
-            return Ok(());
-        };
-        self.conn.execute("DELETE FROM vector_codes", [])?;
-        let mut insert = self
-            .conn
-            .prepare("INSERT INTO vector_codes(chunk_id, doc_id, code) VALUES (?1, ?2, ?3)")?;
-        for (&(chunk, doc), vector) in ids.iter().zip(data.chunks_exact(dim)) {
-            insert.execute(rusqlite::params![
-                chunk,
-                doc,
-                code_bytes(chunk, doc, vector)
-            ])?;
+        if state.is_some() {
+            self.conn.execute("DELETE FROM vector_codes", [])?;
         }
-        drop(insert);
+        let missing: FxHashSet<i64> = self
+            .conn
+            .prepare(
+                "SELECT c.id FROM chunks c
+                 WHERE NOT EXISTS (SELECT 1 FROM vector_codes k WHERE k.chunk_id = c.id)",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if !missing.is_empty() {
+            let Ok((ids, data)) = self.load_vectors(dim, |chunk, _| missing.contains(&chunk))
+            else {
+                return Ok(());
+            };
+            let mut insert = self
+                .conn
+                .prepare("INSERT INTO vector_codes(chunk_id, doc_id, code) VALUES (?1, ?2, ?3)")?;
+            for (&(chunk, doc), vector) in ids.iter().zip(data.chunks_exact(dim)) {
+                insert.execute(rusqlite::params![
+                    chunk,
+                    doc,
+                    code_bytes(chunk, doc, vector)
+                ])?;
+            }
+        }
         self.set_meta("vector_codes", CHECKED)
     }
 }
@@ -146,7 +158,7 @@ impl Store {
 fn damaged(detail: String) -> CoreError {
     CoreError::Damaged {
         part: "dense index",
-        detail: format!("{detail}; run 'recall doctor', then re-index into a new --db"),
+        detail: format!("{detail}; re-index into a new --db"),
     }
 }
 

@@ -77,6 +77,7 @@ impl Store {
         checks.push(vectors);
         checks.push(self.check_codes(read.as_ref()));
         checks.push(self.check_lexical(&chunks));
+        checks.push(self.check_commits());
         if !sqlite_ok {
             // The other checks read what SQLite could; its own verdict stands above them.
             for c in checks.iter_mut().skip(2) {
@@ -359,7 +360,8 @@ mod tests {
                 ("rows", "ok"),
                 ("vectors", "ok"),
                 ("codes", "ok"),
-                ("lexical", "ok")
+                ("lexical", "ok"),
+                ("commits", "ok")
             ]
         );
     }

@@ -29,8 +29,14 @@ pub struct StoredVectors {
 }
 
 impl Store {
-    /// Up to `limit` documents with ids above `after`, in id order.
-    pub fn export_documents(&self, after: i64, limit: usize) -> Result<Vec<ExportedDocument>> {
+    /// Up to `limit` documents with ids above `after`, in id order; without `bodies`, no
+    /// chunks and vectors (what `recall doctor` compares with the notes).
+    pub fn export_documents(
+        &self,
+        after: i64,
+        limit: usize,
+        bodies: bool,
+    ) -> Result<Vec<ExportedDocument>> {
         let dim = self.embedder()?.map_or(0, |e| e.dim);
         let mut out = Vec::new();
         let mut docs = self.conn.prepare(
@@ -57,7 +63,11 @@ impl Store {
                     })
                 })
                 .transpose()?;
-            let (chunks, vectors) = self.export_chunks(id, dim)?;
+            let (chunks, vectors) = if bodies {
+                self.export_chunks(id, dim)?
+            } else {
+                Default::default()
+            };
             out.push(ExportedDocument {
                 id,
                 doc: NewDocument {

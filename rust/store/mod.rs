@@ -5,13 +5,14 @@
 //! share. One file per job: `schema` (tables and forward migrations), `write` (the write path of
 //! an index run, one transaction per run, SPEC §1), `lexical_files` (the lexical leg's files kept
 //! in the store), `cache` (the in-memory search cache), `vectors` (reading sqlite-vec's storage),
-//! `stats` (read-only summaries), `search` and `explain` (the read path of a query), `export`
+//! `committed` (the record of the last commit kept beside the file), `stats` (read-only summaries), `search` and `explain` (the read path of a query), `export`
 //! (reading a store out whole for `recall migrate`). Does not
 //! own: parsing, chunking, embedding (Python), any trust rule (trust.rs), scoring inside a leg
 //! (dense.rs, lexical.rs) or fusion (fusion.rs).
 
 mod cache;
 mod codes;
+mod committed;
 mod corpus_rows;
 mod doctor;
 mod explain;
@@ -500,11 +501,20 @@ impl Store {
         Ok(width)
     }
 
+    /// The committed generation (0 before the first commit). A value that is not a whole
+    /// number is damage: every cache and saved index is keyed by it.
     pub fn generation(&self) -> Result<i64> {
-        Ok(self
-            .meta("generation")?
-            .and_then(|g| g.parse().ok())
-            .unwrap_or(0))
+        match self.meta("generation")? {
+            None => Ok(0),
+            Some(g) => g
+                .parse()
+                .ok()
+                .filter(|&g: &i64| g >= 0)
+                .ok_or_else(|| CoreError::Damaged {
+                    part: "metadata",
+                    detail: format!("the generation is recorded as {g:?}, not a whole number"),
+                }),
+        }
     }
 }
 

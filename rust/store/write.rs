@@ -467,6 +467,9 @@ impl Store {
         }
         self.save_lexical()?;
         self.set_meta("lexical_generation", &generation.to_string())?;
+        if self.meta("store_id")?.is_none() {
+            self.set_meta("store_id", &super::committed::new_store_id())?;
+        }
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             self.rollback();
             return Err(self.busy(e));
@@ -481,6 +484,7 @@ impl Store {
         let _ = self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        self.record_commit(generation);
         Ok(generation)
     }
 

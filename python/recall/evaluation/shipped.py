@@ -69,7 +69,7 @@ def _load_meta(path: Path) -> tuple[dt.datetime, dict[str, dt.datetime], dt.date
 
 def _fresh_store(folder: Path, embedder: str) -> Path:
     path = folder / f"recall-eval-{re.sub(r'[^A-Za-z0-9_.-]+', '_', embedder)}.db"
-    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+    for stale in (path, *(Path(f"{path}{suffix}") for suffix in ("-wal", "-shm", "-committed"))):
         stale.unlink(missing_ok=True)
     return path
 

@@ -156,7 +156,9 @@ class Summaries(Namespace):
                 ).fetchall()
             ]
 
-    def export(self, after: int = 0, limit: int = 256) -> list[ExportedDocument]:
+    def export(
+        self, after: int = 0, limit: int = 256, bodies: bool = True
+    ) -> list[ExportedDocument]:
         """Up to `limit` documents with ids above `after`, as `put_document` takes them back,
         with `id`, `first_indexed_at` and `indexed_at` (`recall migrate`)."""
         with self._conn() as c:
@@ -172,12 +174,16 @@ class Summaries(Namespace):
             ).fetchall()
             ids = [d[0] for d in docs]
             chunks: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
-            for r in c.execute(
-                "SELECT doc_id, ordinal, text, byte_start, byte_end, line_start, line_end,"
-                f" heading_path, vector_send(embedding) FROM {self._t('chunks')}"
-                " WHERE doc_id = ANY(%s) ORDER BY doc_id, ordinal",
-                (ids,),
-            ).fetchall():
+            for r in (
+                c.execute(
+                    "SELECT doc_id, ordinal, text, byte_start, byte_end, line_start, line_end,"
+                    f" heading_path, vector_send(embedding) FROM {self._t('chunks')}"
+                    " WHERE doc_id = ANY(%s) ORDER BY doc_id, ordinal",
+                    (ids,),
+                ).fetchall()
+                if bodies
+                else []
+            ):
                 chunks[r[0]].append(r[1:])
             edges: dict[int, list[tuple[Any, ...]]] = {i: [] for i in ids}
             for r in c.execute(
