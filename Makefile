@@ -21,7 +21,7 @@ dev: venv ## Build the extension in place (maturin develop) with dev tools
 	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release
 
 fmt: ## Format Rust and Python
-	cargo fmt
+	cargo fmt --all
 	$(BIN)/ruff format python tests benches
 	$(BIN)/ruff check --fix python tests benches
 
@@ -30,14 +30,14 @@ lint: ## ruff, mypy, stubtest, cargo fmt --check, clippy -D warnings
 	$(BIN)/ruff format --check python tests benches
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest recall._core
-	cargo fmt --check
-	cargo clippy --all-targets -- -D warnings
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
 
 test: test-rust ## Rust unit tests and the pytest suite
 	$(BIN)/python -m pytest
 
-test-rust: ## Rust unit tests
-	cargo test --quiet
+test-rust: ## Rust unit tests (the judgment crate's and the core's)
+	cargo test --workspace --quiet
 
 bench: ## Benchmarks (figures go to benches/RESULTS.md; several minutes)
 	$(BIN)/python benches/index_throughput.py

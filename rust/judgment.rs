@@ -447,11 +447,20 @@ mod tests {
         };
         let all = Corpus::build(docs(), edges(), "all");
         assert_eq!(all.edge_meta.len(), 2);
-        assert_eq!(all.graph.successor(0, None), Some(1));
-        assert_eq!(all.graph.successor(1, None), Some(2));
+        assert_eq!(
+            all.graph.successor_at(0, crate::graph::At::known(None)),
+            Some(1)
+        );
+        assert_eq!(
+            all.graph.successor_at(1, crate::graph::At::known(None)),
+            Some(2)
+        );
         let front = Corpus::build(docs(), edges(), "frontmatter");
         assert_eq!(front.edge_meta.len(), 1);
-        assert_eq!(front.graph.successor(1, None), None);
+        assert_eq!(
+            front.graph.successor_at(1, crate::graph::At::known(None)),
+            None
+        );
         let none = Corpus::build(docs(), edges(), "none");
         assert!(none.edge_meta.is_empty());
         assert_eq!(all.locate("b.md"), Some(1));

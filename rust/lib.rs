@@ -3,13 +3,12 @@
 //! `py_*` module (the store, the corpus and vectors of a server backend, hits, errors, free
 //! functions).
 
-pub mod answer;
+pub use recall_judgment::{answer, evidence, graph, trust};
+
 pub mod dense;
 pub mod errors;
-pub mod evidence;
 pub mod explanation;
 pub mod fusion;
-pub mod graph;
 pub mod hashing;
 pub mod judgment;
 pub mod lexical;
@@ -27,7 +26,6 @@ pub mod row_code;
 mod sliced;
 pub mod store;
 pub mod triggers;
-pub mod trust;
 
 use pyo3::prelude::*;
 

@@ -454,13 +454,17 @@ impl StoredCodes {
             count(NEEDED) * dim,
             "one vector per row its code does not reproduce"
         );
-        let failed: Vec<usize> = needed
-            .chunks_exact(dim)
-            .zip(&self.sums)
-            .enumerate()
-            .filter(|(_, (row, &sum))| sum != Some(vector_sum(row)))
-            .map(|(i, _)| i)
-            .collect();
+        // Every needed vector is hashed (a model's store: all of them), on every core.
+        let rows = self.sums.len();
+        let parts = crate::dense::cores().min(rows.div_ceil(4096)).max(1);
+        let per = rows.div_ceil(parts).max(1);
+        let failed: Vec<usize> = crate::dense::fan_out(parts, |p| {
+            let end = rows.min((p + 1) * per);
+            (p * per..end)
+                .filter(|&i| self.sums[i] != Some(vector_sum(&needed[i * dim..(i + 1) * dim])))
+                .collect::<Vec<usize>>()
+        })
+        .concat();
         if !failed.is_empty() {
             let rows = self.unreproduced();
             return Err(failed.into_iter().map(|i| rows[i]).collect());

@@ -12,7 +12,7 @@ Owns, in one place for indexing, `lint`, `fix`, `check` and `explain`:
   trailing `/`) or as a bare identifier;
 - identifier families (`ADR-7`, `ADR007`, `DR008`, `RFC 1974`, `PEP 8`, `KEP-1234`, `#0005`) and
   numbered file names (`0005-x.md`, `adr-0005-x.md`, `DR008-x.md`, `1974-x.md`) as one key form,
-  `#family:number`, compared numerically by the graph (`rust/graph.rs`);
+  `#family:number`, compared numerically by the graph (`crates/judgment/src/graph.rs`);
 - the date a declaration carries (`2021-05-01`, `21-Feb-2022`, `May 1, 2021`).
 
 Does not own: where a status is written (`recall.vocabularies` finds the lines: PEP preambles,

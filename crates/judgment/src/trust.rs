@@ -590,6 +590,19 @@ mod tests {
         let hits = judged(&w, 0.70 + RETIRED_LEAD / 2.0);
         assert_eq!(hits[0].doc, 1);
         assert_eq!(hits[0].verdict, Verdict::Ok);
+        // Never proven relevant (it lacks an asked identifier): however far it leads, it
+        // displaces nothing.
+        let mut unproven = cand(0, 0.80);
+        unproven.identifiers_held = false;
+        let hits = judge(
+            &g,
+            &w,
+            &[cand(1, 0.70), unproven, cand(2, 0.60)],
+            &p,
+            |_| None,
+        );
+        assert_eq!((hits[0].doc, hits[0].verdict), (1, Verdict::Ok));
+        assert!(hits.iter().all(|h| h.displaced_by.is_none()));
         // Not retired (an expired window) or retired since a later date: no effect.
         w[0].retired_since_raw = Some("2027-01-01".into());
         assert_eq!(judged(&w, 0.80)[0].verdict, Verdict::Ok);

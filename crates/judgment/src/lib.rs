@@ -1,0 +1,13 @@
+//! recall's judgment: the rules that decide a verdict, kept apart from everything that reads or
+//! writes (the store, the lexical index, the dense scan, Python). The compiler keeps it pure:
+//! this crate depends on no I/O library, and the core crate depends on it, never the reverse.
+//!
+//! - `trust`: verdicts, their precedence, windows, confidence and the abstention boundary;
+//! - `graph`: declared supersession, resolution of references, chains, cycles and ambiguity;
+//! - `evidence`: what a query asks (identifiers, measures) and whether a passage holds it;
+//! - `answer`: whether a passage holds an answer to what is asked.
+
+pub mod answer;
+pub mod evidence;
+pub mod graph;
+pub mod trust;
