@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recall.authoring.prose import find_closures
+from recall.closures import find_closures
 
 # (sentence, phrase, direction, refusal, references)
 SENTENCES = [

@@ -6,7 +6,7 @@ read left out) are about the note itself, not another subject (`about_itself`), 
 before any sentence is parsed (`may_state_itself`), and what such a sentence says, with the
 refusals `fix` knows: reported speech, hedges, negation; partial scope is recorded as partial.
 "This note replaces X" is not read here: `fix` and `check` turn it into frontmatter with the
-author's consent. Does not own: finding closure phrases (`recall.authoring.prose`), reading a
+author's consent. Does not own: finding closure phrases (`recall.closures`), reading a
 status (`recall.status`), or turning statements into edges (`recall.vocabularies`). Pure and
 total: no I/O, never raises.
 """
@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 
 from recall import _core, status
-from recall.authoring.prose import find_closures
+from recall.closures import find_closures
 from recall.status import Statement
 
 __all__ = ["about_itself", "may_state_itself", "opening_sentences"]

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from recall import _core, status
-from recall.authoring.prose import comment_step, fence_step
+from recall.closures import comment_step, fence_step
 from recall.frontmatter import FieldError, Frontmatter, parse
 from recall.status import Statement
 

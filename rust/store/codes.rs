@@ -46,7 +46,7 @@ impl Store {
     /// recorded, and there must be one code per chunk. Damage that leaves no sound copy is
     /// `CoreError::Damaged`, never a different answer.
     fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Dense> {
-        let (ids, codes, rows) = read_codes(&self.conn, dim, known)?;
+        let (ids, codes, rows) = read_codes(&self.conn, dim, known, false)?.expect("read whole");
         let chunks = chunk_count(&self.conn)?;
         if rows != chunks {
             return Err(damaged(format!(
@@ -100,8 +100,11 @@ impl Store {
             {
                 return Ok(None);
             }
-            let (ids, codes, rows) = read_codes(&conn, dim, &|_| true)?;
-            if rows != chunk_count(&conn)? || !codes.unreproduced().is_empty() {
+            // A model's codes need their vectors: stop at the first such code.
+            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, true)? else {
+                return Ok(None);
+            };
+            if rows != chunk_count(&conn)? {
                 return Ok(None);
             }
             Ok(codes.into_index(Vec::new()).ok().map(|index| (ids, index)))
@@ -170,12 +173,14 @@ fn chunk_count(conn: &rusqlite::Connection) -> rusqlite::Result<u64> {
 
 /// Every stored code whose document `known` accepts, in chunk-id order, with (chunk id,
 /// document id) per row, and the number of code rows in all. A code that fails its checksum
-/// is read as a row its vector must fill in (`StoredCodes::push`).
+/// is read as a row its vector must fill in (`StoredCodes::push`); with `codes_only`, reading
+/// stops there, or at the first code that does not reproduce its vector (None).
 fn read_codes(
     conn: &rusqlite::Connection,
     dim: usize,
     known: &impl Fn(i64) -> bool,
-) -> rusqlite::Result<ReadCodes> {
+    codes_only: bool,
+) -> rusqlite::Result<Option<ReadCodes>> {
     // Room for every row before the first is read: the chunk ids are at most the largest.
     let rows: i64 = conn.query_row(
         "SELECT coalesce(max(chunk_id), 0) FROM vector_codes",
@@ -202,9 +207,12 @@ fn read_codes(
             _ => &[],
         };
         codes.push(chunk, doc, code);
+        if codes_only && codes.needs_vectors() {
+            return Ok(None);
+        }
         ids.push((chunk, doc));
     }
-    Ok((ids, codes, all))
+    Ok(Some((ids, codes, all)))
 }
 
 impl Store {

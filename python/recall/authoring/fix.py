@@ -7,7 +7,7 @@ edge already declared), the reason for every closure it does not propose, and th
 edit of a file's frontmatter: the UTF-8 BOM, the line endings and every other line are kept,
 a `supersedes:` line is added (or an existing value extended), and the file is replaced
 atomically with its mode kept. Writes Validity Frontmatter only, never header vocabularies.
-Does not own: finding the phrases (`recall.authoring.prose`), reading notes and resolving
+Does not own: finding the phrases (`recall.closures`), reading notes and resolving
 references (`recall.authoring.corpus`), or printing (`recall.cli.lint`).
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from recall.authoring.corpus import Corpus, Note, scan
 from recall.authoring.lint import file_name, skip_lines
-from recall.authoring.prose import Closure, find_closures
+from recall.closures import Closure, find_closures
 from recall.errors import UsageError
 from recall.frontmatter import _strip_comment, parse
 from recall.vocabularies import PARTIAL, in_force

@@ -4,7 +4,7 @@
 Owns: the rules and their codes (errors E001–E008, warnings W001–W004, infos I001–I002), the
 wording of each finding and its suggested fix, and the report. Does not own: reading notes and
 resolving references (`recall.authoring.corpus`), the vocabularies (`recall.vocabularies`),
-closure phrases (`recall.authoring.prose`), or printing (`recall.cli.lint`).
+closure phrases (`recall.closures`), or printing (`recall.cli.lint`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from recall.authoring.corpus import Corpus, Note, scan
-from recall.authoring.prose import Closure, find_closures
+from recall.closures import Closure, find_closures
 from recall.errors import UsageError
 from recall.opening import about_itself
 from recall.vocabularies import MAX_TARGETS, PARTIAL, UNREAD, Edge, Statement, in_force

@@ -6,7 +6,7 @@ and, given a store, semantic closeness.
 Owns: each leg, its floor and weight, and the `Reason` it reports. Does not own: the edges a
 note already declares, ranking candidates or the gate (`recall.authoring.check`), reading the
 corpus or resolving references (`recall.authoring.corpus`), finding closure phrases
-(`recall.authoring.prose`), or the store's search (`recall.api`).
+(`recall.closures`), or the store's search (`recall.api`).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def _lookup(corpus: Corpus, reference: str) -> list[int]:
 def closures(
     corpus: Corpus, note: Note, text: str, decl: Declarations, messages: list[str]
 ) -> list[tuple[int, Reason]]:
-    from recall.authoring.prose import find_closures
+    from recall.closures import find_closures
 
     # Lines a header vocabulary declares on are read by it, not as prose; the note's own
     # sentences (`prose`) stay prose here, so the author sees every closure phrase.
