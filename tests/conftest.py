@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -32,6 +35,33 @@ def _cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ.pop("RECALL_CACHE_DIR", None)
     else:
         os.environ["RECALL_CACHE_DIR"] = before
+
+
+@contextlib.contextmanager
+def read_snapshot_held(db: Path) -> Iterator[None]:
+    """While inside: another process holds a read snapshot of `db`, so that a commit made
+    meanwhile stays in its WAL (the checkpoint cannot fold it back)."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM meta').fetchone()\n"
+            "print('held', flush=True); sys.stdin.read()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    try:
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
 
 
 def write_corpus(root: Path, files: Mapping[str, str | bytes]) -> Path:

@@ -33,7 +33,7 @@ import pytest
 
 import recall
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, read_snapshot_held
 from .onnx_models import build_embedder
 
 CASES = int(os.environ.get("RECALL_CORRUPTION_CASES", "240"))
@@ -161,26 +161,6 @@ class Sound:
     answers: dict[str, object] = field(default_factory=dict)
 
 
-def _hold(db: Path) -> subprocess.Popen[str]:
-    """Another process holding a read snapshot of `db`, so that a commit stays in its WAL."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    return holder
-
-
-HOLD = (
-    "import sqlite3, sys\n"
-    "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-    "c.execute('BEGIN'); c.execute('SELECT count(*) FROM meta').fetchone()\n"
-    "print('held', flush=True); sys.stdin.read()"
-)
-
-
 def _stop_after_embedding(done: int, total: int, embedded: int) -> None:
     if embedded:
         raise KeyboardInterrupt
@@ -205,18 +185,13 @@ def _sound(folder: Path, embedder: str) -> Sound:
     live = folder / "live.db"
     with recall.open(live, embedder=embedder) as mem:
         assert mem.index(edited, calibrate=False).ok
-    holder = _hold(live)
-    try:
+    with read_snapshot_held(live):
         note = edited / "rate-limits-v2.md"
         note.write_text(note.read_text().replace("rate limit", "quota ceiling"))
         with recall.open(live, embedder=embedder) as mem:
             assert mem.index(edited, calibrate=False).ok
         for suffix in ("", "-wal", "-committed"):
             shutil.copy(f"{live}{suffix}", f"{wal}{suffix}")
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=TIMEOUT_S)
     assert Path(f"{wal}-wal").stat().st_size > 0
     return Sound(embedder, db, notes, journal, wal, edited)
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from typer.testing import CliRunner
 import recall
 from recall.cli import app
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, read_snapshot_held
 from .onnx_models import build_embedder
 
 runner = CliRunner()
@@ -141,51 +139,26 @@ def test_a_hashed_code_damaged_or_missing(tmp_path: Path) -> None:
     _refused(db, "hashing-512", "12 chunks but 11 codes")
 
 
-def _held(db: Path) -> subprocess.Popen[str]:
-    """Another process holding a read snapshot of `db`, so that a commit stays in its WAL."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sqlite3, sys\n"
-            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-            "c.execute('BEGIN'); c.execute('SELECT count(*) FROM meta').fetchone()\n"
-            "print('held', flush=True); sys.stdin.read()",
-            str(db),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    return holder
-
-
 def test_a_commit_the_wal_lost_is_named_by_doctor(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     shutil.copytree(EXAMPLES, notes)
     db = tmp_path / "m.db"
     with recall.open(db, embedder="hashing-512") as mem:
         assert mem.index(notes, calibrate=False).ok
-    holder = _held(db)
-    try:
+    copies = {}
+    with read_snapshot_held(db):
         note = notes / "rate-limits-v2.md"
         note.write_text(note.read_text().replace("rate limit", "quota ceiling"))
         with recall.open(db, embedder="hashing-512") as mem:
             mem.index(notes, calibrate=False)
         wal = Path(f"{db}-wal")
         assert wal.stat().st_size > 0, "the second commit is still in the WAL"
-        copies = {}
         for name in ("sound", "flipped"):
             folder = tmp_path / name
             folder.mkdir()
             for suffix in ("", "-wal", "-committed"):
                 shutil.copy(f"{db}{suffix}", folder / f"m.db{suffix}")
             copies[name] = folder / "m.db"
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
     flipped = Path(f"{copies['flipped']}-wal")
     data = bytearray(flipped.read_bytes())
     data[len(data) // 2] ^= 0x01

@@ -239,19 +239,25 @@ def walk(root: Path) -> Listing:
 MAX_SIDECAR_BYTES = 1024 * 1024
 
 
-def read_metadata(path: str) -> tuple[bytes | None, str | None]:
-    """A note's metadata file's bytes, opened without blocking, or (None, why it cannot be
-    read): the one reading the index run and lint share."""
+def read_bounded(path: str, limit: int, too_large: str) -> tuple[bytes | None, str | None]:
+    """A regular file's bytes, opened without blocking and checked on the open file, or (None,
+    why it cannot be read: not a regular file, `too_large` past `limit` bytes, unreadable)."""
     try:
         with os.fdopen(os.open(path, OPEN_FLAGS), "rb") as handle:
             st = os.fstat(handle.fileno())
             if not stat.S_ISREG(st.st_mode):
                 return None, "not a regular file"
-            if st.st_size > MAX_SIDECAR_BYTES:
-                return None, f"larger than {MAX_SIDECAR_BYTES // 1024} KiB"
+            if st.st_size > limit:
+                return None, too_large
             return handle.read(), None
     except OSError as err:
         return None, f"unreadable: {why(err)}"
+
+
+def read_metadata(path: str) -> tuple[bytes | None, str | None]:
+    """A note's metadata file's bytes, or (None, why it cannot be read): the one reading the
+    index run and lint share."""
+    return read_bounded(path, MAX_SIDECAR_BYTES, f"larger than {MAX_SIDECAR_BYTES // 1024} KiB")
 
 
 def sidecar_of(name: str, metadata: dict[str, str] | list[str]) -> str | None:

@@ -10,7 +10,6 @@ self-reference, ambiguous. Does not own: rules (lint), proposals (fix, check) or
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Literal
 
 from recall import _core, status
 from recall.vocabularies import SETTINGS, Declarations, Edge, Sidecar, declare, read_sidecar
-from recall.walk import MAX_FILE_BYTES, OPEN_FLAGS, Skipped, discover, read_metadata, shown, why
+from recall.walk import MAX_FILE_BYTES, Skipped, discover, read_bounded, read_metadata, shown
 
 __all__ = ["Corpus", "Note", "Target", "read_note", "scan"]
 
@@ -132,16 +131,11 @@ def _sidecar(side: tuple[str, str]) -> Sidecar | None:
 
 def read_note(path: str) -> tuple[str | None, str | None]:
     """(text, None) or (None, the reason it cannot be read as a note)."""
-    try:
-        with os.fdopen(os.open(path, OPEN_FLAGS), "rb") as handle:
-            st = os.fstat(handle.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return None, "not a regular file"
-            if st.st_size > MAX_FILE_BYTES:
-                return None, f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB cap"
-            data = handle.read()
-    except OSError as err:
-        return None, f"unreadable: {why(err)}"
+    data, problem = read_bounded(
+        path, MAX_FILE_BYTES, f"larger than the {MAX_FILE_BYTES // (1024 * 1024)} MiB cap"
+    )
+    if data is None:
+        return None, problem
     if b"\x00" in data:
         return None, "not text (contains NUL bytes)"
     try:
