@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: help venv install dev fmt lint test test-rust bench ci
+.PHONY: help venv install dev fmt lint test test-rust mutants bench ci
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -22,12 +22,12 @@ dev: venv ## Build the extension in place (maturin develop) with dev tools
 
 fmt: ## Format Rust and Python
 	cargo fmt --all
-	$(BIN)/ruff format python tests benches
-	$(BIN)/ruff check --fix python tests benches
+	$(BIN)/ruff format python tests benches crates/judgment/mutants.py
+	$(BIN)/ruff check --fix python tests benches crates/judgment/mutants.py
 
 lint: ## ruff, mypy, stubtest, cargo fmt --check, clippy -D warnings
-	$(BIN)/ruff check python tests benches
-	$(BIN)/ruff format --check python tests benches
+	$(BIN)/ruff check python tests benches crates/judgment/mutants.py
+	$(BIN)/ruff format --check python tests benches crates/judgment/mutants.py
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest recall._core
 	cargo fmt --all --check
@@ -38,6 +38,9 @@ test: test-rust ## Rust unit tests and the pytest suite
 
 test-rust: ## Rust unit tests (the judgment crate's and the core's)
 	cargo test --workspace --quiet
+
+mutants: ## Mutation run of the judgment crate against its own tests (needs cargo-mutants)
+	$(BIN)/python crates/judgment/mutants.py
 
 bench: ## Benchmarks (figures go to benches/RESULTS.md; several minutes)
 	$(BIN)/python benches/index_throughput.py

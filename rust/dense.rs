@@ -14,12 +14,12 @@
 //! the sliced layout and its pass (sliced.rs), loading the rows (store/) or what a score means
 //! (trust.rs).
 
-use std::cmp::Ordering;
 use std::sync::{Arc, OnceLock};
 
 #[cfg(test)]
 use crate::row_code::{code_bytes, encode};
 use crate::row_code::{code_dot, decode, query_support, words_for, StoredCodes, MASKS, REPRODUCED};
+use crate::scan::{cores, fan_out, TopK};
 use crate::sliced::{Sliced, Term};
 
 /// Below this many rows the exact scan is already cheap: no first pass.
@@ -206,24 +206,19 @@ impl DenseIndex {
         }
     }
 
-    /// An index of coded rows: `held[i]` is `REPRODUCED` or row `i`'s place in `data`, in
-    /// row order (row_code.rs builds it).
-    pub(crate) fn from_parts(
-        dim: usize,
-        codes: Vec<u64>,
-        units: Vec<f32>,
-        held: Vec<u32>,
-        data: Vec<f32>,
-    ) -> DenseIndex {
-        DenseIndex {
-            dim,
-            codes: Arc::new(codes),
-            units,
-            held,
-            data,
+    /// The index of rows read back from their codes, given the vectors of the rows the codes do
+    /// not reproduce (`StoredCodes::into_rows`). Err: the rows whose vector fails its checksum.
+    pub fn from_stored(stored: StoredCodes, needed: Vec<f32>) -> Result<DenseIndex, Vec<usize>> {
+        let rows = stored.into_rows(needed)?;
+        Ok(DenseIndex {
+            dim: rows.dim,
+            codes: Arc::new(rows.codes),
+            units: rows.units,
+            held: rows.held,
+            data: rows.data,
             sliced: Arc::default(),
             slicing: OnceLock::new(),
-        }
+        })
     }
 
     pub fn dim(&self) -> usize {
@@ -273,8 +268,7 @@ impl DenseIndex {
             all.append(codes);
             needed.extend_from_slice(&vectors);
         }
-        all.into_index(needed)
-            .expect("the rows just coded match their own checksums")
+        DenseIndex::from_stored(all, needed).expect("the rows just coded match their own checksums")
     }
 
     /// Append one row; its length must be `dim`.
@@ -509,30 +503,6 @@ impl DenseIndex {
 /// Rows per thread below which a second thread costs more than it saves.
 const ROWS_PER_THREAD: usize = 262_144;
 
-/// The cores this process may use, read once (the standard library reads cgroup files on
-/// every call, ~25 µs).
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// `work(0) … work(parts - 1)` side by side, in order: part 0 on the calling thread, each
-/// other on a scoped thread of its own (a query pays for one thread fewer than it has parts).
-pub(crate) fn fan_out<T: Send>(parts: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let work = &work;
-    std::thread::scope(|scope| {
-        let others: Vec<_> = (1..parts).map(|p| scope.spawn(move || work(p))).collect();
-        let mut out = Vec::with_capacity(parts.max(1));
-        out.push(work(0));
-        out.extend(
-            others
-                .into_iter()
-                .map(|h| h.join().expect("a worker thread panicked")),
-        );
-        out
-    })
-}
-
 /// Which code kernel this CPU runs.
 #[derive(Clone, Copy)]
 enum Kernel {
@@ -688,77 +658,6 @@ impl DenseIndex {
         merged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         merged.truncate(k);
         merged
-    }
-}
-
-/// The `k` largest scores seen, with their positions; earlier positions win ties. Scores
-/// above the running k-th best are buffered and the buffer is cut back to `k` when full, so a
-/// pass over N rows costs N comparisons plus a few linear selections, whatever k is.
-pub(crate) struct TopK {
-    k: usize,
-    cap: usize,
-    kept: Vec<(usize, f32)>,
-    /// The k-th best score once `k` rows have been cut to; a later row must beat it.
-    floor: f32,
-}
-
-/// Best score first; equal scores keep the earlier row first.
-pub(crate) fn better(a: &(usize, f32), b: &(usize, f32)) -> Ordering {
-    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
-}
-
-impl TopK {
-    pub(crate) fn new(k: usize) -> TopK {
-        let cap = (2 * k).max(1024);
-        TopK {
-            k,
-            cap,
-            kept: Vec::with_capacity(cap),
-            floor: f32::NEG_INFINITY,
-        }
-    }
-
-    #[inline(always)]
-    pub(crate) fn push(&mut self, i: usize, s: f32) {
-        // Strictly better only: an equal score never displaces an earlier row.
-        if self.k > 0 && (s > self.floor || self.floor == f32::NEG_INFINITY) {
-            self.kept.push((i, s));
-            if self.kept.len() == self.cap {
-                self.cut();
-            }
-        }
-    }
-
-    fn cut(&mut self) {
-        if self.kept.len() > self.k {
-            self.kept.select_nth_unstable_by(self.k - 1, better);
-            self.kept.truncate(self.k);
-        }
-        if self.kept.len() == self.k {
-            self.floor = self
-                .kept
-                .iter()
-                .map(|p| p.1)
-                .min_by(|a, b| a.total_cmp(b))
-                .unwrap_or(f32::NEG_INFINITY);
-        }
-    }
-
-    /// Best first, positions offset by `base`.
-    /// The score a row must beat to be kept (minus infinity until `k` rows are held).
-    #[inline(always)]
-    pub(crate) fn floor(&self) -> f32 {
-        self.floor
-    }
-
-    pub(crate) fn finish(mut self, base: usize) -> Vec<(usize, f32)> {
-        if self.k == 0 {
-            return Vec::new();
-        }
-        self.cut();
-        self.kept.sort_by(better);
-        self.kept.iter_mut().for_each(|p| p.0 += base);
-        self.kept
     }
 }
 
@@ -1139,7 +1038,7 @@ mod tests {
         assert!((0..rows.len())
             .filter(|i| i % 3 != 0)
             .all(|i| unreproduced.contains(&i)));
-        let read = stored.into_index(needed).unwrap();
+        let read = DenseIndex::from_stored(stored, needed).unwrap();
         assert_eq!(
             (&read.codes, &read.units, &read.held),
             (&built.codes, &built.units, &built.held)
@@ -1166,7 +1065,7 @@ mod tests {
         assert_eq!(stored.damaged(), &[0, 1]);
         let unreproduced = stored.unreproduced();
         let needed: Vec<f32> = unreproduced.iter().flat_map(|&i| rows[i].clone()).collect();
-        let repaired = stored.into_index(needed).unwrap();
+        let repaired = DenseIndex::from_stored(stored, needed).unwrap();
         assert_eq!(repaired.top_k(&q, 20), built.top_k(&q, 20));
         for i in 0..rows.len() {
             let bits = |d: &DenseIndex| d.row(i).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -1183,7 +1082,10 @@ mod tests {
             .flat_map(|&i| rows[i].clone())
             .collect();
         negated[..dim].iter_mut().for_each(|x| *x = -*x);
-        assert_eq!(stored.into_index(negated).unwrap_err(), vec![1]);
+        assert_eq!(
+            DenseIndex::from_stored(stored, negated).unwrap_err(),
+            vec![1]
+        );
         let mut stored = StoredCodes::new(dim);
         for i in 0..rows.len() {
             let moved = if i == 4 { 5 } else { i };
@@ -1194,7 +1096,10 @@ mod tests {
             .iter()
             .flat_map(|&i| rows[i].clone())
             .collect();
-        assert_eq!(stored.into_index(needed).unwrap_err(), vec![4]);
+        assert_eq!(
+            DenseIndex::from_stored(stored, needed).unwrap_err(),
+            vec![4]
+        );
         // Retaining rows keeps each row's vector, held or coded.
         let mut kept = built.clone();
         let keep: Vec<bool> = (0..rows.len()).map(|i| i % 4 != 1).collect();
@@ -1218,7 +1123,7 @@ mod tests {
         let scores: Vec<f32> = (0..20_000u32).map(|i| ((i * 7919) % 37) as f32).collect();
         for k in [1, 3, 100, 700, 5000] {
             let mut want: Vec<(usize, f32)> = scores.iter().copied().enumerate().collect();
-            want.sort_by(better);
+            want.sort_by(crate::scan::better);
             want.truncate(k);
             assert_eq!(select(scores.iter().copied(), k), want, "k = {k}");
         }

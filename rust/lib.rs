@@ -3,12 +3,10 @@
 //! `py_*` module (the store, the corpus and vectors of a server backend, hits, errors, free
 //! functions).
 
-pub use recall_judgment::{answer, evidence, graph, trust};
+pub use recall_judgment::{answer, corpus, evidence, explanation, fusion, graph, shortlist, trust};
 
 pub mod dense;
 pub mod errors;
-pub mod explanation;
-pub mod fusion;
 pub mod hashing;
 pub mod judgment;
 pub mod lexical;
@@ -23,6 +21,7 @@ mod py_postings;
 mod py_store;
 mod py_vectors;
 pub mod row_code;
+mod scan;
 mod sliced;
 pub mod store;
 pub mod triggers;

@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::dense::dot;
 use crate::evidence::{idf, QueryEvidence};
 use crate::fusion;
-use crate::judgment::{self, Corpus, DocumentRecord, EdgeRecord, Tally};
+use crate::judgment::{self, Corpus, DocumentRecord, Edge, EdgeRecord, Tally};
 use crate::lexical;
 use crate::py_hits;
 use crate::py_policy::PyPolicy;
@@ -34,9 +34,9 @@ type DocumentRow = (
     Option<String>,
     Option<(String, Option<String>, String, bool)>,
 );
-/// (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden, standing)
-type EdgeRowIn = (
-    i64,
+/// An edge as Python gives and takes it: (reference as written, key, reversed, vocabulary, line,
+/// statement, overridden, standing), the fields of `judgment::Edge` in order.
+pub(crate) type EdgeRow = (
     String,
     String,
     bool,
@@ -46,6 +46,38 @@ type EdgeRowIn = (
     bool,
     Option<String>,
 );
+/// The edge a row names.
+pub(crate) fn edge_of(row: EdgeRow) -> Edge {
+    let (raw, key, reversed, vocabulary, line, statement, overridden, standing) = row;
+    Edge {
+        raw,
+        key,
+        reversed,
+        vocabulary,
+        line,
+        statement,
+        overridden,
+        standing,
+    }
+}
+
+/// The row of an edge.
+pub(crate) fn row_of(e: Edge) -> EdgeRow {
+    let Edge {
+        raw,
+        key,
+        reversed,
+        vocabulary,
+        line,
+        statement,
+        overridden,
+        standing,
+    } = e;
+    (
+        raw, key, reversed, vocabulary, line, statement, overridden, standing,
+    )
+}
+
 /// A chunk as retrieved: (doc_id, float32 little-endian vector, lexical body).
 type ChunkIn = (i64, Vec<u8>, String);
 
@@ -179,7 +211,7 @@ pub struct PyCorpus {
 impl PyCorpus {
     #[new]
     #[pyo3(signature = (documents, edges, vocabularies = "all"))]
-    fn new(documents: Vec<DocumentRow>, edges: Vec<EdgeRowIn>, vocabularies: &str) -> Self {
+    fn new(documents: Vec<DocumentRow>, edges: Vec<(i64, EdgeRow)>, vocabularies: &str) -> Self {
         let docs = documents
             .into_iter()
             .map(|d| DocumentRecord {
@@ -201,16 +233,9 @@ impl PyCorpus {
             .collect();
         let edges = edges
             .into_iter()
-            .map(|e| EdgeRecord {
-                doc_id: e.0,
-                key: e.1,
-                raw: e.2,
-                reversed: e.3,
-                vocabulary: e.4,
-                line: e.5,
-                statement: e.6,
-                overridden: e.7,
-                standing: e.8,
+            .map(|(doc_id, row)| EdgeRecord {
+                doc_id,
+                edge: edge_of(row),
             })
             .collect();
         PyCorpus {

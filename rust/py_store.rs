@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::py_corpus::{edge_of, row_of, EdgeRow};
 use crate::py_errors::{damaged, panicked, StoreError};
 use crate::py_policy::PyPolicy;
 use crate::store::{self, EmbedderInfo, NewChunk, NewDocument, Store};
@@ -25,17 +26,6 @@ fn f32s(bytes: &[u8], what: &str) -> PyResult<Vec<f32>> {
 }
 
 type ChunkRow = (i64, String, i64, i64, i64, i64, String);
-/// (reference as written, key, reversed, vocabulary, line, statement, overridden, standing)
-type EdgeRow = (
-    String,
-    String,
-    bool,
-    String,
-    Option<i64>,
-    String,
-    bool,
-    Option<String>,
-);
 /// (state, since, vocabulary, line, statement, overridden)
 type RetiredRow = (String, Option<String>, String, Option<i64>, String, bool);
 type ForgetRow = (String, String, String, i64, Vec<(String, String)>);
@@ -85,23 +75,7 @@ fn declarations(
     retired: Option<RetiredRow>,
 ) -> store::Declarations {
     store::Declarations {
-        edges: edges
-            .into_iter()
-            .map(
-                |(raw, key, reversed, vocabulary, line, statement, overridden, standing)| {
-                    store::NewEdge {
-                        raw,
-                        key,
-                        reversed,
-                        vocabulary,
-                        line,
-                        statement,
-                        overridden,
-                        standing,
-                    }
-                },
-            )
-            .collect(),
+        edges: edges.into_iter().map(edge_of).collect(),
         alias,
         retired: retired.map(|(state, since, vocabulary, line, statement, overridden)| {
             store::NewRetirement {
@@ -447,22 +421,7 @@ impl PyStore {
                 d.set_item("chunks", chunks)?;
                 d.set_item("vectors", PyBytes::new(py, &store::f32_blob(&doc.vectors)))?;
                 let decl = doc.declarations;
-                let edges: Vec<EdgeRow> = decl
-                    .edges
-                    .into_iter()
-                    .map(|e| {
-                        (
-                            e.raw,
-                            e.key,
-                            e.reversed,
-                            e.vocabulary,
-                            e.line,
-                            e.statement,
-                            e.overridden,
-                            e.standing,
-                        )
-                    })
-                    .collect();
+                let edges: Vec<EdgeRow> = decl.edges.into_iter().map(row_of).collect();
                 d.set_item("edges", edges)?;
                 d.set_item("alias", decl.alias)?;
                 let retired: Option<RetiredRow> = decl.retired.map(|r| {

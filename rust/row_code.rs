@@ -5,7 +5,7 @@
 //! is needed), decoding, and the stored bytes (`code_bytes`, `StoredCodes`). Does not own: the
 //! scan over codes (dense.rs) or where the bytes are kept (store/codes.rs).
 
-use crate::dense::DenseIndex;
+use crate::scan::{cores, fan_out};
 
 /// A component is coded as zero when its magnitude is below this share of the row's mean
 /// magnitude; the others set the row's quantum.
@@ -291,7 +291,7 @@ pub enum Pushed {
     /// Not a code of this layout and dimension (an earlier version wrote it): nothing appended.
     Foreign,
     /// Of this layout, but its checksum fails: a row was appended that its vector must fill in
-    /// (`into_index`), checked against the row checksum the code holds.
+    /// (`into_rows`), checked against the row checksum the code holds.
     Damaged,
 }
 
@@ -305,7 +305,7 @@ fn exceptions_for(dim: usize) -> usize {
 const EXCEPTION_BYTES: usize = 8;
 
 /// Rows read back from their codes (`code_bytes`), in order, before the vectors of the rows
-/// their codes do not reproduce are added (`into_index`).
+/// their codes do not reproduce are added (`into_rows`).
 #[derive(Debug, Default)]
 pub struct StoredCodes {
     dim: usize,
@@ -320,6 +320,20 @@ pub struct StoredCodes {
     sums: Vec<Option<u32>>,
     /// Rows whose code failed its checksum: their vector gives them their code again.
     damaged: Vec<usize>,
+}
+
+/// Rows read back and checked, as the dense index holds them.
+#[derive(Debug)]
+pub struct CodedRows {
+    pub dim: usize,
+    /// Per row: its code's words (`MASKS × words_for(dim)`).
+    pub codes: Vec<u64>,
+    /// Per row: its quantum.
+    pub units: Vec<f32>,
+    /// Per row: `REPRODUCED`, or the place of its vector in `data`.
+    pub held: Vec<u32>,
+    /// The vectors of the rows whose code does not reproduce them, `dim` floats each.
+    pub data: Vec<f32>,
 }
 
 const LISTED: u32 = u32::MAX - 1;
@@ -346,7 +360,7 @@ impl StoredCodes {
 
     /// Append the stored code of `chunk` (of document `doc`). True when it is a code of this
     /// layout and dimension that passes its checksum; otherwise (damaged, or written for
-    /// another row) a row is appended all the same that its vector fills in (`into_index`),
+    /// another row) a row is appended all the same that its vector fills in (`into_rows`),
     /// and false.
     pub fn push(&mut self, chunk: i64, doc: i64, bytes: &[u8]) -> bool {
         let words = MASKS * words_for(self.dim);
@@ -451,10 +465,10 @@ impl StoredCodes {
         &self.damaged
     }
 
-    /// The index, given the vectors of the `unreproduced` rows in that order (`dim` floats
+    /// The rows, given the vectors of the `unreproduced` rows in that order (`dim` floats
     /// each): each must have the checksum its code recorded, and a row whose code was damaged
     /// is coded again from its vector. Err: the rows whose vector fails its checksum.
-    pub fn into_index(mut self, needed: Vec<f32>) -> Result<DenseIndex, Vec<usize>> {
+    pub fn into_rows(mut self, needed: Vec<f32>) -> Result<CodedRows, Vec<usize>> {
         let dim = self.dim;
         let count = |kind: u32| self.kinds.iter().filter(|&&k| k == kind).count();
         assert_eq!(
@@ -464,9 +478,9 @@ impl StoredCodes {
         );
         // Every needed vector is hashed (a model's store: all of them), on every core.
         let rows = self.sums.len();
-        let parts = crate::dense::cores().min(rows.div_ceil(4096)).max(1);
+        let parts = cores().min(rows.div_ceil(4096)).max(1);
         let per = rows.div_ceil(parts).max(1);
-        let failed: Vec<usize> = crate::dense::fan_out(parts, |p| {
+        let failed: Vec<usize> = fan_out(parts, |p| {
             let end = rows.min((p + 1) * per);
             (p * per..end)
                 .filter(|&i| self.sums[i] != Some(vector_sum(&needed[i * dim..(i + 1) * dim])))
@@ -505,13 +519,17 @@ impl StoredCodes {
                 (data.len() / dim - 1) as u32
             })
             .collect();
-        Ok(DenseIndex::from_parts(
-            self.dim, self.codes, self.units, held, data,
-        ))
+        Ok(CodedRows {
+            dim,
+            codes: self.codes,
+            units: self.units,
+            held,
+            data,
+        })
     }
 
     /// The stored form of `rows` (row-major, `dim` floats each) read back, and the vectors of
-    /// the rows their codes do not reproduce: what `into_index` takes.
+    /// the rows their codes do not reproduce: what `into_rows` takes.
     pub fn of_rows(dim: usize, rows: &[f32]) -> (StoredCodes, Vec<f32>) {
         let mut codes = StoredCodes::new(dim);
         let mut needed = Vec::new();
@@ -665,16 +683,22 @@ mod tests {
         bytes[CODE_HEADER] ^= 1;
         let mut stored = StoredCodes::new(dim);
         assert!(!stored.push(3, 8, &bytes));
-        let index = stored.into_index(row.clone()).unwrap();
-        assert_eq!(index.row(0), row);
+        let rows = stored.into_rows(row.clone()).unwrap();
+        let (fresh, needed) = StoredCodes::of_rows(dim, &row);
+        let fresh = fresh.into_rows(needed).unwrap();
+        assert_eq!(
+            (rows.codes, rows.units),
+            (fresh.codes, fresh.units),
+            "coded again from its vector"
+        );
         let mut stored = StoredCodes::new(dim);
         stored.push(3, 8, &bytes);
         let mut other = row.clone();
         other[0] += 0.25;
-        assert_eq!(stored.into_index(other).unwrap_err(), vec![0]);
+        assert_eq!(stored.into_rows(other).unwrap_err(), vec![0]);
         // Nothing claims a sum for a stub: no vector matches it.
         let mut stored = StoredCodes::new(dim);
         stored.push(3, 8, &[2, 1]);
-        assert_eq!(stored.into_index(row).unwrap_err(), vec![0]);
+        assert_eq!(stored.into_rows(row).unwrap_err(), vec![0]);
     }
 }

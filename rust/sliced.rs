@@ -10,8 +10,8 @@
 //! everything after it are unchanged. Does not own: the codes (row_code.rs), when this pass is
 //! taken and the exact rescoring (dense.rs).
 
-use crate::dense::TopK;
 use crate::row_code::{words_for, MASKS};
+use crate::scan::{better, cores, fan_out, TopK};
 
 /// Rows per block: one bit of a word each.
 const BLOCK: usize = 64;
@@ -60,7 +60,7 @@ impl Sliced {
     /// The sliced layout of row-major codes (`MASKS × words` per row), built on all cores.
     pub(crate) fn build(codes: &[u64], dim: usize) -> Sliced {
         let blocks = (codes.len() / (MASKS * words_for(dim))).div_ceil(BLOCK);
-        let threads = crate::dense::cores().min(blocks / BLOCKS_PER_THREAD).max(1);
+        let threads = cores().min(blocks / BLOCKS_PER_THREAD).max(1);
         Sliced::in_parts(codes, dim, threads)
     }
 
@@ -92,11 +92,11 @@ impl Sliced {
     /// estimates, best first, earlier rows winning ties), exactly the ones the row-major pass
     /// returns. `units` holds one per row.
     pub(crate) fn top_k(&self, terms: &[Term], units: &[f32], k: usize) -> Vec<(usize, f32)> {
-        let mut best: Vec<(usize, f32)> = crate::dense::fan_out(self.parts.len(), |p| {
+        let mut best: Vec<(usize, f32)> = fan_out(self.parts.len(), |p| {
             self.scan(&self.parts[p], terms, units, k)
         })
         .concat();
-        best.sort_by(crate::dense::better);
+        best.sort_by(better);
         best.truncate(k);
         // A row the query touches in none of its dimensions was not pushed: its estimate is 0.
         // When fewer than `k` touched rows estimate above 0, the first untouched rows (the
@@ -104,7 +104,7 @@ impl Sliced {
         let positive = best.iter().filter(|p| p.1 > 0.0).count();
         if positive < k {
             best.extend(self.untouched(terms).take(k - positive).map(|r| (r, 0.0)));
-            best.sort_by(crate::dense::better);
+            best.sort_by(better);
             best.truncate(k);
         }
         best

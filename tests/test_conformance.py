@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from recall import _core
+from recall.backends import locate
 from recall.errors import EmbedderMismatchError, RecallError
 from recall.rows import EdgeRow, ExportedDocument, SearchOutcome
-from recall.store import Store, locate
+from recall.store import Store
 
 ROOT = "/corpus"
 NOW = "2026-01-01T00:00:00Z"

@@ -19,7 +19,7 @@ import pytest
 import recall
 import recall.indexing
 from recall import HashingEmbedder
-from recall.store import locate
+from recall.backends import locate
 
 from .conftest import EXAMPLES, write_corpus
 

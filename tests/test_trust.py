@@ -155,7 +155,7 @@ def judge_via_corpus(
             (i, "/notes", path, key, _instant(first), vf, vu, err is not None, None, None)
             for i, (key, path, vf, vu, err, first) in enumerate(docs)
         ],
-        [(d, key, key, False, "frontmatter", None, "", False, None) for d, key in edges],
+        [(d, (key, key, False, "frontmatter", None, "", False, None)) for d, key in edges],
     )
     out = corpus_judge(corpus, candidates, fetchable, policy_of(*policy))
     index = {path: i for i, (_, path, *_) in enumerate(docs)}

@@ -7,45 +7,78 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from recall.api import Memory, StoreStats, open
-from recall.calibration import Calibration, CalibrationEntry
-from recall.embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder, get_embedder
-from recall.errors import (
-    EmbedderError,
-    EmbedderMismatchError,
-    FrontmatterError,
-    JudgeError,
-    PruneRefusedError,
-    RecallError,
-    StoreDamagedError,
-    StoreError,
-    StoreLockedError,
-    TrustRefusal,
-    UsageError,
-)
-from recall.results import (
-    Hit,
-    Provenance,
-    Result,
-    Retired,
-    Retrieval,
-    Staleness,
-    Unread,
-    Validity,
-)
-
-# SPEC §10 (cold search): `import recall` leaves out what a search does not use (indexing, the
-# judge, numpy, the ONNX loaders); these names and submodules are imported on first access.
+# SPEC §10 (cold search): `import recall` imports nothing else. Each exported name is imported
+# from its module on first access, so a submodule (`recall.store`, `recall.errors`) brings only
+# what it needs and `import recall` leaves out what a search does not use.
 if TYPE_CHECKING:
+    from recall.api import Memory, StoreStats, open
+    from recall.calibration import Calibration, CalibrationEntry
+    from recall.embedders import DEFAULT_EMBEDDER, Embedder, HashingEmbedder, get_embedder
+    from recall.errors import (
+        EmbedderError,
+        EmbedderMismatchError,
+        FrontmatterError,
+        JudgeError,
+        PruneRefusedError,
+        RecallError,
+        StoreDamagedError,
+        StoreError,
+        StoreLockedError,
+        TrustRefusal,
+        UsageError,
+    )
     from recall.indexing import IndexReport, Skipped
     from recall.judge import Judge
+    from recall.results import (
+        Hit,
+        Provenance,
+        Result,
+        Retired,
+        Retrieval,
+        Staleness,
+        Unread,
+        Validity,
+    )
 
 __version__ = "0.1.0"
 
 _DEFERRED = {
-    "IndexReport": "recall.indexing",
-    "Skipped": "recall.indexing",
+    **dict.fromkeys(("Memory", "StoreStats", "open"), "recall.api"),
+    **dict.fromkeys(("Calibration", "CalibrationEntry"), "recall.calibration"),
+    **dict.fromkeys(
+        ("DEFAULT_EMBEDDER", "Embedder", "HashingEmbedder", "get_embedder"), "recall.embedders"
+    ),
+    **dict.fromkeys(
+        (
+            "EmbedderError",
+            "EmbedderMismatchError",
+            "FrontmatterError",
+            "JudgeError",
+            "PruneRefusedError",
+            "RecallError",
+            "StoreDamagedError",
+            "StoreError",
+            "StoreLockedError",
+            "TrustRefusal",
+            "UsageError",
+        ),
+        "recall.errors",
+    ),
+    **dict.fromkeys(("IndexReport", "Skipped"), "recall.indexing"),
     "Judge": "recall.judge",
+    **dict.fromkeys(
+        (
+            "Hit",
+            "Provenance",
+            "Result",
+            "Retired",
+            "Retrieval",
+            "Staleness",
+            "Unread",
+            "Validity",
+        ),
+        "recall.results",
+    ),
 }
 _SUBMODULES = frozenset(
     {

@@ -192,8 +192,8 @@ _DocumentRow = tuple[
     str | None,
     tuple[str, str | None, str, bool] | None,
 ]
-# (doc_id, key, raw_ref, reversed, vocabulary, line, statement, overridden)
-_CorpusEdgeRow = tuple[int, str, str, bool, str, int | None, str, bool, str | None]
+# (doc_id, the edge as put_document takes it)
+_CorpusEdgeRow = tuple[int, _EdgeRow]
 
 @final
 class Vectors:

@@ -32,6 +32,7 @@ from recall.arguments import (
     refuse,
     text_arg,
 )
+from recall.backends import Location, locate
 from recall.calibration import (
     CERTIFY_MIN_PER_CLASS,
     DEFAULT_SCALE,
@@ -63,7 +64,7 @@ from recall.refusals import (
 )
 from recall.results import Context, Result, assemble, hit_of
 from recall.selfcal import Probe
-from recall.store import Location, Store, locate
+from recall.store import Store
 
 # SPEC §10 (cold search): indexing (numpy, chunking, frontmatter, a thread pool) and the judge
 # (numpy, the ONNX loaders) are imported where they are used, so a search does not pay for them.
@@ -167,7 +168,7 @@ class Memory:
         # store); a missing one is created by the first index run, never by a read.
         self._empty: _core.Store | None = None
         self._closed = False
-        #: Where the memory lives: the one place a backend is chosen (recall.store).
+        #: Where the memory lives: the one place a backend is chosen (recall.backends).
         self._location = locate(path, namespace)
         self._handle: Store | None = self._location.open(read_only=self._read_only)
         if self._handle is not None:

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from recall.backends import locate
 from recall.calibration import history_key, meta_key
 from recall.errors import UsageError
-from recall.store import locate
 from recall.writing import sweep, temporary
 
 __all__ = ["MigrateReport", "migrate"]

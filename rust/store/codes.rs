@@ -73,7 +73,7 @@ impl Store {
             }
             data = vectors;
         }
-        match codes.into_index(data) {
+        match DenseIndex::from_stored(codes, data) {
             Ok(index) => Ok((ids, index)),
             Err(rows) => {
                 let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
@@ -107,7 +107,9 @@ impl Store {
             if rows != chunk_count(&conn)? {
                 return Ok(None);
             }
-            Ok(codes.into_index(Vec::new()).ok().map(|index| (ids, index)))
+            Ok(DenseIndex::from_stored(codes, Vec::new())
+                .ok()
+                .map(|index| (ids, index)))
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()

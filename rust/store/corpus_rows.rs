@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::errors::Result;
-use crate::judgment::{Corpus, DocumentRecord, EdgeRecord};
+use crate::judgment::{Corpus, DocumentRecord, Edge, EdgeRecord};
 
 use super::Store;
 
@@ -114,19 +114,21 @@ impl Store {
                 };
                 edges.push(EdgeRecord {
                     doc_id: r.get(0)?,
-                    key,
-                    raw: r.get::<_, String>(2).unwrap_or_default(),
-                    reversed: r.get::<_, bool>(3).unwrap_or(false),
-                    vocabulary: r.get::<_, String>(4).unwrap_or_default(),
-                    line: r.get(5).ok().flatten(),
-                    statement: r
-                        .get::<_, Option<String>>(6)
-                        .ok()
-                        .flatten()
-                        .unwrap_or_default(),
-                    overridden: r.get::<_, bool>(7).unwrap_or(false),
-                    // A standing this reader does not know is not a full edge either.
-                    standing: r.get::<_, Option<String>>(8).unwrap_or(Some(String::new())),
+                    edge: Edge {
+                        key,
+                        raw: r.get::<_, String>(2).unwrap_or_default(),
+                        reversed: r.get::<_, bool>(3).unwrap_or(false),
+                        vocabulary: r.get::<_, String>(4).unwrap_or_default(),
+                        line: r.get(5).ok().flatten(),
+                        statement: r
+                            .get::<_, Option<String>>(6)
+                            .ok()
+                            .flatten()
+                            .unwrap_or_default(),
+                        overridden: r.get::<_, bool>(7).unwrap_or(false),
+                        // A standing this reader does not know is not a full edge either.
+                        standing: r.get::<_, Option<String>>(8).unwrap_or(Some(String::new())),
+                    },
                 });
             }
         }

@@ -9,7 +9,7 @@ use rusqlite::OptionalExtension;
 
 use crate::errors::Result;
 
-use super::{Declarations, NewChunk, NewDocument, NewEdge, NewRetirement, Store, VEC_TABLE};
+use super::{Declarations, Edge, NewChunk, NewDocument, NewRetirement, Store, VEC_TABLE};
 
 /// One stored document as the write path takes it back, with its id and both times.
 #[derive(Debug, Clone)]
@@ -161,13 +161,13 @@ impl Store {
         Ok((chunks, vectors))
     }
 
-    fn export_edges(&self, doc_id: i64) -> Result<Vec<NewEdge>> {
+    fn export_edges(&self, doc_id: i64) -> Result<Vec<Edge>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT raw_ref, key, reversed, vocabulary, line, statement, overridden, standing
              FROM edges WHERE doc_id = ?1 ORDER BY id",
         )?;
         let edges = stmt.query_map([doc_id], |r| {
-            Ok(NewEdge {
+            Ok(Edge {
                 raw: r.get(0)?,
                 key: r.get(1)?,
                 reversed: r.get(2)?,

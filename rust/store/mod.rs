@@ -37,6 +37,7 @@ pub use crate::explanation::{
     ClaimView, Explanation, IgnoredDeclaration, RetiredView, EXPLAIN_DEPTH,
 };
 pub(crate) use crate::judgment::lexical_body;
+pub use crate::judgment::Edge;
 pub(crate) use cache::SearchCache;
 pub use doctor::Check;
 pub use export::{ExportedDocument, StoredVectors};
@@ -45,7 +46,7 @@ pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
 pub use search::{HitRow, SearchOutcome};
 pub use stats::Stats;
-pub use write::{Declarations, KnownDocument, NewChunk, NewDocument, NewEdge, NewRetirement};
+pub use write::{Declarations, KnownDocument, NewChunk, NewDocument, NewRetirement};
 
 /// Name of the sqlite-vec table holding one vector per chunk (`chunk_id` = `chunks.id`).
 pub const VEC_TABLE: &str = "vec_chunks";
@@ -570,11 +571,11 @@ pub(crate) mod fixtures {
                 .collect(),
             vectors: (0..n_chunks * dim).map(|i| (i % 7) as f32 + 1.0).collect(),
             declarations: Declarations {
-                edges: vec![NewEdge {
+                edges: vec![Edge {
                     raw: "[[b]]".into(),
                     key: "b".into(),
                     vocabulary: "frontmatter".into(),
-                    ..NewEdge::default()
+                    ..Edge::default()
                 }],
                 ..Declarations::default()
             },

@@ -7,6 +7,7 @@
 use rusqlite::{params, OptionalExtension};
 
 use crate::errors::{CoreError, Result};
+use crate::judgment::Edge;
 use crate::row_code::code_bytes;
 
 use super::{f32_blob, lexical_body, EmbedderInfo, Store, VEC_TABLE};
@@ -48,24 +49,6 @@ pub struct NewDocument {
     pub declarations: Declarations,
 }
 
-/// One declared supersession (SPEC §2.3, §8.4) with where it was written.
-#[derive(Debug, Clone, Default)]
-pub struct NewEdge {
-    /// The reference as written.
-    pub raw: String,
-    /// Its resolution key, or the alias a PEP or ADR number names.
-    pub key: String,
-    /// True: the reference supersedes the declaring document (`Superseded-By:`).
-    pub reversed: bool,
-    pub vocabulary: String,
-    pub line: Option<i64>,
-    pub statement: String,
-    /// A header statement frontmatter overrode: stored for explain, never in force.
-    pub overridden: bool,
-    /// None: a full edge; `partial` or `unread` (SPEC §2.5): stored, never in force.
-    pub standing: Option<String>,
-}
-
 /// A terminal state a document declares (withdrawn, rejected, deprecated, superseded).
 #[derive(Debug, Clone, Default)]
 pub struct NewRetirement {
@@ -81,7 +64,7 @@ pub struct NewRetirement {
 /// What a document declares besides its window: edges, alias and retirement.
 #[derive(Debug, Clone, Default)]
 pub struct Declarations {
-    pub edges: Vec<NewEdge>,
+    pub edges: Vec<Edge>,
     pub alias: Option<String>,
     pub retired: Option<NewRetirement>,
 }

@@ -339,4 +339,21 @@ mod tests {
             ["600"]
         );
     }
+
+    #[test]
+    fn a_number_ends_at_a_full_stop_and_not_at_a_joining_dot() {
+        assert_eq!(
+            AnswerEvidence::new("Which printers were tested at 600.").numbers(),
+            ["600"]
+        );
+        assert!(AnswerEvidence::new("What does the 50.x tier include?").is_empty());
+    }
+
+    #[test]
+    fn what_is_lacking_is_named_for_people() {
+        assert_eq!(Asked::Money.describe(), "an amount of money");
+        assert_eq!(Asked::Size.describe(), "a size in bytes");
+        let e = AnswerEvidence::new("How much do we charge for a seat?");
+        assert_eq!(e.describe(Lack::Kind(Asked::Money)), "an amount of money");
+    }
 }

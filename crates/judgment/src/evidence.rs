@@ -267,4 +267,37 @@ mod tests {
         assert_eq!(QueryEvidence::default().lexical_share(hit(&["x"])), 0.0);
         assert!(idf(1, 100) > idf(50, 100) && idf(100, 100) > 0.0);
     }
+
+    #[test]
+    fn a_variant_is_held_only_in_the_forms_named() {
+        let held =
+            |query: &str, text: &str| QueryEvidence::new(vec![], query).identifiers_held(text);
+        // Only a dotted version stands for its number without the `v`.
+        assert!(!held("is v2 out?", "Step 2 is done."));
+        assert!(!held("is a.1 set?", "va.1 is set."));
+        assert!(!held("is e12 set?", "ve12 is set."));
+        // Only a number joined to a unit is read as a number and a unit.
+        assert!(!held("is a1-b set?", "a1 b is set."));
+        // A joined number and unit hold both: the number alone or the unit alone is not it.
+        assert!(!held("are the 45-minute slots kept?", "A 45-second pause."));
+        assert!(!held("are the 45-minute slots kept?", "A 30-minute slot."));
+    }
+
+    #[test]
+    fn the_query_evidence_holds_what_the_query_asks() {
+        let e = QueryEvidence::new(vec![], "How much do we charge for REF-7 and v1.2?");
+        assert_eq!(e.identifiers(), ["ref-7", "v1.2"]);
+        assert!(!e.answer().is_empty(), "money is asked");
+        assert!(QueryEvidence::new(vec![], "what is the plan?")
+            .answer()
+            .is_empty());
+    }
+
+    #[test]
+    fn idf_is_bm25s() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(idf(1, 100), (1.0f64 + 99.5 / 1.5).ln()));
+        assert!(close(idf(100, 100), (1.0f64 + 0.5 / 100.5).ln()));
+        assert!(close(idf(0, 10), (1.0f64 + 10.5 / 0.5).ln()));
+    }
 }

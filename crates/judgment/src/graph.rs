@@ -1160,4 +1160,94 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn keys_unwrap_only_brackets_that_close() {
+        assert_eq!(resolution_key("[ab"), "[ab");
+        assert_eq!(resolution_key("ab]"), "ab]");
+        assert_eq!(resolution_key(" [[ a/b.MD ]] "), "b");
+        assert_eq!(
+            resolution_key("é.md"),
+            "é",
+            "a multi-byte name keeps its last letter"
+        );
+    }
+
+    #[test]
+    fn a_numbered_stem_is_read_with_its_family_and_a_date_is_not_a_number() {
+        for (stem, want) in [
+            ("2026-03-01-notes", None),
+            ("1234-56-rest", None),
+            ("1234-5x-rest", Some(("", 1234, "5x-rest"))),
+            ("12345-67-x", Some(("", 12345, "67-x"))),
+            ("1234-567-x", Some(("", 1234, "567-x"))),
+            ("adr12", Some(("adr", 12, ""))),
+            ("adr12.5", Some(("adr", 12, "5"))),
+            ("adr12x", None),
+            ("ADR_0016_File", Some(("adr", 16, "File"))),
+        ] {
+            let got = numbered(stem);
+            let got = got.as_ref().map(|(f, n, r)| (f.as_str(), *n, *r));
+            assert_eq!(got, want, "stem {stem:?}");
+        }
+    }
+
+    #[test]
+    fn a_link_to_its_own_file_is_a_self_reference() {
+        let node = |folder: &str, name: &str| Node {
+            key: resolution_key(name),
+            path: format!("x/{name}"),
+            folder: folder.into(),
+            ..Node::default()
+        };
+        let g = Graph::build_declared(
+            vec![node("/r/adr", "0001-a.md"), node("/r/adr", "0002-b.md")],
+            &[Declared {
+                declarer: 0,
+                key: "@./0001-a.md".into(),
+                reversed: false,
+                scoped: true,
+                since_us: None,
+            }],
+        );
+        assert_eq!(g.claim(0).resolution, Resolution::SelfReference);
+    }
+
+    #[test]
+    fn the_first_missing_name_of_a_link_is_the_one_that_must_not_be_contradicted() {
+        let g = scoped(
+            &[
+                ("/r/adr", "0003-old", Some("#:3")),
+                ("/r/adr", "0016-file-uploads", Some("#:16")),
+                ("/r/adr", "0025-compliance-documentation", Some("#:25")),
+                ("/r/other", "0030-audit-trail", Some("#:30")),
+            ],
+            &[
+                // The link's own file name (missing) is the name that counts, not a later one.
+                (0, "0016-compliance-documentation\n0016-gone-name\n#:16"),
+                // A later number that names a note farther than the first does not contradict.
+                (0, "0016-gone\n#:16\n#:30"),
+            ],
+        );
+        assert_eq!(g.claim(0).resolution, Resolution::Ambiguous(vec![1, 2]));
+        assert_eq!(g.claim(1).resolution, Resolution::Resolved(1));
+    }
+
+    #[test]
+    fn incoming_claims_are_the_resolved_and_the_ambiguous_ones() {
+        let g = graph(
+            &[
+                ("x/a.md", None),
+                ("y/a.md", None),
+                ("b.md", None),
+                ("c.md", None),
+            ],
+            &[(2, "a"), (3, "b")],
+        );
+        assert_eq!(g.incoming(0).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(g.incoming(1).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(g.incoming(2).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(g.incoming(3).count(), 0);
+        assert!(!g.is_empty() && Graph::default().is_empty());
+    }
 }

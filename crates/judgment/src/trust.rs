@@ -533,6 +533,25 @@ mod tests {
     }
 
     #[test]
+    fn verdicts_are_named_as_the_spec_names_them() {
+        let all = [
+            (Verdict::Ok, "ok"),
+            (Verdict::Superseded, "superseded"),
+            (Verdict::Expired, "expired"),
+            (Verdict::NotYetValid, "not_yet_valid"),
+            (Verdict::LowConfidence, "low_confidence"),
+            (Verdict::InvalidMetadata, "invalid_metadata"),
+            (Verdict::AmbiguousSupersession, "ambiguous_supersession"),
+            (Verdict::NotYetKnown, "not_yet_known"),
+            (Verdict::NotEntailed, "not_entailed"),
+            (Verdict::Unverified, "unverified"),
+        ];
+        for (v, name) in all {
+            assert_eq!(v.as_str(), name);
+        }
+    }
+
+    #[test]
     fn dates_are_strict() {
         assert_eq!(parse_day_start_us("1970-01-02"), Some(DAY_US));
         assert_eq!(parse_day_start_us("2024-02-29").map(|_| ()), Some(()));

@@ -15,10 +15,10 @@ from typing import Any, Optional
 
 import typer
 
+from recall.backends import locate
 from recall.cli.exits import EXIT_ERRORS, EXIT_OK, emit_json, fail
 from recall.cli.options import DbOption, JsonOption, NamespaceOption, missing, store_named
 from recall.postgres import shown_db
-from recall.store import locate
 
 __all__ = ["print_fit", "register"]
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import typer
 
+from recall.backends import locate, named
 from recall.cli.exits import command_path, fail
-from recall.store import locate, named
 
 __all__ = [
     "DbOption",
@@ -40,7 +40,7 @@ JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON.")
 
 
 def store_named(db: str | None, namespace: str | None = None, *, environment: bool = True) -> str:
-    """The store a command names (`recall.store.named`), or the usage error saying why not."""
+    """The store a command names (`recall.backends.named`), or the usage error saying why not."""
     from recall.errors import UsageError
 
     try:

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from recall.backends import locate
 from recall.cli.exits import emit_json, fail
 from recall.cli.options import DbOption, JsonOption, NamespaceOption, missing, store_named
 from recall.cli.showing import calibration_line
 from recall.postgres import shown_db
-from recall.store import locate
 
 if TYPE_CHECKING:
     from recall.api import StoreStats

@@ -51,7 +51,7 @@ class Replica:
         self.generation = -1
         self._logged = False  # the namespace had the change log at the last read
         self._documents: dict[int, tuple[Any, ...]] = {}
-        self._edges: dict[int, list[tuple[int, tuple[Any, ...]]]] = {}
+        self._edges: dict[int, list[tuple[int, tuple[int, tuple[Any, ...]]]]] = {}
         self._setting = "all"
         self.corpus = _core.Corpus([], [], "all")
         self.vectors: _core.Vectors | None = None
@@ -117,7 +117,7 @@ class Replica:
             f"SELECT {_DOCUMENT} FROM {t('documents')}{written}", {"g": since}
         ).fetchall()
         edges = c.execute(
-            "SELECT id, doc_id, key, raw_ref, reversed, vocabulary, line, coalesce(statement, ''),"
+            "SELECT id, doc_id, raw_ref, key, reversed, vocabulary, line, coalesce(statement, ''),"
             f" overridden, {self._standing(c)} FROM {t('edges')}"
             + (
                 ""
@@ -140,7 +140,7 @@ class Replica:
             self._documents[int(r[0])] = tuple(r)
             self._edges.pop(int(r[0]), None)
         for e in edges:
-            self._edges.setdefault(int(e[1]), []).append((int(e[0]), tuple(e[1:])))
+            self._edges.setdefault(int(e[1]), []).append((int(e[0]), (int(e[1]), tuple(e[2:]))))
 
     def _read_vectors(self, c: Any, since: int | None) -> None:
         """The vectors and terms of the chunks added since they were last read and the removals

@@ -6,8 +6,8 @@
 //! its ranks in the legs and its stored declarations (store/explain.rs for the file store,
 //! `Corpus.explain` for PostgreSQL). Does not own: the rules (trust.rs) or retrieval.
 
+use crate::corpus::{vocabulary_in_force, Corpus};
 use crate::evidence::QueryEvidence;
-use crate::judgment::{vocabulary_in_force, Corpus};
 use crate::trust::{self, Candidate, Policy};
 
 /// How deep `explain` looks into each leg for a document's rank.
@@ -237,5 +237,80 @@ pub fn explain(
         alias: g.node(d).alias.clone(),
         retired: None,
         ignored: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(
+        vocabulary: &str,
+        line: i64,
+        overridden: bool,
+        standing: Option<&str>,
+    ) -> DeclarationColumns {
+        (
+            vocabulary.into(),
+            Some(line),
+            Some(format!("statement {line}")),
+            overridden,
+            standing.map(str::to_string),
+        )
+    }
+
+    fn shown(ignored: &[IgnoredDeclaration]) -> Vec<(&str, Option<i64>, &str)> {
+        ignored.iter().map(|i| (i.kind, i.line, i.why)).collect()
+    }
+
+    #[test]
+    fn declarations_not_in_force_are_shown_with_why() {
+        let edges = || {
+            vec![
+                edge("frontmatter", 1, false, None),
+                edge("madr", 2, true, None),
+                edge("pep", 3, false, None),
+                edge("madr", 4, false, Some("partial")),
+                edge("madr", 5, false, Some("unread")),
+            ]
+        };
+        let retired = || {
+            Some((
+                "rejected".to_string(),
+                Some("2026-01-01".to_string()),
+                "madr".to_string(),
+                Some(6),
+                Some("Status: rejected".to_string()),
+                false,
+            ))
+        };
+        let (view, ignored) = declarations_view(edges(), retired(), true, "all");
+        let view = view.expect("the retirement in force is shown");
+        assert_eq!(
+            (view.state.as_str(), view.since.as_deref(), view.line),
+            ("rejected", Some("2026-01-01"), Some(6))
+        );
+        assert_eq!(view.statement, "Status: rejected");
+        assert_eq!(
+            shown(&ignored),
+            vec![
+                ("edge", Some(2), "overridden by frontmatter"),
+                ("partial", Some(4), "partial: never a full edge"),
+                ("unread", Some(5), "unread: not a status the reader knows"),
+            ]
+        );
+        assert_eq!(ignored[0].statement, "statement 2");
+        let (view, ignored) = declarations_view(edges(), retired(), false, "frontmatter");
+        assert!(view.is_none());
+        assert_eq!(
+            shown(&ignored),
+            vec![
+                ("edge", Some(2), "overridden by frontmatter"),
+                ("edge", Some(3), "vocabulary not in force"),
+                ("edge", Some(4), "vocabulary not in force"),
+                ("edge", Some(5), "vocabulary not in force"),
+                ("retirement", Some(6), "vocabulary not in force"),
+            ]
+        );
     }
 }
