@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from recall import calibration, evaluation, fitting
+from recall.calibration import statistics
 from recall.evaluation.measures import EvalReport
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,16 +75,16 @@ def lookups_placing() -> Iterator[None]:
 def off_topic_only() -> Iterator[None]:
     """Self-made fits placed as before near-topic questions placed them: the off-topic
     questions' 95th percentile alone."""
-    rule = calibration._near_topic_rule
+    rule = statistics._near_topic_rule
 
     def ceiling(far: list[float], near: list[float], q: float) -> tuple[float, float | None]:
         return calibration.threshold_for([], far, q), None
 
-    calibration._near_topic_rule = ceiling  # type: ignore[assignment]
+    statistics._near_topic_rule = ceiling  # type: ignore[assignment]
     try:
         yield
     finally:
-        calibration._near_topic_rule = rule
+        statistics._near_topic_rule = rule
 
 
 def _rate(report: EvalReport, key: str) -> str:
@@ -115,11 +116,11 @@ def main() -> None:
     parser.add_argument(
         "--near-quantile",
         type=float,
-        default=calibration.NEAR_QUANTILE,
+        default=statistics.NEAR_QUANTILE,
         help="the near-topic questions' quantile that places a self-made threshold",
     )
     args = parser.parse_args()
-    calibration.NEAR_QUANTILE = args.near_quantile
+    statistics.NEAR_QUANTILE = args.near_quantile
     print(
         "| set | calibration | threshold | certified | near-topic false confidence | "
         "far-gap false confidence | false abstain | identifier lookups right / ok elsewhere |"

@@ -521,8 +521,9 @@ impl PyStore {
     }
 
     /// What a search reads before it embeds, in one call: `freshness()`, `embedder()`, and the
-    /// record stored under `record_prefix` followed by the embedder's fingerprint. `text` (the
-    /// query about to be searched) is for a store on a server; a file has nothing to read ahead.
+    /// record stored under `record_prefix` followed by the embedder's fingerprint. Given `text`
+    /// (the query about to be searched), what its search starts with is read ahead: the query's
+    /// evidence, when the lexical index is held (`Store::read_ahead`).
     #[allow(clippy::type_complexity)]
     #[pyo3(signature = (record_prefix, text=None))]
     fn search_state(
@@ -534,8 +535,10 @@ impl PyStore {
         Option<(String, usize, String)>,
         Option<String>,
     )> {
-        let _ = text;
         self.with(|s| {
+            if let Some(text) = text {
+                s.read_ahead(text)?;
+            }
             let fresh = s.freshness()?;
             let bound = s.embedder()?;
             let record = match &bound {

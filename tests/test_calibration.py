@@ -19,7 +19,6 @@ import recall
 from recall import _core
 from recall.calibration import (
     RECORD_PREFIX,
-    _leave_one_out,
     auc,
     fit,
     hanley_mcneil,
@@ -28,6 +27,7 @@ from recall.calibration import (
     scale_for,
     threshold_for,
 )
+from recall.calibration.statistics import _leave_one_out
 from recall.cli import app
 
 from .conftest import EXAMPLES, write_corpus

@@ -457,6 +457,11 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         {"errors": (FieldError("title", '"Half', UNCLOSED_QUOTE, syntax=True),)},
     ),
     (
+        "an apostrophe inside a list item is no quote",
+        "---\nsupersedes: [old 'draft.md, b.md] # the drafts\n---\n",
+        {"supersedes": ("old 'draft.md", "b.md"), "errors": ()},
+    ),
+    (
         "a flow list continued on indented lines",
         "---\nsupersedes: [a.md,\n  b.md]\nvalid_from: 2026-01-01\n---\n",
         {"supersedes": ("a.md", "b.md"), "valid_from": D(2026, 1, 1), "errors": ()},

@@ -47,7 +47,6 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.opening",
             "recall.vocabularies",
             "recall.calibration",
-            "recall.calibration_records",
             "recall.embedding_journal",
             "recall.results",
             "recall.graphs",
@@ -93,7 +92,13 @@ FLOORS: list[tuple[str, set[str]]] = [
 ]
 
 #: Subpackages placed as one room: their modules import each other freely.
-ROOMS = ("recall.cli", "recall.postgres", "recall.mcp_server", "recall.evaluation")
+ROOMS = (
+    "recall.calibration",
+    "recall.cli",
+    "recall.postgres",
+    "recall.mcp_server",
+    "recall.evaluation",
+)
 
 
 def module_name(path: Path, package: Path) -> str:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recall import _core, fitting, priors, selfcal
-from recall import calibration_records as records
 from recall.arguments import (
     embedder_arg,
     flag_arg,
@@ -45,6 +44,7 @@ from recall.calibration import (
     load_record,
     meta_key,
 )
+from recall.calibration import stored as records
 from recall.embedders import (
     ACCEPTED_NAMES,
     Embedder,

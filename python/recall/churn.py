@@ -5,7 +5,7 @@ Owns: the rule, written once for every backend, and its record (the meta key `ch
 rewritten document counts its larger chunk count (an edited chunk counts once, not as one out
 and one in), a removed one its chunks, a moved or renamed one nothing (its rows stay). The
 writers that change chunks (an index run, a forget) count as they go and add the total inside
-their write. Does not own: when a calibration is stale (`recall.calibration_records`).
+their write. Does not own: when a calibration is stale (`recall.calibration.stored`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Owns: searching each question (labelled or made by `selfcal`) as a calibration d
 every candidate, a left-out note's hits removed) and turning a fit into a `Calibration` stamped
 with the store's generation, chunk count and churn. Does not own: the rules of the fit
 (`calibration`), which questions are asked (`selfcal`, the user's file), or where the record is
-kept and which one is in use (`calibration_records`).
+kept and which one is in use (`recall.calibration.stored`).
 """
 
 from __future__ import annotations

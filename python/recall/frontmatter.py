@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -289,16 +289,19 @@ def _joined(value: str, continued: list[str]) -> str:
     return _strip_comment(" ".join([value, *(p for p in parts if p)]))
 
 
-def _opened(value: str) -> str | None:
-    """What `value` leaves open, if it starts a flow collection or a quoted scalar and does not
-    close it: `'['`, `'{'`, `'"'` or `"'"`; None when it is closed or plain."""
-    if not value or value[0] not in "[{\"'":
-        return None
-    depth = 0
+def _scan(value: str) -> Iterator[tuple[int, str, int, int]]:
+    """The characters of a YAML value outside quoted scalars, each with the depth of `[` and of
+    `{` it is at, and at the end `(len(value), quote, ...)` with the quote left open (`'"'`,
+    `"'"`, or `""` when none). A quote opens a scalar where an item may start: at the start, or
+    after `[`, `{`, `,` or `:` and blanks; inside one, `\\` escapes in double quotes and `''` is a
+    quote in single ones. The one quote scanner of this reader: what it reads as a comment and
+    what it calls left open agree."""
+    square = curly = 0
     quote = ""
-    opened = value[0]
+    at_item_start = True
     i = 0
-    while i < len(value):
+    n = len(value)
+    while i < n:
         ch = value[i]
         if quote:
             if ch == "\\" and quote == '"':
@@ -309,18 +312,42 @@ def _opened(value: str) -> str | None:
                     i += 2
                     continue
                 quote = ""
-                if opened in "\"'" and depth == 0:
-                    return None
-        elif ch in "\"'" and (i == 0 or value[i - 1] in "[{, \t"):
+            i += 1
+            continue
+        if ch in "\"'" and at_item_start:
             quote = ch
-        elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-            if depth == 0:
-                return None
+            at_item_start = False
+            i += 1
+            continue
+        yield i, ch, square, curly
+        if ch == "[":
+            square += 1
+        elif ch == "{":
+            curly += 1
+        elif ch == "]":
+            square = max(0, square - 1)
+        elif ch == "}":
+            curly = max(0, curly - 1)
+        if ch in "[{,:":
+            at_item_start = True
+        elif ch not in " \t":
+            at_item_start = False
         i += 1
-    return quote or opened
+    yield n, quote, square, curly
+
+
+def _opened(value: str) -> str | None:
+    """What `value` leaves open, if it starts a flow collection or a quoted scalar and does not
+    close it: `'['`, `'{'`, `'"'` or `"'"`; None when it is closed or plain."""
+    if not value or value[0] not in "[{\"'":
+        return None
+    for i, ch, square, curly in _scan(value):
+        if i == len(value):
+            return ch or (value[0] if square + curly else None)
+        # The outer bracket closes, or the opening quote closed before this character.
+        if (ch in "]}" and square + curly <= 1) or (i > 0 and value[0] in "\"'"):
+            return None
+    return None
 
 
 def _unreadable(value: str) -> str | None:
@@ -356,40 +383,9 @@ def _strip_comment(value: str) -> str:
 
     Brackets are exempt so a wiki link such as `[[Release #2]]` survives whole.
     """
-    depth = 0
-    quote = ""
-    at_item_start = True
-    i = 0
-    n = len(value)
-    while i < n:
-        ch = value[i]
-        if quote:
-            if ch == "\\" and quote == '"':
-                i += 2
-                continue
-            if ch == quote:
-                if quote == "'" and i + 1 < n and value[i + 1] == "'":
-                    i += 2
-                    continue
-                quote = ""
-            i += 1
-            continue
-        if ch in "\"'" and at_item_start:
-            quote = ch
-            at_item_start = False
-        elif ch == "#" and depth == 0 and (i == 0 or value[i - 1] in " \t"):
+    for i, ch, square, _ in _scan(value):
+        if ch == "#" and square == 0 and (i == 0 or value[i - 1] in " \t"):
             return value[:i].rstrip()
-        elif ch == "[":
-            depth += 1
-            at_item_start = True
-        elif ch == "]":
-            depth = max(0, depth - 1)
-            at_item_start = False
-        elif ch == ",":
-            at_item_start = True
-        elif ch not in " \t":
-            at_item_start = False
-        i += 1
     return value
 
 

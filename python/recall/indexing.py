@@ -2,11 +2,11 @@
 content hash, guard against mass pruning, parse and chunk, embed on a worker thread while
 reading and writing go on, and commit everything in one store transaction.
 
-Owns: which files are eligible, the per-file reasons, the typed report, the pipeline that
-keeps the embedder busy, and which vectors need not be computed again (an interrupted run's,
-journaled; a copied note's, in the store). Does not own: SQL (the Rust store), frontmatter rules
-(`frontmatter`), chunk boundaries (`chunking`), vectors (`embedders`) or the journal's file
-(`embedding_journal`).
+Owns: the run as an object with three phases (`IndexRun`: plan, stream, finish), the per-file
+reasons, the typed report, the pipeline that keeps the embedder busy, and which vectors need
+not be computed again (an interrupted run's, journaled; a copied note's, in the store). Does
+not own: SQL (the Rust store), frontmatter rules (`frontmatter`), chunk boundaries
+(`chunking`), vectors (`embedders`) or the journal's file (`embedding_journal`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from recall.walk import (
     MAX_FILE_BYTES,
     OPEN_FLAGS,
     TEXT_SUFFIXES,
+    Listing,
     Skipped,
     discover,
     missing_roots,
@@ -116,7 +117,7 @@ class IndexReport:
 
 
 #: (content hash, size in bytes, modification time in ns or None, chunks) of an indexed file.
-_Known = tuple[str, int, Optional[int], int]
+_StoredFile = tuple[str, int, Optional[int], int]
 #: A batch's vectors, one row per chunk in order, and how many of them were reused.
 _Vectors = tuple[npt.NDArray[np.float32], int]
 
@@ -199,91 +200,133 @@ def run_index(
     started = time.perf_counter()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    corpora = [discover(Path(p)) for p in paths]
-    report = IndexReport(embedder=embedder.name)
-
-    known: dict[str, dict[str, _Known]] = {
-        str(c.source): _known(store, str(c.source)) if storable(str(c.source)) else {}
-        for c in corpora
-    }
-    skipped, restored = held_back(store)
-    # A modification time this recent may be followed by another write in the same clock
-    # tick, so it is not recorded as proof of "unchanged" (the file is read again next run).
-    trusted_before = time.time_ns() - RACY_NS
-    removals: dict[str, list[str]] = {}
-    for c in corpora:
-        report.skipped.extend(c.skipped)
-        report.refused.extend(c.refused)
-        # SPEC §8.4: a forgotten document stays out of the store until `forget --undo`.
-        forgotten = {rel for rel, _ in c.files if (str(c.source), rel) in skipped}
-        if forgotten:
-            report.skipped.extend(
-                Skipped(rel, "forgotten (recall forget --undo brings it back)")
-                for rel, _ in c.files
-                if rel in forgotten
-            )
-            c.files = [(rel, p) for rel, p in c.files if rel not in forgotten]
-        if c.whole_folder:
-            on_disk = {rel for rel, _ in c.files}
-            # SPEC §11: a document whose file or folder could not be read is never "gone".
-            gone = sorted(r for r in set(known[str(c.source)]) - on_disk if not c.keeps(r))
-            if gone:
-                removals[str(c.source)] = gone
-    total_known = sum(len(k) for k in known.values())
-    total_gone = sum(len(g) for g in removals.values())
-    if total_known >= 5 and total_gone * 2 > total_known and not allow_prune:
-        raise PruneRefusedError(
-            f"recall index: this run would remove {total_gone} of {total_known} indexed "
-            "documents (files missing on disk); check the path, or pass --allow-prune "
-            "(allow_prune=True) to remove them"
-        )
-
-    work = [(c.source, rel, p, c.sidecars.get(rel)) for c in corpora for rel, p in c.files]
-    retimed: list[tuple[str, str, int]] = []
-    # Declarations read by an older reader are read again from unchanged files (no embedding).
-    redeclared: list[tuple[str, str, Declarations]] | None = None
-    if store.meta(DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
-        redeclared = []
-    indexed = frozenset(str(c.source) for c in corpora)
-    missing_before = missing_roots(store, indexed)
-    movable = _movable(store, known, removals, missing_before)
-    moved_from: set[tuple[str, str]] = set()
-    copies = _Copies(store, known, embedder.dim)
-    ledger = _Ledger(restored)
-    log: Journal | None = None
+    run = IndexRun(store, embedder, instant, vocabularies)
+    run.plan([discover(Path(p)) for p in paths], allow_prune)
     store.begin(embedder.name, embedder.dim, embedder.fingerprint)
     try:
+        run.stream(progress, journal)
+        run.finish()
+    except BaseException:
+        store.rollback()
+        if run.journal is not None:
+            run.journal.close()  # kept for the next run
+        raise
+    run.report.seconds = round(time.perf_counter() - started, 3)
+    return run.report
+
+
+class IndexRun:
+    """One index run, in three phases: `plan` (what the corpora hold against the store, before
+    any write: the files to read, the documents gone, the prune guard), `stream` (inside the
+    write: each file read, parsed and chunked, its vectors embedded on a worker thread a batch
+    at a time, reused from a copy or the journal, and written) and `finish` (the documents gone
+    removed, file times and declarations brought up to date, the store's settings, the commit).
+    """
+
+    def __init__(
+        self, store: Store, embedder: Embedder, instant: str, vocabularies: str | None
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.instant = instant
+        self.vocabularies = vocabularies
+        self.report = IndexReport(embedder=embedder.name)
+        self.journal: Journal | None = None
+
+    # -- plan: before the write ---------------------------------------------------------------
+
+    def plan(self, corpora: list[Listing], allow_prune: bool) -> None:
+        """What this run will read, remove and reuse; refuses (`PruneRefusedError`) a run that
+        would remove most of the store's documents without `allow_prune`."""
+        store, report = self.store, self.report
+        self.stored: dict[str, dict[str, _StoredFile]] = {
+            str(c.source): _stored_files(store, str(c.source)) if storable(str(c.source)) else {}
+            for c in corpora
+        }
+        skipped, restored = held_back(store)
+        # A modification time this recent may be followed by another write in the same clock
+        # tick, so it is not recorded as proof of "unchanged" (the file is read again next run).
+        self.trusted_before = time.time_ns() - RACY_NS
+        self.removals: dict[str, list[str]] = {}
+        for c in corpora:
+            report.skipped.extend(c.skipped)
+            report.refused.extend(c.refused)
+            # SPEC §8.4: a forgotten document stays out of the store until `forget --undo`.
+            forgotten = {rel for rel, _ in c.files if (str(c.source), rel) in skipped}
+            if forgotten:
+                report.skipped.extend(
+                    Skipped(rel, "forgotten (recall forget --undo brings it back)")
+                    for rel, _ in c.files
+                    if rel in forgotten
+                )
+                c.files = [(rel, p) for rel, p in c.files if rel not in forgotten]
+            if c.whole_folder:
+                on_disk = {rel for rel, _ in c.files}
+                # SPEC §11: a document whose file or folder could not be read is never "gone".
+                stored = self.stored[str(c.source)]
+                gone = sorted(r for r in set(stored) - on_disk if not c.keeps(r))
+                if gone:
+                    self.removals[str(c.source)] = gone
+        total_known = sum(len(k) for k in self.stored.values())
+        total_gone = sum(len(g) for g in self.removals.values())
+        if total_known >= 5 and total_gone * 2 > total_known and not allow_prune:
+            raise PruneRefusedError(
+                f"recall index: this run would remove {total_gone} of {total_known} indexed "
+                "documents (files missing on disk); check the path, or pass --allow-prune "
+                "(allow_prune=True) to remove them"
+            )
+        self.work = [(c.source, rel, p, c.sidecars.get(rel)) for c in corpora for rel, p in c.files]
+        self.retimed: list[tuple[str, str, int]] = []
+        # Declarations read by an older reader are read again from unchanged files (no
+        # embedding).
+        self.redeclared: list[tuple[str, str, Declarations]] | None = None
+        if store.meta(DECLARATIONS_KEY) != DECLARATIONS_VERSION and total_known:
+            self.redeclared = []
+        self.indexed = frozenset(str(c.source) for c in corpora)
+        self.missing_before = missing_roots(store, self.indexed)
+        self.movable = _movable(store, self.stored, self.removals, self.missing_before)
+        self.moved_from: set[tuple[str, str]] = set()
+        self.copies = _CopiedNotes(store, self.stored, self.embedder.dim)
+        self.owed = _Owed(restored)
+
+    # -- stream: read, embed and write, inside the write ---------------------------------------
+
+    def stream(self, progress: Progress | None, journal: Path | None) -> None:
+        """Every planned file read and written, its chunks embedded a batch at a time on a
+        worker thread while the next files are read and the previous batch is written."""
+        store, embedder, report = self.store, self.embedder, self.report
         if journal is not None:
             # Read under the store's write lock: one run at a time reads and appends to it.
-            log = Journal(journal, embedder.dim, embedder.fingerprint)
-            report.journal_discarded = log.discarded
+            self.journal = Journal(journal, embedder.dim, embedder.fingerprint)
+            report.journal_discarded = self.journal.discarded
+        log = self.journal
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
         counts = _Counts()
-        tell = _teller(progress, counts, len(work))
+        tell = counts.reporter(progress, len(self.work))
         try:
             inflight: tuple[list[_Pending], Future[_Vectors]] | None = None
             pending: list[_Pending] = []
             pending_chunks = 0
-            for done, (source, rel, file, side) in enumerate(work, 1):
+            for done, (source, rel, file, side) in enumerate(self.work, 1):
                 doc = _read(
                     source,
                     rel,
                     file,
-                    known[str(source)],
+                    self.stored[str(source)],
                     report,
-                    trusted_before,
-                    retimed,
-                    redeclared,
+                    self.trusted_before,
+                    self.retimed,
+                    self.redeclared,
                     side,
                 )
                 counts.files = done
-                if doc is not None and doc.is_new and doc.digest in movable:
-                    old = _move(store, doc, movable, report)
+                if doc is not None and doc.is_new and doc.digest in self.movable:
+                    old = _move(store, doc, self.movable, report)
                     if old is not None:
-                        moved_from.add(old)
+                        self.moved_from.add(old)
                         doc = None
                 if doc is not None and doc.chunks:
-                    doc.vectors = copies.vectors(doc)
+                    doc.vectors = self.copies.vectors(doc)
                 if doc is not None:
                     pending.append(doc)
                     pending_chunks += len(doc.chunks)
@@ -294,14 +337,11 @@ def run_index(
                         inflight = (pending, worker.submit(_embed, embedder, pending, counts, log))
                         pending, pending_chunks = [], 0
                         if previous is not None:
-                            vectors = _awaited(previous[1], tell)
-                            _write(store, previous[0], vectors, instant, report, ledger)
+                            self._write(previous[0], _awaited(previous[1], tell))
                 tell()
             if inflight is not None:
-                vectors = _awaited(inflight[1], tell)
-                _write(store, inflight[0], vectors, instant, report, ledger)
-            vectors = _embed(embedder, pending, counts, log)
-            _write(store, pending, vectors, instant, report, ledger)
+                self._write(inflight[0], _awaited(inflight[1], tell))
+            self._write(pending, _embed(embedder, pending, counts, log))
             tell()
         except BaseException:
             # An interrupted or failed run does not wait for the batch being embedded (the
@@ -309,42 +349,60 @@ def run_index(
             worker.shutdown(wait=False, cancel_futures=True)
             raise
         worker.shutdown()
-        for root, gone in removals.items():
-            left = [rel for rel in gone if (root, rel) not in moved_from]
+
+    def _write(self, pending: list[_Pending], batch: _Vectors) -> None:
+        """A batch's documents with their vectors, into the open write."""
+        vectors, reused = batch
+        report, owed = self.report, self.owed
+        report.embedded += len(vectors) - reused
+        report.reused += reused
+        row = 0
+        for d in pending:
+            n = len(d.chunks)
+            first = owed.restored.get((d.source, d.rel)) if d.is_new else None
+            _put(self.store, d, vectors[row : row + n], self.instant, first)
+            if first is not None:
+                owed.brought_back.append((d.source, d.rel))
+            owed.churn += churn.rewritten(d.chunks_before, n)
+            row += n
+            report.chunks += n
+            (report.added if d.is_new else report.updated).append(d.rel)
+
+    # -- finish: what the run owes the store besides its documents, and the commit ------------
+
+    def finish(self) -> None:
+        """The documents gone removed (those moved excepted), file times and declarations read
+        again brought up to date, the store's settings and churn recorded, then the commit."""
+        store, report, owed = self.store, self.report, self.owed
+        for root, gone in self.removals.items():
+            left = [rel for rel in gone if (root, rel) not in self.moved_from]
             if left:
                 store.remove_documents(root, left)
                 report.removed.extend(left)
-                ledger.churn += sum(known[root][rel][3] for rel in left)
-        for source_text, rel, mtime_ns in retimed:
+                owed.churn += sum(self.stored[root][rel][3] for rel in left)
+        for source_text, rel, mtime_ns in self.retimed:
             store.set_file_time(source_text, rel, mtime_ns)
-        for source_text, rel, decl in redeclared or ():
+        for source_text, rel, decl in self.redeclared or ():
             store.set_declarations(source_text, rel, edge_rows(decl), decl.alias, retired_row(decl))
-        if redeclared is not None or store.meta(DECLARATIONS_KEY) is None:
+        if self.redeclared is not None or store.meta(DECLARATIONS_KEY) is None:
             store.set_meta(DECLARATIONS_KEY, DECLARATIONS_VERSION)
-        if vocabularies is not None and store.meta("vocabularies") != vocabularies:
-            store.set_meta("vocabularies", vocabularies)
-        if ledger.brought_back:
-            store.drop_journal(ledger.brought_back)
-        churn.add(store, ledger.churn)
-        report.generation = store.commit(instant)
-        if log is not None:
-            log.remove()  # its vectors are in the store now
+        if self.vocabularies is not None and store.meta("vocabularies") != self.vocabularies:
+            store.set_meta("vocabularies", self.vocabularies)
+        if owed.brought_back:
+            store.drop_journal(owed.brought_back)
+        churn.add(store, owed.churn)
+        report.generation = store.commit(self.instant)
+        if self.journal is not None:
+            self.journal.remove()  # its vectors are in the store now
         # Counted again after the moves; a root not missing before the run is not missing now.
-        report.missing_roots = missing_roots(store, indexed) if missing_before else []
-    except BaseException:
-        store.rollback()
-        if log is not None:
-            log.close()  # kept for the next run
-        raise
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
+        report.missing_roots = missing_roots(store, self.indexed) if self.missing_before else []
 
 
 def _read(
     source: Path,
     rel: str,
     file: str,
-    known: dict[str, _Known],
+    known: dict[str, _StoredFile],
     report: IndexReport,
     trusted_before: int,
     retimed: list[tuple[str, str, int]],
@@ -473,7 +531,7 @@ def _sidecar(side: tuple[str, str], rel: str, report: IndexReport) -> tuple[Side
 
 def _movable(
     store: Store,
-    known: dict[str, dict[str, _Known]],
+    known: dict[str, dict[str, _StoredFile]],
     removals: dict[str, list[str]],
     missing: list[tuple[str, int]],
 ) -> dict[str, list[tuple[str, str]]]:
@@ -508,12 +566,12 @@ def _move(
                 decl.alias if decl is not None else None,
                 retired_row(decl),
             )
-            report.moved.append((_shown(root, rel, doc.source), doc.rel))
+            report.moved.append((_report_path(root, rel, doc.source), doc.rel))
             return root, rel
     return None
 
 
-def _shown(root: str, rel: str, source: str) -> str:
+def _report_path(root: str, rel: str, source: str) -> str:
     """A document's path as a report shows it: relative to `source`'s root when it is there."""
     return rel if root == source else os.path.join(root, rel)
 
@@ -526,17 +584,17 @@ class _Counts:
     read: int = 0
     embedded: int = 0
 
+    def reporter(self, progress: Progress | None, total: int) -> Callable[[], None]:
+        """A call that hands the counts to `progress` in the form it takes (see `Progress`)."""
+        if progress is None:
+            return lambda: None
+        if _takes_chunks_read(progress):
+            return lambda: progress(self.files, total, self.embedded, self.read)
+        return lambda: progress(self.files, total, self.embedded)
 
-def _teller(progress: Progress | None, counts: _Counts, total: int) -> Callable[[], None]:
-    """A call that hands the counts to `progress` in the form it takes (see `Progress`)."""
-    if progress is None:
-        return lambda: None
-    if _takes_four(progress):
-        return lambda: progress(counts.files, total, counts.embedded, counts.read)
-    return lambda: progress(counts.files, total, counts.embedded)
 
-
-def _takes_four(fn: Callable[..., None]) -> bool:
+def _takes_chunks_read(fn: Callable[..., None]) -> bool:
+    """Whether a progress callable takes a fourth argument (the chunks read so far)."""
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -609,7 +667,7 @@ def _embed(
 
 
 @dataclass
-class _Ledger:
+class _Owed:
     """What a run owes the store besides its documents, settled inside its write: the chunk
     churn it caused (`recall.churn`), and the journal entries of the forgotten documents it
     brought back with their first indexing time (`recall.forgetting.held_back`)."""
@@ -619,41 +677,17 @@ class _Ledger:
     brought_back: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _known(store: Store, source: str) -> dict[str, _Known]:
+def _stored_files(store: Store, source: str) -> dict[str, _StoredFile]:
     """What the store holds of `source`, by path."""
     return {path: (h, size, mtime, n) for path, h, size, mtime, n in store.known_documents(source)}
 
 
-def _write(
-    store: Store,
-    pending: list[_Pending],
-    batch: _Vectors,
-    instant: str,
-    report: IndexReport,
-    ledger: _Ledger,
-) -> None:
-    vectors, reused = batch
-    report.embedded += len(vectors) - reused
-    report.reused += reused
-    row = 0
-    for d in pending:
-        n = len(d.chunks)
-        first = ledger.restored.get((d.source, d.rel)) if d.is_new else None
-        _put(store, d, vectors[row : row + n], instant, first)
-        if first is not None:
-            ledger.brought_back.append((d.source, d.rel))
-        ledger.churn += churn.rewritten(d.chunks_before, n)
-        row += n
-        report.chunks += n
-        (report.added if d.is_new else report.updated).append(d.rel)
-
-
-class _Copies:
+class _CopiedNotes:
     """The stored documents by content hash, read once a run has a document to embed: one with
     the same content and title as a stored document (a copied note) takes that document's
     vectors, since its chunks and the texts embedded from them are the same (SPEC §4)."""
 
-    def __init__(self, store: Store, known: dict[str, dict[str, _Known]], dim: int) -> None:
+    def __init__(self, store: Store, known: dict[str, dict[str, _StoredFile]], dim: int) -> None:
         self._store = store
         self._known = known
         self._dim = dim
@@ -666,7 +700,7 @@ class _Copies:
             for root, _ in self._store.sources():
                 known = self._known.get(root)
                 if known is None:
-                    known = _known(self._store, root)
+                    known = _stored_files(self._store, root)
                 for rel, (content_hash, *_) in known.items():
                     self._by_hash.setdefault(content_hash, []).append((root, rel))
         wanted: list[tuple[str, str]] = []

@@ -6,7 +6,7 @@ Owns: where the priors are (`data/priors/NAME.json`, written by `benches/fit_pri
 the one for an embedder's fingerprint (checked like any record: one that would not load is
 never applied), and the rule of when it serves (`in_force`). Does not own: fitting it (the
 bench script), the record's format (`recall.calibration`) or the records a store keeps
-(`recall.calibration_records`).
+(`recall.calibration.stored`).
 """
 
 from __future__ import annotations

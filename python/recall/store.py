@@ -80,7 +80,9 @@ class Store(Protocol):
         """What a search reads before it embeds, read together (one round trip where the store
         is a server): `freshness()`, `embedder()`, and `meta(record_prefix + fingerprint)` of
         that embedder (None before the first commit). `text`: the query about to be searched;
-        a store on a server reads what its `search` starts with in the same round trip."""
+        what its `search` starts with is read with the state and kept for it (a file: the
+        query's evidence, when its lexical index is held; a server: the lexicon's counts for
+        its terms, in the same round trip)."""
         ...
 
     def stats(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ use std::sync::Once;
 use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 use crate::errors::{CoreError, Result};
+use crate::evidence::QueryEvidence;
 use crate::trust;
 
 pub use crate::explanation::{
@@ -116,11 +117,14 @@ pub struct OpenOptions {
 pub struct Store {
     pub(crate) conn: Connection,
     path: String,
-    in_write: bool,
+    pub(crate) in_write: bool,
     /// Why the store is read-only, when it is.
     read_only: Option<String>,
     pub(crate) cache: Option<SearchCache>,
     pub(crate) lexical: Option<Lexical>,
+    /// What the search of a text starts with, read ahead with the state a search reads first
+    /// (`read_ahead`): the text, the lexical index's generation, the query's evidence.
+    pub(crate) ahead: Option<(String, i64, QueryEvidence)>,
     /// The vector table's declared width, with the schema cookie it was read under: read again
     /// only when the schema changes, not on every search.
     declared_width: std::cell::Cell<Option<(i64, Option<usize>)>>,
@@ -318,6 +322,7 @@ impl Store {
             read_only,
             cache: None,
             lexical: None,
+            ahead: None,
             declared_width: std::cell::Cell::new(None),
         };
         if let Some(why) = store.read_only.clone() {
@@ -744,5 +749,51 @@ mod tests {
         ));
         drop(store);
         assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_search_reads_ahead_only_what_its_own_text_and_index_give() {
+        let path = temp_db("ahead");
+        let mut store = Store::open(&path).unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 2, 4), "t0").unwrap();
+        store.commit("t0").unwrap();
+        let policy = crate::trust::Policy {
+            now_us: 0,
+            known_as_of_us: None,
+            threshold: 0.5,
+            scale: 0.05,
+            unverified: false,
+            lexical_weight: 0.0,
+            identifier_weight: 0.0,
+        };
+        let query = [1.0, 2.0, 3.0, 4.0];
+        let judged = |out: &SearchOutcome| -> Vec<crate::trust::Judged> {
+            out.hits.iter().map(|h| h.judged.clone()).collect()
+        };
+        // A handle that holds nothing yet loads nothing to read ahead: its first search loads
+        // the lexical index itself.
+        drop(store);
+        let mut store = Store::open(&path).unwrap();
+        store.read_ahead("chunk").unwrap();
+        assert!(store.ahead.is_none());
+        let first = store.search(&query, "chunk", 5, 20, &policy).unwrap();
+        store.read_ahead("chunk").unwrap();
+        assert!(store.ahead.as_ref().is_some_and(|a| a.0 == "chunk"));
+        let again = store.search(&query, "chunk", 5, 20, &policy).unwrap();
+        assert!(store.ahead.is_none(), "taken by the search of its text");
+        assert_eq!(judged(&again), judged(&first));
+        // Read ahead for another text, or before a commit: the search reads its own.
+        store.read_ahead("other words").unwrap();
+        let other = store.search(&query, "chunk", 5, 20, &policy).unwrap();
+        assert_eq!(judged(&other), judged(&first));
+        store.read_ahead("chunk").unwrap();
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("b.md", 1, 4), "t1").unwrap();
+        store.read_ahead("chunk").unwrap();
+        assert!(store.ahead.is_none(), "nothing inside a write");
+        store.commit("t1").unwrap();
+        let later = store.search(&query, "chunk", 5, 20, &policy).unwrap();
+        assert_eq!(later.hits.len(), first.hits.len() + 1);
     }
 }

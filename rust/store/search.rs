@@ -65,6 +65,26 @@ pub struct SearchOutcome {
 }
 
 impl Store {
+    /// Read ahead what the search of `text` starts with, when the lexical index it reads is
+    /// held and current: the query's terms with their document frequencies (its evidence), kept
+    /// for that search. Nothing is loaded for it, and nothing inside a write.
+    pub fn read_ahead(&mut self, text: &str) -> Result<()> {
+        self.ahead = None;
+        if self.in_write {
+            return Ok(());
+        }
+        let generation = self.generation()?;
+        if self
+            .lexical
+            .as_ref()
+            .is_some_and(|l| l.generation == generation)
+        {
+            let ev = self.query_evidence(text)?;
+            self.ahead = Some((text.to_string(), generation, ev));
+        }
+        Ok(())
+    }
+
     /// SPEC §7: what the query's text asks for, weighed against the committed lexical index.
     pub(super) fn query_evidence(&self, text: &str) -> Result<QueryEvidence> {
         let index = &self.lexical.as_ref().expect("lexical index loaded").index;
@@ -187,7 +207,16 @@ impl Store {
         let dense_ids: Vec<i64> = dense.iter().map(|&(c, _)| c).collect();
         let fused = fusion::rrf(&dense_ids, &lexical_ids);
         let t_fused = std::time::Instant::now();
-        let ev = self.query_evidence(text)?;
+        // Read ahead with the state (`read_ahead`) when it was of this text and index.
+        let held = self.lexical.as_ref().map(|l| l.generation);
+        let ev = match self.ahead.take() {
+            Some((ahead, generation, ev))
+                if ahead == text && Some(generation) == held && !self.in_write =>
+            {
+                ev
+            }
+            _ => self.query_evidence(text)?,
+        };
         // Each candidate's row is read once: its text for the evidence, the rest for its hit.
         let read = std::cell::RefCell::new(std::collections::HashMap::new());
         let candidate = |doc: usize, chunk: i64, score: f32| {

@@ -3,7 +3,7 @@
 Owns: the command's arguments (a fit from labelled queries or `--auto`, `--import`, `--export`,
 `--list`, `--use`), exporting the record in use even from a store file that cannot be read, the
 history and the fit for people or scripts (`--json`), and its exit codes (1 when a fit is not
-certified). Does not own: fitting (`recall.fitting`), the records (`recall.calibration_records`)
+certified). Does not own: fitting (`recall.fitting`), the records (`recall.calibration.stored`)
 or reading a record from a file's bytes (`recall.salvage`).
 """
 

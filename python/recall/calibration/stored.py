@@ -4,8 +4,8 @@ keyed by the embedder's fingerprint.
 Owns: reading the record in use, saving a fit or an import to the history, which record takes
 precedence (a certified one over a fit that is not; one fitted on a user's labels, or imported,
 over a self-made fit), putting a history entry back in use, reading a record given to import,
-and what a result shows of the record in use. Does not own: fitting (`recall.calibration`,
-`recall.fitting`) or the record's format (`Calibration`, `CalibrationEntry`).
+and what a result shows of the record in use. Does not own: fitting (`statistics`,
+`recall.fitting`) or the record's format (`record`: `Calibration`, `CalibrationEntry`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recall.calibration import (
+from recall.calibration.record import (
     Calibration,
     CalibrationEntry,
     dump_history,
