@@ -385,7 +385,8 @@ pub fn judge(
     // SPEC §5.3: a stale memo that cleared the threshold transfers its relevance to its terminal
     // successor: a low-confidence successor is promoted, one that was not retrieved is fetched
     // and judged, and an `ok` successor takes the place and the confidence of the best-ranked
-    // stale hit that named it. Walk by index; a successor moved up is skipped over.
+    // stale hit that named it. Walk by index: a stale hit that moved down one behind its
+    // successor is looked at again, and finds its successor placed.
     let mut i = 0;
     while i < hits.len() {
         let h = &hits[i];
@@ -425,9 +426,6 @@ pub fn judge(
                 if let Some(to) = to {
                     let moved = hits.remove(j);
                     hits.insert(to, moved);
-                    if to == i {
-                        i += 1;
-                    }
                 }
             }
         }
@@ -552,10 +550,33 @@ mod tests {
     }
 
     #[test]
+    fn a_candidate_of_no_document_is_left_out() {
+        let (g, w) = versions();
+        let p = policy("2026-01-01", 0.5);
+        let hits = judge(&g, &w, &[cand(3, 0.9), cand(2, 0.9)], &p, |_| None);
+        let docs: Vec<usize> = hits.iter().map(|h| h.doc).collect();
+        assert_eq!(docs, vec![2]);
+    }
+
+    #[test]
     fn dates_are_strict() {
         assert_eq!(parse_day_start_us("1970-01-02"), Some(DAY_US));
         assert_eq!(parse_day_start_us("2024-02-29").map(|_| ()), Some(()));
+        // The Gregorian leap rule at its edges, and the first year there is.
+        for good in ["2000-02-29", "2400-02-29", "0004-02-29", "0001-01-01"] {
+            assert!(parse_day_start_us(good).is_some(), "{good:?}");
+        }
+        assert_eq!(
+            parse_day_start_us("0001-01-01"),
+            Some(-719_162 * DAY_US),
+            "day one of year one"
+        );
         for bad in [
+            "1900-02-29",
+            "2100-02-29",
+            "0300-02-29",
+            "2026-01x01",
+            "2026x01-01",
             "2023-02-29",
             "2026-2-03",
             "2026-02-30",
