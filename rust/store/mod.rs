@@ -548,6 +548,19 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// A plain policy: the epoch, threshold 0.5, dense relevance only.
+    pub(crate) fn policy() -> crate::trust::Policy {
+        crate::trust::Policy {
+            now_us: 0,
+            known_as_of_us: None,
+            threshold: 0.5,
+            scale: 0.05,
+            unverified: false,
+            lexical_weight: 0.0,
+            identifier_weight: 0.0,
+        }
+    }
+
     pub(crate) fn doc(path: &str, n_chunks: usize, dim: usize) -> NewDocument {
         NewDocument {
             source: "/corpus".into(),
@@ -631,7 +644,7 @@ fn declared_width(sql: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::fixtures::{doc, embedder, temp_db};
+    use super::fixtures::{doc, embedder, policy, temp_db};
     use super::*;
 
     #[test]
@@ -726,15 +739,7 @@ mod tests {
         let mut store = Store::open_with(&path, options).unwrap();
         assert!(store.read_only().is_some());
         assert_eq!(store.stats().unwrap().chunks, 2);
-        let policy = crate::trust::Policy {
-            now_us: 0,
-            known_as_of_us: None,
-            threshold: 0.5,
-            scale: 0.05,
-            unverified: false,
-            lexical_weight: 0.0,
-            identifier_weight: 0.0,
-        };
+        let policy = policy();
         let out = store
             .search(&[1.0, 2.0, 3.0, 4.0], "chunk", 5, 20, &policy)
             .unwrap();
@@ -758,15 +763,7 @@ mod tests {
         store.begin(&embedder(4)).unwrap();
         store.put_document(&doc("a.md", 2, 4), "t0").unwrap();
         store.commit("t0").unwrap();
-        let policy = crate::trust::Policy {
-            now_us: 0,
-            known_as_of_us: None,
-            threshold: 0.5,
-            scale: 0.05,
-            unverified: false,
-            lexical_weight: 0.0,
-            identifier_weight: 0.0,
-        };
+        let policy = policy();
         let query = [1.0, 2.0, 3.0, 4.0];
         let judged = |out: &SearchOutcome| -> Vec<crate::trust::Judged> {
             out.hits.iter().map(|h| h.judged.clone()).collect()
