@@ -92,5 +92,6 @@ pub(crate) fn hit<'py>(py: Python<'py>, h: HitRow) -> PyResult<Bound<'py, PyDict
     d.set_item("valid_from", h.valid_from)?;
     d.set_item("valid_until", h.valid_until)?;
     d.set_item("retired", h.retired)?;
+    d.set_item("stamp", h.stamp)?;
     Ok(d)
 }

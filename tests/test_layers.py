@@ -43,6 +43,7 @@ FLOORS: list[tuple[str, set[str]]] = [
         "reading and records: the walk, declarations as read, calibration records, results",
         {
             "recall.walk",
+            "recall.sources",
             "recall.closures",
             "recall.opening",
             "recall.vocabularies",

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recall import _core, fitting, priors, selfcal
+from recall import _core, fitting, priors, selfcal, sources
 from recall.arguments import (
     embedder_arg,
     flag_arg,
@@ -62,7 +62,7 @@ from recall.refusals import (
     not_ready,
     trust_of,
 )
-from recall.results import Context, Result, assemble, hit_of
+from recall.results import Context, Result, assemble, hit_of, ok_first
 from recall.selfcal import Probe
 from recall.store import Store
 
@@ -531,7 +531,9 @@ class Memory:
         raw = self._store.search(
             vector, text=query, k=k, candidates=max(CANDIDATES, k), policy=policy
         )
-        hits = [hit_of(h) for h in raw["hits"]]
+        # A note edited or deleted since it was indexed is never served as it was.
+        found = sources.states(raw["hits"])
+        hits = ok_first([hit_of(h, state) for h, state in zip(raw["hits"], found)])
         t_judge = time.perf_counter()
         if judge is not None:
             from recall.judge import apply_judge

@@ -12,7 +12,6 @@ not own: SQL (the Rust store), frontmatter rules (`frontmatter`), chunk boundari
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import inspect
 import json
 import os
@@ -36,7 +35,8 @@ from recall.errors import PruneRefusedError, UsageError
 from recall.forgetting import held_back
 from recall.frontmatter import Frontmatter
 from recall.rows import DocumentRow
-from recall.vocabularies import SETTINGS, Declarations, Sidecar, declare, read_sidecar
+from recall.sources import content_digest, sidecar_read
+from recall.vocabularies import SETTINGS, Declarations, Sidecar, declare
 from recall.walk import (
     MAX_FILE_BYTES,
     OPEN_FLAGS,
@@ -45,7 +45,6 @@ from recall.walk import (
     Skipped,
     discover,
     missing_roots,
-    read_metadata,
     storable,
     why,
 )
@@ -450,11 +449,8 @@ def _read(
         return None
     size = len(data)
     mtime_ns = st.st_mtime_ns if st.st_mtime_ns < trusted_before and side is None else None
-    hasher = hashlib.blake2b(data, digest_size=16)
     sidecar, side_data = _sidecar(side, rel, report) if side is not None else (None, b"")
-    if sidecar is not None:
-        hasher.update(b"\0sidecar\0" + sidecar.name.encode() + b"\0" + side_data)
-    digest = hasher.hexdigest()
+    digest = content_digest(data, sidecar, side_data)
     if prior is not None and prior[0] == digest:
         report.unchanged += 1
         if mtime_ns is not None and mtime_ns != prior[2]:
@@ -512,21 +508,12 @@ def declarations_now(
 
 
 def _sidecar(side: tuple[str, str], rel: str, report: IndexReport) -> tuple[Sidecar | None, bytes]:
-    """A note's metadata file read (SPEC §2.5, vocabulary `sidecar`) and its bytes; one that
-    cannot be read is reported as skipped, naming the note, and the note is read without it."""
-    name, path = side
-    data, problem = read_metadata(path)
-    if data is not None:
-        try:
-            found = read_sidecar(name, data.decode("utf-8"))
-        except UnicodeDecodeError as err:
-            problem = f"not UTF-8 text (byte {err.start})"
-        else:
-            if found is not None:
-                return found, data
-            problem = "holds no YAML or JSON mapping"
-    report.skipped.append(Skipped(name, f"metadata of {rel} not read: {problem}"))
-    return None, b""
+    """A note's metadata file read and its bytes; one that cannot be read is reported as
+    skipped, naming the note, and the note is read without it."""
+    found, data, problem = sidecar_read(side)
+    if found is None:
+        report.skipped.append(Skipped(side[0], f"metadata of {rel} not read: {problem}"))
+    return found, data
 
 
 def _movable(

@@ -126,6 +126,10 @@ class Hit:
     retrieval: Retrieval | None = None
     #: P(this passage answers the query) from the judge (SPEC §6); None when not judged.
     entailment: float | None = None
+    #: Whether the note's file is as it was indexed, checked as the search ran: `current`,
+    #: `changed` or `missing` (its verdict is then `source_changed` or `source_missing`), or
+    #: None where its folder is not on this machine.
+    source: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -167,11 +171,17 @@ class Result:
         return data
 
 
-def hit_of(raw: HitRow) -> Hit:
-    """The public `Hit` of a store's hit row."""
+#: The verdict of a hit whose file changed or vanished since it was indexed, whatever the trust
+#: layer judged: it was judged on a text that is no longer there.
+SOURCE_VERDICTS = {"changed": "source_changed", "missing": "source_missing"}
+
+
+def hit_of(raw: HitRow, source: str | None = None) -> Hit:
+    """The public `Hit` of a store's hit row, its file in the state `source` (`recall.sources`)."""
     retired, legs = raw["retired"], raw["retrieval"]
     return Hit(
-        verdict=raw["verdict"],
+        verdict=SOURCE_VERDICTS.get(source or "", raw["verdict"]),
+        source=source,
         confidence=raw["confidence"],
         score=raw["score"],
         title=raw["title"],
@@ -202,6 +212,13 @@ def hit_of(raw: HitRow) -> Hit:
         proven=raw["proven"],
         retrieval=Retrieval(**legs) if legs else None,
     )
+
+
+def ok_first(hits: list[Hit]) -> list[Hit]:
+    """SPEC §5.3: `ok` hits first, each group in its order."""
+    if all(h.ok for h in hits[: sum(h.ok for h in hits)]):
+        return hits
+    return [h for h in hits if h.ok] + [h for h in hits if not h.ok]
 
 
 @dataclass(frozen=True)
@@ -334,6 +351,16 @@ def abstention_reason(
         )
     if top.verdict == "not_yet_known":
         return f"the best match {name} was first indexed after the knowledge instant {known_as_of}"
+    if top.verdict == "source_changed":
+        return (
+            f"the best match {name} changed since it was indexed; run 'recall index' "
+            "(or keep 'recall watch' running) before relying on it"
+        )
+    if top.verdict == "source_missing":
+        return (
+            f"the best match {name} is no longer on disk (moved or deleted since it was "
+            "indexed); run 'recall index' before relying on memory of it"
+        )
     if top.verdict == "not_entailed" and top.lacks:
         return (
             f"the best match {name} does not hold {top.lacks}, which the question asks for "

@@ -122,6 +122,9 @@ class HitRow(TypedDict):
     #: (vocabulary, line, statement) of statements the reader could not act on.
     unread: list[tuple[str, int | None, str]]
     retrieval: Retrieval | None
+    #: The document's file as indexed: (content hash, size in bytes, modification time in ns
+    #: or None when not recorded), what a search checks the file against (`recall.sources`).
+    stamp: tuple[str, int, int | None]
 
 
 class SearchOutcome(TypedDict):

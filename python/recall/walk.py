@@ -260,6 +260,29 @@ def read_metadata(path: str) -> tuple[bytes | None, str | None]:
     return read_bounded(path, MAX_SIDECAR_BYTES, f"larger than {MAX_SIDECAR_BYTES // 1024} KiB")
 
 
+def sidecar_beside(path: str, rel: str) -> tuple[str, str] | None:
+    """The metadata file of the note at `path` (`rel` in its corpus), as a walk of its folder
+    finds it: (its path in the corpus, its path), or None."""
+    folder = os.path.dirname(path)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    metadata = {
+        n: os.path.join(folder, n)
+        for n in names
+        if n.lower().endswith(SIDECAR_SUFFIXES)
+        and not n.startswith(".")
+        and storable(n)
+        and not os.path.islink(os.path.join(folder, n))
+    }
+    side = sidecar_of(os.path.basename(path), metadata) if metadata else None
+    if side is None:
+        return None
+    prefix = rel[: len(rel) - len(os.path.basename(rel))]
+    return prefix + side, metadata[side]
+
+
 def sidecar_of(name: str, metadata: dict[str, str] | list[str]) -> str | None:
     """The metadata file (of those in its folder) that belongs to the note `name`: the one of
     its stem (`0005-x.yaml` for `0005-x.md`), else, for an index page (`README.md`), the only
@@ -338,18 +361,9 @@ def discover(path: Path, command: str = "recall index") -> Listing:
         )
     elif storable(resolved.name):
         corpus.files.append((resolved.name, str(resolved)))
-        try:
-            names = os.listdir(source)
-        except OSError:
-            names = []
-        metadata = {
-            n: os.path.join(source, n)
-            for n in names
-            if n.lower().endswith(SIDECAR_SUFFIXES) and not n.startswith(".") and storable(n)
-        }
-        side = sidecar_of(resolved.name, metadata) if metadata else None
-        if side is not None and not os.path.islink(metadata[side]):
-            corpus.sidecars[resolved.name] = (side, metadata[side])
+        side = sidecar_beside(str(resolved), resolved.name)
+        if side is not None:
+            corpus.sidecars[resolved.name] = side
     else:
         corpus.refused.append(
             Skipped(shown(str(path)), "file name is not valid UTF-8 (rename it to index it)")

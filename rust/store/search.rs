@@ -46,7 +46,13 @@ pub struct HitRow {
     pub lacks: Option<String>,
     /// SPEC §2.5: (vocabulary, line, statement) the reader could not act on.
     pub unread: Vec<(String, Option<i64>, String)>,
+    /// The document's file as it was indexed: (content hash, size in bytes, modification time
+    /// in ns, None when not recorded), what a search checks the file against.
+    pub stamp: Stamp,
 }
+
+/// A document's file as indexed: (content hash, size in bytes, modification time in ns).
+pub type Stamp = (String, i64, Option<i64>);
 
 #[derive(Debug, Clone)]
 pub struct SearchOutcome {
@@ -110,7 +116,7 @@ impl Store {
             "SELECT d.source, d.path, d.title, c.ordinal, c.text, c.heading_path, c.line_start,
                     c.line_end, d.indexed_at, d.first_indexed_at, d.valid_from_raw, d.valid_until_raw,
                     d.retired_state, d.retired_since, d.retired_vocabulary, d.retired_line,
-                    d.retired_statement
+                    d.retired_statement, d.content_hash, d.size_bytes, d.mtime_ns
              FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?1",
         )?;
         let row = stmt.query_row([chunk], |r| {
@@ -139,6 +145,12 @@ impl Store {
                             .unwrap_or_default(),
                     )
                 }),
+                // A stamp that cannot be read matches no file: the hit is never `ok` on it.
+                stamp: (
+                    r.get(17).unwrap_or_default(),
+                    r.get(18).unwrap_or(-1),
+                    r.get(19).ok().flatten(),
+                ),
             })
         });
         match row {
@@ -286,6 +298,7 @@ impl Store {
                 displaced_by: h.displaced_by.map(path_of),
                 lacks: h.lacks.map(|l| ev.answer().describe(l)),
                 unread: cache.corpus.unread_of(h.doc),
+                stamp: row.stamp,
                 judged: h,
             });
         }
@@ -322,6 +335,7 @@ struct ShownRow {
     valid_until: Option<String>,
     /// The retirement columns as stored, whether or not it is in force.
     retired: Option<Retired>,
+    stamp: Stamp,
 }
 
 /// The candidate of `chunk` with the lexical evidence of its row; no row (a chunk a concurrent

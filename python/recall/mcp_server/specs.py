@@ -38,7 +38,9 @@ _VERDICTS = (
     "which one is current is unknown. not_yet_known: indexed after known_as_of. not_entailed: "
     "the passage does not answer the question (it lacks the asked value, named in lacks; a "
     "retired note is the clearly better match: the question is about it; or the judge says "
-    "so). unverified: no calibration "
+    "so). source_changed / source_missing: the note's file was edited, moved or deleted since "
+    "it was indexed, so the passage may no longer be true; call index before relying on it. "
+    "unverified: no calibration "
     "(development mode), nothing can be trusted. Only ok hits may be acted on."
 )
 _ABSTAIN = (

@@ -27,7 +27,8 @@ __all__ = ["Replica"]
 _DOCUMENT = (
     "id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
     " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
-    " retired_overridden, title, indexed_at, retired_line, retired_statement"
+    " retired_overridden, title, indexed_at, retired_line, retired_statement, content_hash,"
+    " size_bytes, mtime_ns"
 )
 #: Where a held document's row (`Replica.documents`) has each column a hit shows.
 SHOWN = {

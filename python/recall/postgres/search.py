@@ -35,6 +35,7 @@ _FROM, _UNTIL = SHOWN["valid_from_raw"], SHOWN["valid_until_raw"]
 _STATE, _SINCE = SHOWN["retired_state"], SHOWN["retired_since"]
 _VOCABULARY, _LINE = SHOWN["retired_vocabulary"], SHOWN["retired_line"]
 _STATEMENT = SHOWN["retired_statement"]
+_HASH, _SIZE, _MTIME = SHOWN["content_hash"], SHOWN["size_bytes"], SHOWN["mtime_ns"]
 
 #: Seconds what `search_state` read ahead serves the search of its text that follows (it
 #: follows at once unless that search was refused before it ran; then it is left to expire).
@@ -306,6 +307,7 @@ def _rows(
                 "first_indexed_at": d[_FIRST] or "",
                 "valid_from": d[_FROM],
                 "valid_until": d[_UNTIL],
+                "stamp": (d[_HASH], d[_SIZE], d[_MTIME]),
             },
         }
     return rows
