@@ -25,6 +25,7 @@ FLOORS: list[tuple[str, set[str]]] = [
         "foundations: errors, instants, rows, the store contract and rules with no dependency",
         {
             "recall.errors",
+            "recall.call_log",
             "recall.instants",
             "recall.rows",
             "recall.store",

@@ -45,6 +45,7 @@ from recall.calibration import (
     meta_key,
 )
 from recall.calibration import stored as records
+from recall.call_log import CallLog
 from recall.embedders import (
     ACCEPTED_NAMES,
     Embedder,
@@ -52,7 +53,14 @@ from recall.embedders import (
     is_embedder_name,
     query_vector,
 )
-from recall.errors import JudgeError, StoreDamagedError, StoreError, TrustRefusal, UsageError
+from recall.errors import (
+    JudgeError,
+    RecallError,
+    StoreDamagedError,
+    StoreError,
+    TrustRefusal,
+    UsageError,
+)
 from recall.instants import format_instant, format_micros, micros, utc
 from recall.refusals import (
     Refusal,
@@ -158,8 +166,11 @@ class Memory:
         *,
         read_only: bool = False,
         namespace: str | None = None,
+        log: str | os.PathLike[str] | None = None,
     ):
         path = path_arg("open", "path", path)
+        #: Where each search is logged with what it answered (`recall.call_log`), or None.
+        self._log = None if log is None else CallLog(path_arg("open", "log", log))
         embedder = embedder_arg(embedder)
         judge = judge_arg(judge)
         self.path = path
@@ -501,7 +512,30 @@ class Memory:
         development mode (`mode="development"` or RECALL_TRUST_MODE) answers degraded.
         `entail=True` runs the judge over the `ok` hits (SPEC §6); a judge that is not
         configured or will not load is a `DEPENDENCY_UNAVAILABLE` refusal in strict mode.
+        A memory opened with `log` appends the call and what it answered to that file.
         """
+        if self._log is None:
+            return self._search(query, k, now, known_as_of, mode, entail)
+        asked = {"query": query, "k": k, "now": now, "known_as_of": known_as_of, "mode": mode}
+        asked = {key: str(v) if isinstance(v, dt.datetime) else v for key, v in asked.items()}
+        try:
+            result = self._search(query, k, now, known_as_of, mode, entail)
+        except RecallError as err:
+            code = err.code if isinstance(err, TrustRefusal) else type(err).__name__
+            self._log.append("search", asked, {"error": {"code": code, "message": str(err)}}, True)
+            raise
+        self._log.append("search", asked, result.to_dict(), failed=False)
+        return result
+
+    def _search(
+        self,
+        query: str,
+        k: int,
+        now: dt.datetime | None,
+        known_as_of: dt.datetime | None,
+        mode: str | None,
+        entail: bool,
+    ) -> Result:
         started = time.perf_counter()
         query = text_arg("search", "query", query)
         k = k_arg("search", k)
@@ -853,6 +887,7 @@ def open(  # noqa: A001
     *,
     read_only: bool = False,
     namespace: str | None = None,
+    log: str | os.PathLike[str] | None = None,
 ) -> Memory:
     """Open the store at `path`; a missing file becomes a store at the first `index` run.
 
@@ -873,8 +908,11 @@ def open(  # noqa: A001
     A wrong argument here or to a `Memory` method raises `UsageError` naming the parameter and
     what it accepts, at the call; an embedder name that names no embedder (`'bert'`) is refused
     before the store file is created.
+
+    `log` is a file each search is appended to, one JSON line with its hits, verdicts and
+    calibration (`recall log FILE` shows it); off by default.
     """
-    return Memory(path, embedder, judge, read_only=read_only, namespace=namespace)
+    return Memory(path, embedder, judge, read_only=read_only, namespace=namespace, log=log)
 
 
 def _timed_vector(embedder: Embedder, text: str) -> tuple[bytes, float]:

@@ -1,10 +1,10 @@
-"""`recall serve` and `recall watch`: the memory kept running, for agents over MCP and for folders
-that change.
+"""`recall serve`, `recall watch` and `recall log`: the memory kept running, for agents over MCP
+and for folders that change, and what it told agents.
 
 Owns: the commands' arguments, one line per re-indexed batch (one JSON object per line with
-`--json`), and their exit codes. Does not own: the MCP server and its tools
-(`recall.mcp_server`) or following the folders (`recall.watch`), both imported only when the
-command runs.
+`--json`), a server's logged calls shown, and their exit codes. Does not own: the MCP server
+and its tools (`recall.mcp_server`), following the folders (`recall.watch`) or the log's lines
+(`recall.call_log`), imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from recall.cli.options import DbOption, JsonOption, NamespaceOption, store_name
 
 
 def register(app: typer.Typer) -> None:
-    """Add `serve` and `watch` to the `recall` app."""
+    """Add `serve`, `watch` and `log` to the `recall` app."""
     app.command()(serve)
     app.command("watch")(watch_cmd)
+    app.command("log")(log_cmd)
 
 
 def serve(
@@ -47,6 +48,12 @@ def serve(
         help="Keep the index following the --corpus folders: changed notes are re-indexed "
         "within a second while searches go on.",
     ),
+    log: Optional[Path] = typer.Option(
+        None,
+        "--log",
+        help="Append each call to this file, one JSON line with the hits, verdicts and "
+        "calibration it answered with (rotated past 10 MiB). Read it with 'recall log'.",
+    ),
 ) -> None:
     """Serve the memory to agents over MCP (stdio): search, explain, stats, lint, index,
     remember."""
@@ -55,7 +62,9 @@ def serve(
 
     try:
         target = store_named(db, namespace)
-        run_server(target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch)
+        run_server(
+            target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch, log=log
+        )
     except RecallError as err:
         fail(str(err))
 
@@ -95,3 +104,42 @@ def watch_cmd(
         watch(store_named(db, namespace), [str(p) for p in paths], on_batch=show)
     except RecallError as err:
         fail(str(err))
+
+
+def log_cmd(
+    file: Path = typer.Argument(..., help="A log written by 'recall serve --log FILE'."),
+    last: int = typer.Option(20, "--last", "-n", min=1, help="Show the last N calls."),
+    as_json: bool = JsonOption,
+) -> None:
+    """What agents were told: the last calls a server logged, each with its hits, verdicts
+    and calibration."""
+    from recall.call_log import read
+
+    try:
+        lines, bad = read(file)
+    except OSError as err:
+        fail(f"recall log: cannot read {file}: {err.strerror or err}")
+    shown = lines[-last:]
+    if as_json:
+        typer.echo(json.dumps({"calls": shown, "unreadable_lines": bad}, ensure_ascii=False))
+        return
+    for line in shown:
+        args = line.get("arguments") or {}
+        asked = args.get("query") or args.get("file") or args.get("path") or ""
+        head = f"{line.get('at', '?')}  {line.get('tool', '?')}"
+        typer.echo(f"{head}  {asked}" if asked else head)
+        if "error" in line:
+            error = line["error"] or {}
+            typer.echo(f"    error {error.get('code')}: {error.get('message')}")
+        for hit in line.get("hits") or []:
+            source = hit.get("source")
+            state = f" (file {source})" if source not in (None, "current") else ""
+            verdict, confidence = hit.get("verdict"), hit.get("confidence") or 0.0
+            typer.echo(f"    {verdict}  {confidence:.3f}  {hit.get('file')}{state}")
+        if line.get("abstained"):
+            typer.echo(f"    abstained: {line.get('reason')}")
+        if "calibration" in line:
+            calibration, generation = line.get("calibration"), line.get("generation")
+            typer.echo(f"    calibration {calibration}, generation {generation}")
+    if bad:
+        typer.echo(f"{bad} line(s) could not be read", err=True)

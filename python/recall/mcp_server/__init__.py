@@ -117,8 +117,12 @@ def serve(
     mode: str | None = None,
     judge: str | os.PathLike[str] | None = None,
     watch: bool = False,
+    log: str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve the tools over stdio until the client closes the connection (SPEC §8.3).
+
+    `log`: a file each call is appended to, one JSON line with what it answered
+    (`recall.call_log`).
 
     `watch` keeps the index following the corpus roots (recall.watch) on a thread with its own
     store handle: searches are answered from the last committed generation meanwhile.
@@ -168,7 +172,10 @@ def serve(
                     print(f"recall serve --watch stopped: {err}", file=sys.stderr, flush=True)
 
             threading.Thread(target=following, name="recall-watch", daemon=True).start()
-        tools = Tools(memory, corpus, mode=chosen, judge=has_judge)
+        from recall.call_log import CallLog
+
+        calls = CallLog(log) if log is not None else None
+        tools = Tools(memory, corpus, mode=chosen, judge=has_judge, log=calls)
         if memory.exists and memory.stats().embedder is not None:
             # Warm: the embedder loads now, not inside the first call. A model that will not
             # load is reported by the calls that need it.

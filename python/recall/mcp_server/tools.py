@@ -37,6 +37,7 @@ from recall.walk import within
 
 if TYPE_CHECKING:
     from recall.api import Memory
+    from recall.call_log import CallLog
 
 __all__ = ["Tools"]
 
@@ -55,8 +56,11 @@ class Tools:
         *,
         mode: str = "strict",
         judge: bool = False,
+        log: CallLog | None = None,
     ) -> None:
         self.memory = memory
+        #: Where each call is logged (`recall serve --log`), or None.
+        self.log = log
         self.mode = mode
         self.judge = judge
         resolved: list[Path] = []
@@ -74,7 +78,15 @@ class Tools:
         return tool_specs(judge=self.judge, corpus=bool(self.roots))
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> Reply:
-        """Run one tool; every failure becomes an error `Reply` with a code."""
+        """Run one tool; every failure becomes an error `Reply` with a code. With a log, the
+        call and what it answered are appended to it."""
+        reply = self._call(name, arguments)
+        if self.log is not None:
+            given = arguments if isinstance(arguments, Mapping) else {}
+            self.log.append(name, given, reply.data, reply.is_error)
+        return reply
+
+    def _call(self, name: str, arguments: Mapping[str, Any] | None) -> Reply:
         try:
             spec = next((s for s in self._specs if s.name == name), None)
             if spec is None:
