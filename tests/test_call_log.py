@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 import recall
@@ -93,10 +94,8 @@ def test_a_memory_opened_with_a_log_logs_its_searches_and_refusals(tmp_path: Pat
     db, log = tmp_path / "m.db", tmp_path / "searches.jsonl"
     with recall.open(db, log=log) as mem:
         mem.index(EXAMPLES)
-        try:
+        with pytest.raises(TrustRefusal):
             mem.search(RATE_Q)  # strict, no calibration yet
-        except TrustRefusal:
-            pass
         result = mem.search(RATE_Q, mode="development")
     lines, bad = read(log)
     assert bad == 0 and [line["tool"] for line in lines] == ["search", "search"]
