@@ -93,5 +93,6 @@ pub(crate) fn hit<'py>(py: Python<'py>, h: HitRow) -> PyResult<Bound<'py, PyDict
     d.set_item("valid_until", h.valid_until)?;
     d.set_item("retired", h.retired)?;
     d.set_item("stamp", h.stamp)?;
+    d.set_item("file_state", h.file_state)?;
     Ok(d)
 }

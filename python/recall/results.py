@@ -126,9 +126,10 @@ class Hit:
     retrieval: Retrieval | None = None
     #: P(this passage answers the query) from the judge (SPEC §6); None when not judged.
     entailment: float | None = None
-    #: Whether the note's file is as it was indexed, checked as the search ran: `current`,
-    #: `changed` or `missing` (its verdict is then `source_changed` or `source_missing`), or
-    #: None where its folder is not on this machine.
+    #: Whether the note's file is as it was indexed, checked as the search ran for every hit
+    #: that would be `ok`: `current`, `changed` or `missing` (its verdict is then
+    #: `source_changed` or `source_missing`); None for a hit that is no answer either way, or
+    #: where its folder is not on this machine.
     source: str | None = None
 
     @property

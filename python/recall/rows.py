@@ -125,6 +125,10 @@ class HitRow(TypedDict):
     #: The document's file as indexed: (content hash, size in bytes, modification time in ns
     #: or None when not recorded), what a search checks the file against (`recall.sources`).
     stamp: tuple[str, int, int | None]
+    #: The file of a hit that would be `ok`, by its size and time: `current`, `changed`,
+    #: `missing`, `elsewhere` (its folder is not on this machine) or `unsure` (only the content
+    #: can say: `recall.sources`); `unchecked` for a hit that is not `ok`.
+    file_state: str
 
 
 class SearchOutcome(TypedDict):

@@ -1,8 +1,9 @@
-"""Freshness at read time: each hit checked against its file as the search runs.
+"""Freshness at read time: the file of each hit that would be `ok` looked at as the search runs.
 
 Owns: whether a hit's file is still the one that was indexed (its size and modification time,
-then its content hash, metadata file included, where those say it may have changed), and the
-verdict of a hit whose file changed or vanished: never `ok`. A note edited or deleted since the
+which the file store's core looks at first, then its content hash, metadata file included,
+where those say it may have changed), and the verdict of a hit whose file changed or vanished:
+never `ok`. A note edited or deleted since the
 last index run is not served as it was (`results.hit_of` gives such a hit `source_changed` or
 `source_missing`). Does not own: reading notes for an index run (`indexing`) or the verdicts
 of the trust layer (the core).
@@ -97,11 +98,30 @@ def state_of(root: str, rel: str, stamp: tuple[str, int, int | None]) -> str | N
     return CURRENT if content_digest(data, sidecar, side_data) == digest else CHANGED
 
 
+#: What the store's own look at a file (`HitRow.file_state`, by size and time) settles; a hit
+#: that is not `ok` is not looked at (`unchecked`): it is no answer either way.
+_SETTLED: dict[str, str | None] = {
+    CURRENT: CURRENT,
+    CHANGED: CHANGED,
+    MISSING: MISSING,
+    "elsewhere": None,
+    "unchecked": None,
+}
+
+
 def states(rows: list[HitRow]) -> list[str | None]:
-    """The state of each hit's file (`state_of`), each file looked at once."""
+    """The state of the file of each hit that would be `ok`: as the store found it by size and
+    time, else by its content (`state_of`), each file read at most once; None for the others."""
     found: dict[tuple[str, str], str | None] = {}
-    out = []
+    out: list[str | None] = []
     for row in rows:
+        seen = row["file_state"]
+        if seen in _SETTLED:
+            out.append(_SETTLED[seen])
+            continue
+        if row["verdict"] != "ok":
+            out.append(None)
+            continue
         where = (row["source"], row["path"])
         if where not in found:
             found[where] = state_of(row["source"], row["path"], row["stamp"])

@@ -793,4 +793,30 @@ mod tests {
         let later = store.search(&query, "chunk", 5, 20, &policy).unwrap();
         assert_eq!(later.hits.len(), first.hits.len() + 1);
     }
+
+    #[test]
+    fn a_hits_file_is_looked_at_by_its_size_and_time() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = temp_db("files");
+        let root = std::path::Path::new(dir.as_ref()).with_extension("notes");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.md"), b"hello\n").unwrap();
+        let meta = std::fs::metadata(root.join("a.md")).unwrap();
+        let ns = meta.mtime() * 1_000_000_000 + meta.mtime_nsec();
+        let source = root.to_str().unwrap();
+        let stamp = |size: i64, mtime: Option<i64>| (String::new(), size, mtime);
+        let state = super::search::file_state;
+        assert_eq!(state(source, "a.md", &stamp(6, Some(ns))), "current");
+        assert_eq!(state(source, "a.md", &stamp(6, None)), "unsure");
+        assert_eq!(state(source, "a.md", &stamp(6, Some(ns + 1))), "unsure");
+        assert_eq!(state(source, "a.md", &stamp(7, Some(ns))), "changed");
+        assert_eq!(state(source, "sub", &stamp(6, Some(ns))), "changed");
+        assert_eq!(state(source, "gone.md", &stamp(6, Some(ns))), "missing");
+        assert_eq!(state(source, "a.md/x.md", &stamp(6, Some(ns))), "missing");
+        assert_eq!(
+            state("/nowhere/at/all", "a.md", &stamp(6, Some(ns))),
+            "elsewhere"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

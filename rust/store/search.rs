@@ -49,6 +49,8 @@ pub struct HitRow {
     /// The document's file as it was indexed: (content hash, size in bytes, modification time
     /// in ns, None when not recorded), what a search checks the file against.
     pub stamp: Stamp,
+    /// The file as it stands, by its size and time (`file_state`).
+    pub file_state: &'static str,
 }
 
 /// A document's file as indexed: (content hash, size in bytes, modification time in ns).
@@ -278,6 +280,14 @@ impl Store {
                 },
             };
             let path_of = |s: usize| cache.corpus.graph.node(s).path.clone();
+            // A note changed since it was indexed is not served as it was: the file of a hit
+            // that would be `ok` is looked at as the hit is made (by its content, where only
+            // that can say, in Python: `recall.sources`). The others are not answers either way.
+            let state = if h.verdict == trust::Verdict::Ok {
+                file_state(&row.source, &row.path, &row.stamp)
+            } else {
+                "unchecked"
+            };
             hits.push(HitRow {
                 retrieval: retrieval.get(&h.chunk).cloned(),
                 source: row.source,
@@ -298,6 +308,7 @@ impl Store {
                 displaced_by: h.displaced_by.map(path_of),
                 lacks: h.lacks.map(|l| ev.answer().describe(l)),
                 unread: cache.corpus.unread_of(h.doc),
+                file_state: state,
                 stamp: row.stamp,
                 judged: h,
             });
@@ -317,6 +328,43 @@ impl Store {
             trust_ms: ms(t_fused, t4),
         })
     }
+}
+
+/// A hit's file as it stands, by what its size and time say against its stamp: `current`
+/// (both as indexed), `changed` (another size, or no longer a file), `missing` (gone from a
+/// folder that is there), `elsewhere` (its folder is not on this machine) or `unsure` (the time
+/// was not recorded or has moved: only the content can say, which the caller reads).
+pub fn file_state(source: &str, path: &str, stamp: &Stamp) -> &'static str {
+    let file = std::path::Path::new(source).join(path);
+    let meta = match std::fs::metadata(&file) {
+        Ok(meta) => meta,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.kind() == std::io::ErrorKind::NotADirectory =>
+        {
+            return if std::path::Path::new(source).is_dir() {
+                "missing"
+            } else {
+                "elsewhere"
+            };
+        }
+        Err(_) => return "changed",
+    };
+    if !meta.is_file() || i64::try_from(meta.len()).ok() != Some(stamp.1) {
+        return "changed";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ns = meta
+            .mtime()
+            .checked_mul(1_000_000_000)
+            .map(|s| s + meta.mtime_nsec());
+        if stamp.2.is_some() && ns == stamp.2 {
+            return "current";
+        }
+    }
+    "unsure"
 }
 
 /// The columns of a chunk and its document that a hit shows.
