@@ -166,3 +166,61 @@ def test_the_run_does_not_wait_for_the_batch_being_embedded(
     assert time.monotonic() - signalled < 30
     assert err.startswith("stopped after"), err
     assert not (tmp_path / "m.db").exists()  # a store this run would have made is not left
+
+
+class _SwallowsItsStop:
+    """Runs the installed SIGTERM handler from `__del__`, where Python only reports (never
+    propagates) an exception: the way a signal landing in an import's weakref callback goes."""
+
+    def __del__(self) -> None:
+        handler = signal.getsignal(signal.SIGTERM)
+        assert callable(handler)
+        handler(signal.SIGTERM, None)
+
+
+def test_a_stop_swallowed_by_a_callback_still_keeps_the_run_out_and_says_nothing(
+    tmp_path: Path, corpus: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from recall.interrupts import Interrupted, stoppable
+
+    small, _ = corpus
+    db = tmp_path / "m.db"
+    before = _indexed(db, small)
+    more = _notes(tmp_path / "more", 5, start=9000)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with (
+            pytest.raises(Interrupted) as stop,
+            stoppable(),
+            recall.open(db, embedder="hashing-512") as mem,
+        ):
+            _SwallowsItsStop()  # dropped at once: the handler's raise is swallowed
+            mem.index([small, more])
+        assert all(signal.getsignal(s) != h for s, h in handlers.items())  # later ones ignored
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert stop.value.exit_code == 143
+    assert capsys.readouterr().err == ""  # no "Exception ignored" traceback
+    assert _indexed_again(db) == before  # the run did not commit
+
+
+def test_a_swallowed_stop_is_raised_at_the_end_of_the_block_when_nothing_runs_after_it() -> None:
+    from recall.interrupts import Interrupted, raise_if_stopped, stoppable
+
+    hook = sys.unraisablehook
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(Interrupted), stoppable():
+            _SwallowsItsStop()
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    raise_if_stopped()  # the block's stop ends with the block
+    assert sys.unraisablehook is hook
+
+
+def _indexed_again(db: Path) -> tuple[int, int]:
+    with recall.open(db, embedder="hashing-512") as mem:
+        stats = mem.stats()
+    return stats.documents, stats.generation

@@ -34,6 +34,7 @@ from recall.embedding_journal import Journal, text_digest
 from recall.errors import PruneRefusedError, UsageError
 from recall.forgetting import held_back
 from recall.frontmatter import Frontmatter
+from recall.interrupts import raise_if_stopped
 from recall.rows import DocumentRow
 from recall.sources import content_digest, sidecar_read
 from recall.vocabularies import SETTINGS, Declarations, Sidecar, declare
@@ -337,6 +338,7 @@ class IndexRun:
                         pending, pending_chunks = [], 0
                         if previous is not None:
                             self._write(previous[0], _awaited(previous[1], tell))
+                        raise_if_stopped()
                 tell()
             if inflight is not None:
                 self._write(inflight[0], _awaited(inflight[1], tell))
@@ -390,6 +392,7 @@ class IndexRun:
         if owed.brought_back:
             store.drop_journal(owed.brought_back)
         churn.add(store, owed.churn)
+        raise_if_stopped()  # a stop whose first raise was swallowed still keeps the run out
         report.generation = store.commit(self.instant)
         if self.journal is not None:
             self.journal.remove()  # its vectors are in the store now

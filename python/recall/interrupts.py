@@ -17,9 +17,12 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
-__all__ = ["Interrupted", "exit_stopped", "stoppable"]
+__all__ = ["Interrupted", "exit_stopped", "raise_if_stopped", "stoppable"]
+
+#: The stop a `stoppable` block received, kept until the block ends.
+_stop: Interrupted | None = None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -43,6 +46,7 @@ class Interrupted(KeyboardInterrupt):
 def stoppable() -> Iterator[None]:
     """Within the block, the first SIGINT or SIGTERM raises `Interrupted`; later ones do
     nothing until the process ends. Outside the main thread it changes nothing."""
+    global _stop
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -53,22 +57,42 @@ def stoppable() -> Iterator[None]:
     stopped = False
 
     def handler(signum: int, _frame: object) -> None:
+        global _stop
         nonlocal stopped
         stopped = True
+        _stop = Interrupted(signum)
         # Later signals run a handler that does nothing (not SIG_IGN: one already pending when
         # this runs would be reported as "ignored due to race condition").
         for s in signums:
             signal.signal(s, _ignore)
         raise Interrupted(signum)
 
+    hook = sys.unraisablehook
+
+    def unraisable(seen: Any) -> None:
+        # A swallowed stop is raised again later: its traceback would only break the one line.
+        if not isinstance(seen.exc_value, Interrupted):
+            hook(seen)
+
     for s in signums:
         signal.signal(s, handler)
+    sys.unraisablehook = unraisable
     try:
         yield
+        raise_if_stopped()  # the block ended as if no signal had come: its stop was swallowed
     finally:
+        _stop = None
+        sys.unraisablehook = hook
         if not stopped:
             for s, previous in before.items():
                 signal.signal(s, previous)
+
+
+def raise_if_stopped() -> None:
+    """Raise again the stop a `stoppable` block received, in case its first raise was
+    swallowed; nothing when no stop came."""
+    if _stop is not None:
+        raise Interrupted(_stop.signum)
 
 
 def _ignore(_signum: int, _frame: object) -> None:
