@@ -367,6 +367,7 @@ def test_a_note_linked_through_a_chain_is_marked_declared(corpus: Path) -> None:
     item = only(check([corpus / "client-retries.md"], [corpus]))
     old = next(c for c in item.candidates if c.note.endswith("retry-policy.md"))
     assert old.declared is True and old.superseded_by == (str(corpus / "retry-interim.md"),)
+    assert old.current == (str(corpus / "client-retries.md"),)  # the chain's end, in force
     assert item.gate == "pass"
 
 
@@ -551,7 +552,7 @@ def test_json_shape(notes: Path) -> None:
     }  # fmt: skip
     candidate = first["candidates"][0]
     assert set(candidate) == {
-        "note", "relation", "reasons", "declared", "superseded_by", "suggestion", "rank"
+        "note", "relation", "reasons", "declared", "superseded_by", "current", "suggestion", "rank"
     }  # fmt: skip
     assert all(set(r) <= {"kind", "detail", "score"} for r in candidate["reasons"])
     ranks = [c["rank"] for c in first["candidates"]]

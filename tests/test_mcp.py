@@ -90,7 +90,7 @@ def by_file(judgment: dict[str, Any]) -> dict[str, dict[str, Any]]:
 async def check_tool_list(session: Session) -> None:
     listed = (await session.list_tools()).tools
     tools = {t.name: t for t in listed}
-    assert set(tools) == {"search", "explain", "stats", "lint", "index", "remember"}
+    assert set(tools) == {"search", "explain", "stats", "lint", "index", "remember", "declare"}
     for tool in listed:
         assert tool.input_schema["type"] == "object", tool.name
         assert tool.input_schema["additionalProperties"] is False

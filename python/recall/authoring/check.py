@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from recall import _core
 from recall.authoring.corpus import Corpus, Note, read_note, scan
@@ -38,6 +38,9 @@ from recall.errors import UsageError
 from recall.vocabularies import Declarations, Edge, declare, in_force
 from recall.walk import shown
 
+if TYPE_CHECKING:
+    from recall.api import Memory
+
 __all__ = [
     "Candidate",
     "CheckReport",
@@ -55,7 +58,8 @@ class Candidate:
     """A note the checked file may replace (`predecessor`) or be replaced by (`successor`).
     `declared` is True when the two are already linked in the declared graph, through other
     notes or by an ambiguous edge; such a candidate does not fail the gate. `superseded_by`
-    names the notes that already replace it (the edge may belong on one of those)."""
+    names the notes that already replace it (the edge may belong on one of those), `current`
+    the notes at the end of its chains, in force."""
 
     note: str
     reasons: tuple[Reason, ...]
@@ -64,6 +68,7 @@ class Candidate:
     suggestion: str
     rank: float
     superseded_by: tuple[str, ...] = ()
+    current: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +77,7 @@ class Candidate:
             "reasons": [r.to_dict() for r in self.reasons],
             "declared": self.declared,
             "superseded_by": list(self.superseded_by),
+            "current": list(self.current),
             "suggestion": self.suggestion,
             "rank": round(self.rank, 4),
         }
@@ -170,8 +176,10 @@ def check(
     vocabularies: str = "all",
     limit: int = 10,
     strict: bool = False,
+    store: Memory | None = None,
 ) -> CheckReport:
     """Check each file (inside the corpus or not) against the notes under `corpus_paths`.
+    The semantic leg searches `store` (an open memory, left open) or the store at `db`.
 
     Raises UsageError for a file or corpus path that does not exist, a folder given as a file,
     an unknown `vocabularies` setting or a `limit` below 1.
@@ -194,7 +202,11 @@ def check(
     lexical = Lexical(corpus, subjects)
     graph = _Graph(corpus)
     report = CheckReport(corpus_notes=len(corpus.notes), strict=strict)
-    semantic = Semantic(os.fspath(db), corpus) if db is not None else None
+    semantic = None
+    if store is not None:
+        semantic = Semantic(str(store.path), corpus, store)
+    elif db is not None:
+        semantic = Semantic(os.fspath(db), corpus)
     if semantic is not None:
         report.semantic = semantic.status
     for number, subject in enumerate(subjects):
@@ -313,6 +325,7 @@ def _check_one(
             superseded_by=tuple(
                 sorted(shown_note(corpus.notes[j]) for j in graph.successors.get(i, ()))
             ),
+            current=tuple(sorted(shown_note(corpus.notes[j]) for j in graph.current(i))),
         )
         for i, reasons in found.items()
     ]
@@ -342,6 +355,7 @@ def _candidate(
     *,
     shared: bool = False,
     superseded_by: tuple[str, ...] = (),
+    current: tuple[str, ...] = (),
 ) -> Candidate:
     relation: Relation = "predecessor"
     # The strongest reason that has a direction decides it; closeness has none.
@@ -373,6 +387,7 @@ def _candidate(
         suggestion=suggestion,
         rank=rank,
         superseded_by=superseded_by,
+        current=current,
     )
 
 
@@ -405,6 +420,24 @@ class _Graph:
                     self.adjacent.setdefault(other, set()).add(index)
                     old, new = (index, other) if edge.reversed else (other, index)
                     self.successors.setdefault(old, set()).add(new)
+
+    def current(self, index: int) -> set[int]:
+        """The notes at the end of `index`'s supersession chains (none when nothing replaces
+        it; a cycle's notes are not ends)."""
+        seen = {index}
+        todo = list(self.successors.get(index, ()))
+        ends: set[int] = set()
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            after = self.successors.get(node)
+            if after:
+                todo.extend(after)
+            else:
+                ends.add(node)
+        return ends
 
     def reachable(self, start: Iterable[int], stop: int | None) -> set[int]:
         seen = set(start)

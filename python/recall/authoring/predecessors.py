@@ -471,36 +471,41 @@ class Semantic:
     """The store's search in development mode (no calibration needed), read-only. The floor is
     the store's calibrated threshold when it has one, else SEMANTIC_DEFAULT_FLOOR."""
 
-    def __init__(self, db: str, corpus: Corpus) -> None:
+    def __init__(self, db: str, corpus: Corpus, memory: Any = None) -> None:
+        """The leg over the store at `db`, opened read-only here, or over `memory`, a store
+        the caller holds open (and closes)."""
         self.db = db
         self.memory: Any = None
+        self.owned = memory is None
         self.corpus = corpus
         self.by_place = {
             (os.path.basename(n.root.rstrip("/\\")), n.rel): i for i, n in enumerate(corpus.notes)
         }
-        if not os.path.exists(db):
+        if memory is None and not os.path.exists(db):
             # SPEC §11: a read never creates a store.
             self.status = f"skipped: store {shown(db)} does not exist (run 'recall index' first)"
             return
         try:
-            import recall
+            if memory is None:
+                import recall
 
-            memory = recall.open(db, read_only=True)
-            documents = memory.stats().documents
+                memory = recall.open(db, read_only=True)
+            documents = memory.stats().documents if memory.exists else 0
         except (RecallError, OSError) as err:
             self.status = f"skipped: store {shown(db)} could not be read: {err}"
             return
         if not documents:
-            memory.close()
+            if self.owned:
+                memory.close()
             self.status = f"skipped: store {shown(db)} holds no documents"
             return
         self.memory = memory
         self.status = f"store {shown(db)} ({documents} documents)"
 
     def close(self) -> None:
-        if self.memory is not None:
+        if self.memory is not None and self.owned:
             self.memory.close()
-            self.memory = None
+        self.memory = None
 
     def nearest(
         self, query: str, note: Note, exclude: int | None, limit: int

@@ -111,6 +111,14 @@ def date(tool: str, args: Mapping[str, Any], name: str) -> dt.date | None:
         raise bad(tool, f"{name} must be a YYYY-MM-DD date, got {shown(value)}") from None
 
 
+def flag(tool: str, args: Mapping[str, Any], name: str) -> bool:
+    """A true/false argument; false when left out."""
+    value = args.get(name, False)
+    if not isinstance(value, bool):
+        raise bad(tool, f"{name} must be true or false, got {shown(value)}")
+    return value
+
+
 def strings(tool: str, args: Mapping[str, Any], name: str, most: int, limit: int) -> list[str]:
     value = args.get(name)
     if value is None:

@@ -1,19 +1,23 @@
 """The `remember` tool: a new note written into the first corpus root, then indexed.
 
-Owns: the note a call asks for (a heading, the text, a frontmatter block of `supersedes` and
-the validity window that must read back exactly as given), refusing a text whose own words
-would declare an edge or a status the arguments do not, its file name (`slug`, then the first
-name free of every note's resolution key), and the write itself: whole or not at all, never
-over an existing file, undone when the index run after it fails. Does not own: the argument
-checks (`arguments`), keeping the folder inside the root (`paths`) or indexing (`recall.api`).
+Owns: the note a call asks for (a heading, the text, a frontmatter block of `supersedes`, the
+validity window that must read back exactly as given, and the time it was remembered), refusing
+a text whose own words would declare an edge or a status the arguments do not, its file name
+(`slug`, then the first name free of every note's resolution key), and the write itself: whole
+or not at all, never over an existing file, undone when the index run after it fails. Does not
+own: the argument checks (`arguments`), keeping the folder inside the root (`paths`) or
+indexing (`recall.api`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import errno
+import hashlib
 import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,6 +33,7 @@ from recall.mcp_server.arguments import (
     MAX_TITLE_CHARS,
     bad,
     date,
+    flag,
     required,
     shown,
     string,
@@ -41,7 +46,20 @@ from recall.writing import sweep, temporary
 if TYPE_CHECKING:
     from recall.api import Memory
 
-__all__ = ["MAX_NAME_TRIES", "remember", "slug", "write_new"]
+__all__ = [
+    "MAX_NAME_TRIES",
+    "REMEMBERED",
+    "declared",
+    "references_in",
+    "remember",
+    "render",
+    "slug",
+    "write_new",
+]
+
+#: The frontmatter key that marks a note `remember` wrote: the UTC time it was written and a
+#: digest of the note below the frontmatter.
+REMEMBERED = "remembered"
 
 #: `remember` tries NAME.md, NAME-2.md, ... up to this suffix before giving up.
 MAX_NAME_TRIES = 100
@@ -61,18 +79,18 @@ def slug(text: str) -> str:
 
 
 def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> dict[str, Any]:
-    """Write the note `args` describe into the first of `roots` and index that root."""
+    """Write the note `args` describe into the first of `roots` and index that root; with
+    `dry_run`, write nothing and only list the notes it may replace."""
     from recall.frontmatter import parse
+    from recall.mcp_server.candidates import DRY_RUN_STEP, NEXT_STEP, candidates
 
     title = " ".join(required("remember", args, "title", MAX_TITLE_CHARS).split())
     text = required("remember", args, "text", MAX_TEXT_CHARS)
     name = string("remember", args, "name", MAX_TITLE_CHARS)
-    references = strings("remember", args, "supersedes", MAX_REFERENCES, MAX_REFERENCE_CHARS)
-    for ref in references:
-        if _CONTROL.search(ref) or '"' in ref:
-            raise bad("remember", f"supersedes {shown(ref)} holds a quote or a line break")
+    references = references_in("remember", args)
     valid_from = date("remember", args, "valid_from")
     valid_until = date("remember", args, "valid_until")
+    dry_run = flag("remember", args, "dry_run")
     if valid_from and valid_until and valid_from > valid_until:
         raise bad(
             "remember",
@@ -83,23 +101,29 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
         raise bad("remember", "no corpus root is configured; start recall serve --corpus")
     root = roots[0]
     folder = note_folder(string("remember", args, "folder", 200), root)
-
-    lines = []
-    if references:
-        lines.append("supersedes:")
-        lines += [f'  - "{ref}"' for ref in references]
-    if valid_from:
-        lines.append(f"valid_from: {valid_from.isoformat()}")
-    if valid_until:
-        lines.append(f"valid_until: {valid_until.isoformat()}")
-    block = "---\n" + "".join(f"{line}\n" for line in lines) + "---\n" if lines else ""
-    content = f"{block}# {title}\n\n{text.strip()}\n"
+    remembered = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    content = render(title, text, references, valid_from, valid_until, remembered)
     # The note must read back exactly as declared (SPEC §2): never write what the indexer
     # would read differently.
     fm = parse(content)
     if fm.errors or list(fm.supersedes) != references:
         raise bad("remember", "the frontmatter would not read back as given; simplify it")
     _own_words(memory, content, references)
+    stem = slug(name or title)
+
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix=".recall-dry-run-") as scratch:
+            draft = Path(scratch) / f"{stem}.md"
+            draft.write_text(content, encoding="utf-8")
+            found = candidates(memory, roots, draft)
+        data: dict[str, Any] = {
+            "dry_run": True,
+            "file": (folder / f"{stem}.md").relative_to(root).as_posix(),
+            "candidates": found,
+        }
+        if found:
+            data["next_step"] = DRY_RUN_STEP
+        return data
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -111,7 +135,7 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
         ) from None
     if not folder.is_dir():
         raise bad("remember", f"folder {shown(str(folder.relative_to(root)))} is not a folder")
-    path = write_new(folder, root, slug(name or title), content, roots=roots)
+    path = write_new(folder, root, stem, content, roots=roots)
     try:
         report = memory.index([str(root)])
     except BaseException:
@@ -119,7 +143,54 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
         path.unlink()
         raise
     rel = path.relative_to(root).as_posix()
-    data: dict[str, Any] = {"path": str(path), "file": rel, "key": path.stem}
+    data = {"path": str(path), "file": rel, "key": path.stem}
+    data.update(declared(memory, title, rel, references, report))
+    found = candidates(memory, roots, path)
+    data["candidates"] = found
+    if found:
+        data["next_step"] = NEXT_STEP
+    return data
+
+
+def render(
+    title: str,
+    text: str,
+    references: Sequence[str],
+    valid_from: dt.date | None,
+    valid_until: dt.date | None,
+    remembered: str,
+) -> str:
+    """The note `remember` writes: a frontmatter block with what it declares and the mark
+    `declare` looks for (when it was remembered, and a digest of the note below the block, so
+    that an edit by hand unmarks it), then the title as its heading and the text."""
+    body = f"# {title}\n\n{text.strip()}\n"
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+    lines = []
+    if references:
+        lines.append("supersedes:")
+        lines += [f'  - "{ref}"' for ref in references]
+    if valid_from:
+        lines.append(f"valid_from: {valid_from.isoformat()}")
+    if valid_until:
+        lines.append(f"valid_until: {valid_until.isoformat()}")
+    lines.append(f"{REMEMBERED}: {remembered} sha256:{digest}")
+    return "---\n" + "".join(f"{line}\n" for line in lines) + "---\n" + body
+
+
+def references_in(tool: str, args: Mapping[str, Any]) -> list[str]:
+    """`supersedes` as given: file names a frontmatter list can hold."""
+    references = strings(tool, args, "supersedes", MAX_REFERENCES, MAX_REFERENCE_CHARS)
+    for ref in references:
+        if _CONTROL.search(ref) or '"' in ref:
+            raise bad(tool, f"supersedes {shown(ref)} holds a quote or a line break")
+    return references
+
+
+def declared(
+    memory: Memory, title: str, rel: str, references: Sequence[str], report: Any
+) -> dict[str, Any]:
+    """How the note's `supersedes` resolved once indexed, and the warnings a caller must see:
+    a reference that matches no note or several, a note the indexer refused."""
     claims: list[dict[str, Any]] = []
     if references:
         try:
@@ -130,7 +201,6 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
             ]
         except RecallError:
             claims = []
-    data["supersedes"] = claims
     warnings = [
         f"supersedes {c['reference']!r} matches no note: nothing was superseded"
         for c in claims
@@ -143,9 +213,7 @@ def remember(memory: Memory, roots: Sequence[Path], args: Mapping[str, Any]) -> 
     ]
     refused = [s for s in report.refused if s.path.endswith(rel)]
     warnings += [f"the note was refused by the indexer: {s.reason}" for s in refused]
-    data["warnings"] = warnings
-    data["index"] = report.to_dict()
-    return data
+    return {"supersedes": claims, "warnings": warnings, "index": report.to_dict()}
 
 
 def _own_words(memory: Memory, content: str, references: Sequence[str]) -> None:

@@ -3,9 +3,10 @@
 Owns: the instructions a model reads on connecting (the verdicts, abstention, the error codes
 and what each asks of it) and `ToolSpec`s, each tool's name, title, description written for a
 model, input schema (the bounds from `arguments`) and hints, in the order a client lists them:
-`search`, `explain` and `stats` always, `lint`, `index` and `remember` where the server has a
-corpus to work in, and `entail` on `search` where an entailment judge is configured. Does not
-own: checking the arguments a call sends (`arguments`, `paths`) or running it (`tools`).
+`search`, `explain` and `stats` always, `lint`, `index`, `remember` and `declare` where the
+server has a corpus to work in, and `entail` on `search` where an entailment judge is
+configured. Does not own: checking the arguments a call sends (`arguments`, `paths`) or running
+it (`tools`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from recall.mcp_server.arguments import (
     MAX_TEXT_CHARS,
     MAX_TITLE_CHARS,
 )
+from recall.mcp_server.candidates import MAX_CANDIDATES
 
 __all__ = ["INSTRUCTIONS", "ToolSpec", "tool_specs"]
 
@@ -60,7 +62,9 @@ _ERRORS = (
 INSTRUCTIONS = (
     "recall is a memory of markdown notes that answers a question with a judgment. Search before "
     "relying on what you remember. " + _VERDICTS + " " + _ABSTAIN + " " + _ERRORS + " To correct "
-    "a memory, call remember with supersedes naming the note it replaces; never edit notes."
+    "a memory, call remember with supersedes naming the note it replaces; never edit notes. "
+    "remember's reply lists candidates, notes the new one may replace: call declare for those "
+    "it does replace, and only those."
 )
 
 _WHEN = "A date (YYYY-MM-DD, start of that day UTC) or an ISO 8601 time (naive = UTC)."
@@ -225,7 +229,13 @@ def tool_specs(*, judge: bool, corpus: bool) -> list[ToolSpec]:
                 "'rate-limits-v1.md'): search then serves the new note and marks the old "
                 "one superseded. valid_from / valid_until bound when the fact holds. "
                 "Returns the note's path, its supersedes claims (resolved, or dangling when "
-                "no note matches) and the index report.",
+                "no note matches), the index report, and candidates: notes the new one may "
+                f"replace (at most {MAX_CANDIDATES}, best first), each with its note name, "
+                "file, relation and evidence (a closure phrase, a versioned name, the same "
+                "title, shared terms, closeness). A candidate is only a suggestion: when the "
+                "new note states a newer value of the same fact (or reverses it), call "
+                "declare naming it; leave candidates that are merely related. dry_run lists "
+                "the candidates and writes nothing, so supersedes can be given at once.",
                 _object(
                     {
                         "title": {
@@ -276,11 +286,54 @@ def tool_specs(*, judge: bool, corpus: bool) -> list[ToolSpec]:
                             "description": "Subfolder of the first corpus root to write "
                             "into (letters, digits, '.', '_', '-'; '/' between parts).",
                         },
+                        "dry_run": {
+                            "type": "boolean",
+                            "default": False,
+                            "description": "List the candidates the note may replace and "
+                            "write nothing.",
+                        },
                     },
                     ["title", "text"],
                 ),
                 read_only=False,
                 idempotent=False,
+            ),
+            ToolSpec(
+                "declare",
+                "Declare what a note replaces",
+                "Add supersedes to a note that remember wrote (file as remember returned "
+                "it), then index: search serves that note and marks each named note "
+                "superseded. Only the notes named are declared, and only a note remember "
+                "wrote and nobody edited since can be changed; anything else is refused "
+                "(write a new note with remember instead). Name a candidate from "
+                "remember's reply only when the note truly replaces it: the same fact with "
+                "a newer value, or a reversed decision. Returns the supersedes claims "
+                "(resolved, dangling or ambiguous), warnings and the index report.",
+                _object(
+                    {
+                        "file": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": MAX_PATH_CHARS,
+                            "description": "The note, as remember returned it (file).",
+                        },
+                        "supersedes": {
+                            "type": "array",
+                            "items": {
+                                "type": "string",
+                                "minLength": 1,
+                                "maxLength": MAX_REFERENCE_CHARS,
+                            },
+                            "minItems": 1,
+                            "maxItems": MAX_REFERENCES,
+                            "description": "Notes this one replaces, by file name (a "
+                            "candidate's note).",
+                        },
+                    },
+                    ["file", "supersedes"],
+                ),
+                read_only=False,
+                idempotent=True,
             ),
         ]
     return specs

@@ -2,11 +2,12 @@
 
 Owns: `Tools` (the store open and warm for the server's life, the corpus roots resolved once)
 and each call's path through it: the tool and its arguments checked against the listed specs,
-then the handler (`search`, `explain`, `stats`, `lint`, `index`; `remember` hands over to the
-`remember` module), its result returned as a `Reply` and any failure as an error `Reply`. Plain
-Python: usable and testable without the MCP SDK. Does not own: the specs (`specs`), the checks
-of one argument (`arguments`) or one path (`paths`), error codes (`replies`), writing a note
-(`remember`), or search, verdicts and indexing themselves (`recall.api` and the Rust core).
+then the handler (`search`, `explain`, `stats`, `lint`, `index`; `remember` and `declare` hand
+over to their modules), its result returned as a `Reply` and any failure as an error `Reply`.
+Plain Python: usable and testable without the MCP SDK. Does not own: the specs (`specs`), the
+checks of one argument (`arguments`) or one path (`paths`), error codes (`replies`), writing a
+note (`remember`, `declare`), or search, verdicts and indexing themselves (`recall.api` and the
+Rust core).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from recall.mcp_server.arguments import (
     MAX_PATHS,
     MAX_QUERY_CHARS,
     bad,
+    flag,
     instant,
     required,
     shown,
     strings,
 )
+from recall.mcp_server.declare import declare
 from recall.mcp_server.paths import confined, real, root_of
 from recall.mcp_server.remember import remember
 from recall.mcp_server.replies import Reply, failed
@@ -111,9 +114,7 @@ class Tools:
         k = args.get("k", 5)
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise bad("search", f"k must be an integer from 1 to {MAX_K}, got {shown(k)}")
-        entail = args.get("entail", False)
-        if not isinstance(entail, bool):
-            raise bad("search", f"entail must be true or false, got {shown(entail)}")
+        entail = flag("search", args, "entail")
         result = self.memory.search(
             query,
             k=k,
@@ -175,3 +176,6 @@ class Tools:
 
     def _remember(self, args: Mapping[str, Any]) -> dict[str, Any]:
         return remember(self.memory, self.roots, args)
+
+    def _declare(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        return declare(self.memory, self.roots, args)
