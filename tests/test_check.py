@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import recall
 from recall.authoring.check import CheckReport, FileCheck, check
-from recall.authoring.predecessors import LEXICAL_FLOOR
+from recall.authoring.predecessors import LEXICAL_FLOOR, SENTENCE_FLOOR
 from recall.cli import app
 from recall.errors import UsageError
 
@@ -634,3 +634,30 @@ def test_pre_commit_check_hook_runs_as_pre_commit_would(
     assert code == 1 and "SKIP=recall-check" in flat(out)
     code, _, _ = run(*hook["entry"].split()[1:], "oncall.md", "database-choice.md")
     assert code == 0
+
+
+# A statement about the translation tooling, buried among four others of a release round-up.
+ROUND_UP = """# Release round-up
+
+The admin site gained a dark theme toggle. Password reset links now expire after three days.
+The translation tooling requires GNU gettext 0.15 or later. Session cookies default to the Lax
+same-site policy. Static files are served with immutable cache headers in production.
+"""
+
+
+def test_a_statement_buried_in_a_longer_note_is_found_by_its_sentence(corpus: Path) -> None:
+    write_corpus(corpus, {"round-up.md": ROUND_UP, "oncall.md": ONCALL, "database.md": DATABASE})
+    new = corpus / "gettext.md"
+    new.write_text("# Minimum gettext\n\nThe translation tooling needs gettext 0.19.\n")
+    item = only(check([new], [corpus]))
+    reasons = {
+        r.kind: r for c in item.candidates if c.note.endswith("round-up.md") for r in c.reasons
+    }
+    # The whole note's cosine is diluted by the other four statements; one sentence is not.
+    assert "lexical" not in reasons and "sentence" in reasons
+    assert "GNU gettext 0.15" in reasons["sentence"].detail
+    assert reasons["sentence"].score is not None and reasons["sentence"].score >= SENTENCE_FLOOR
+    assert names(item)[0] == "round-up.md"
+    unrelated = corpus / "plants.md"
+    unrelated.write_text("# Office plants\n\nThe ficus by the window is watered on Fridays.\n")
+    assert only(check([unrelated], [corpus])).candidates == ()

@@ -196,3 +196,37 @@ def test_a_failed_index_run_puts_the_note_back_as_it_was(
     reply = tools.call("declare", {"file": written["file"], "supersedes": ["rate-limits-v2.md"]})
     assert reply.is_error
     assert (root / written["file"]).read_bytes() == before
+
+
+def test_closeness_alone_lists_only_the_closest_and_never_through_a_retired_note(
+    tools: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing's rules over what `check` found (its legs are tested in test_check)."""
+    from recall.authoring import check as checking
+    from recall.authoring.predecessors import Reason
+    from recall.mcp_server.candidates import candidates
+
+    root = tools.roots[0]
+
+    def found(name: str, rank: float, *kinds: str, current: tuple[str, ...] = ()) -> Any:
+        reasons = tuple(Reason(k, f"{k} evidence", 0.5) for k in kinds)  # type: ignore[arg-type]
+        return checking.Candidate(
+            str(root / name), reasons, "predecessor", False, f"supersedes: {name}", rank,
+            current=current,
+        )  # fmt: skip
+
+    listed = [
+        found("a.md", 2.0, "same-title", "semantic"),
+        found("b.md", 0.9, "semantic"),  # the closest found by closeness alone: listed
+        found("c.md", 0.8, "semantic"),  # a second: left out
+        found("d.md", 0.7, "semantic", current=(str(root / "e.md"),)),  # retired: left out
+        found("f.md", 0.6, "lexical", current=(str(root / "g.md"),)),  # named through g.md
+    ]
+    report = checking.CheckReport(
+        files=[checking.FileCheck("new.md", "New", (), None, tuple(listed), 0, "fail")]
+    )
+    monkeypatch.setattr(checking, "check", lambda *_a, **_k: report)
+    shown = candidates(tools.memory, tools.roots, root / "new.md")
+    assert [c["note"] for c in shown] == ["a.md", "b.md", "g.md"]
+    assert shown[2]["evidence"] == ["replaces f.md, which matched (lexical)"]
+    assert shown[2]["suggestion"] == "supersedes: g.md" and shown[2]["rank"] == 0.6

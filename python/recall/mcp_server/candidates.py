@@ -2,10 +2,11 @@
 
 Owns: running `recall check` on one note against every corpus root (the semantic leg over the
 server's open memory) and turning its ranked candidates into what an agent acts on: the
-reference `declare` takes, the file as search shows it, the title, the direction and the
-evidence in words, bounded to `MAX_CANDIDATES`. Candidates already joined to the note by a
-declared edge are left out. Nothing is declared here: the agent names what the note replaces.
-Does not own: the legs or the ranking (`recall.authoring`), or writing (`remember`, `declare`).
+reference `declare` takes, the file as search shows it, the direction and the evidence in
+words, bounded to `MAX_CANDIDATES`. Candidates already joined to the note by a declared edge
+are left out, and of those found by closeness in the store alone only the closest. Nothing is
+declared here: the agent names what the note replaces. Does not own: the legs or the ranking
+(`recall.authoring`), or writing (`remember`, `declare`).
 """
 
 from __future__ import annotations
@@ -51,9 +52,16 @@ def candidates(memory: Memory, roots: Sequence[Path], path: Path) -> list[dict[s
     )
     found = report.files[0].candidates if report.files else ()
     listed: dict[str, dict[str, Any]] = {}
+    close_only = 0
     for c in found:
         if c.declared:
             continue
+        if all(r.kind == "semantic" for r in c.reasons):
+            # Closeness alone is weak evidence: only the closest such note is listed, and
+            # never through a note it already replaced (benches/check_candidates.py).
+            close_only += 1
+            if close_only > 1 or c.current:
+                continue
         evidence = [f"{r.kind}: {r.detail}" for r in c.reasons]
         if c.relation == "predecessor" and c.current:
             # Already replaced: a newer value replaces the note in force at the chain's end.
