@@ -17,6 +17,7 @@ use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
     FileHandle, FileSlice, RamDirectory, WatchCallback, WatchHandle, WritePtr,
 };
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED,
@@ -556,14 +557,22 @@ impl LexicalIndex {
     pub fn commit(&mut self) -> Result<FileChanges> {
         let added = std::mem::take(&mut self.added);
         if let Some(mut w) = self.writer.take() {
-            w.commit().map_err(tantivy_err)?;
-            // A write that added a large share of the index (a first run, a full re-index)
+            // A write that adds a large share of the index (a first run, a full re-index)
             // leaves it one segment: a query then walks each word's postings once, not once per
             // segment (a quarter less time at 1M chunks). The merge reads what the write wrote
             // about four times at most, far faster than the write made it.
+            let before = self.index.searchable_segment_metas().map_err(tantivy_err)?;
+            let docs = added + before.iter().map(|m| u64::from(m.max_doc())).sum::<u64>();
+            let merge_all = added > 0 && added * MERGE_SHARE >= docs;
+            if merge_all {
+                // Tantivy's own policy would start merging some of the same segments in the
+                // background as the commit ends, and whichever merge ended second would find
+                // its segments gone.
+                w.set_merge_policy(Box::new(NoMergePolicy));
+            }
+            w.commit().map_err(tantivy_err)?;
             let segments = self.index.searchable_segment_metas().map_err(tantivy_err)?;
-            let docs: u64 = segments.iter().map(|m| u64::from(m.max_doc())).sum();
-            if segments.len() > 1 && added * MERGE_SHARE >= docs {
+            if merge_all && segments.len() > 1 {
                 let ids: Vec<_> = segments.iter().map(|m| m.id()).collect();
                 w.merge(&ids).wait().map_err(tantivy_err)?;
             }
@@ -852,6 +861,31 @@ mod tests {
         assert_eq!(reloaded.num_docs(), 30);
         for i in [0, 9, 10, 29] {
             assert_eq!(reloaded.search(&format!("word{i}"), 3).unwrap()[0].0, i);
+        }
+    }
+
+    #[test]
+    fn a_large_commit_among_small_ones_merges_without_racing_tantivys_own_merges() {
+        // Small commits pile up segments until Tantivy's merge policy merges them in the
+        // background; a commit that adds a large share also merges every segment itself. When
+        // one commit does both, the two must not claim the same segments ("the segments that
+        // were merged could not be found"): notes indexed one run at a time failed so.
+        for attempt in 0..20 {
+            let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+            let mut next = 0i64;
+            // One segment of 2,000, six of one document each, then a commit of 700: a large
+            // share (700 × 4 ≥ 2,706) that makes eight small segments at once.
+            for batch in [2000, 1, 1, 1, 1, 1, 1, 700] {
+                for _ in 0..batch {
+                    idx.add(next, &format!("note {next} word{next} shared text"))
+                        .unwrap();
+                    next += 1;
+                }
+                idx.commit()
+                    .unwrap_or_else(|e| panic!("attempt {attempt}, batch {batch}: {e}"));
+            }
+            assert_eq!(idx.num_docs(), next as u64);
+            assert_eq!(idx.search("word7", 3).unwrap()[0].0, 7);
         }
     }
 
