@@ -38,6 +38,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.churn",
             "recall.selfcal",
             "recall.int8_graph",
+            "recall.names",
         },
     ),
     (
@@ -51,6 +52,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.calibration",
             "recall.embedding_journal",
             "recall.results",
+            "recall.undeclared",
             "recall.graphs",
             "recall.models",
             "recall.priors",

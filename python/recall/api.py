@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recall import _core, fitting, priors, selfcal, sources
+from recall import _core, fitting, priors, selfcal, sources, undeclared
 from recall.arguments import (
     embedder_arg,
     flag_arg,
@@ -573,6 +573,8 @@ class Memory:
             from recall.judge import apply_judge
 
             hits, _ = apply_judge(judge, query, hits)
+        updates = undeclared.pairs(hits)
+        hits = undeclared.mark(hits, updates)
         context = Context(
             query=query,
             now=instant,
@@ -586,7 +588,7 @@ class Memory:
             embed_ms=embed_ms,
             judge_ms=(time.perf_counter() - t_judge) * 1e3 if judge is not None else 0.0,
         )
-        return assemble(raw, hits, context)
+        return assemble(raw, hits, context, [p.warning for p in updates])
 
     def _judge_if(self, entail: bool) -> tuple[EntailmentJudge | None, Refusal | None]:
         """The judge when entailment is asked for, or the refusal saying why it cannot run."""

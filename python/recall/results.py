@@ -79,6 +79,9 @@ class Validity:
     superseded_by: str | None
     retired: Retired | None = None
     unread: tuple[Unread, ...] = ()
+    #: A note served `ok` beside this one that looks like its update, with no declaration
+    #: joining them (`recall.undeclared`); the verdict is unchanged.
+    possibly_superseded_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,9 @@ class Result:
     trust_state: str
     mode: str
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: What the caller should know beside the verdicts: two `ok` hits that look like an update
+    #: nobody declared (`recall.undeclared`), each naming both notes and the edge to declare.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok_hits(self) -> list[Hit]:
@@ -242,7 +248,9 @@ class Context:
     judge_ms: float
 
 
-def assemble(raw: SearchOutcome, hits: list[Hit], context: Context) -> Result:
+def assemble(
+    raw: SearchOutcome, hits: list[Hit], context: Context, warnings: Sequence[str] = ()
+) -> Result:
     """The result of a search: abstained when no hit is `ok`, with the cause named; the gap
     warning from the dense cosines alone (SPEC §4: a lexical match never suppresses it)."""
     abstained = not any(h.ok for h in hits)
@@ -285,6 +293,7 @@ def assemble(raw: SearchOutcome, hits: list[Hit], context: Context) -> Result:
         trust_state="degraded" if context.degraded else "trusted",
         mode=context.mode,
         timings_ms=timings,
+        warnings=list(warnings),
     )
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import unicodedata
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,8 @@ from urllib.parse import unquote
 from recall import _core
 from recall.authoring.corpus import Corpus, Note
 from recall.errors import RecallError
+from recall.names import FUNCTION_WORDS, fold_title, title_tokens
+from recall.names import version as file_version
 from recall.vocabularies import Declarations
 from recall.walk import shown
 
@@ -200,42 +201,6 @@ def _clip(sentence: str, width: int = 120) -> str:
 
 # -- 3. versioned names -------------------------------------------------------------------------
 
-# `x-v2`, `x_v2`, `x.v3`, `x v2`, `xv2`, `x-version-2`, `x-2`, `x-1.2`.
-_VERSIONED = re.compile(
-    r"(?P<base>.*?[^\W_])(?:[-_. ]+(?P<v>v|ver|version)?[-_ ]?|(?P<vv>v))"
-    r"(?P<number>[0-9]+(?:\.[0-9]+){0,2})",
-    re.IGNORECASE,
-)
-# Numbered series, not versions: `adr-0005`, `pep-8`, `rfc-2119`.
-_SERIES = frozenset({"adr", "pep", "rfc", "issue", "ticket", "memo", "note", "notes"})
-_DATE_TAIL = re.compile(r"(?:^|[^0-9])[0-9]{4}(?:[-_.][0-9]{1,2})?$")
-
-
-def _version(stem: str) -> tuple[str, tuple[int, ...] | None]:
-    """(normalised base, version) of a file stem; version None when the stem carries none.
-
-    A bare number is a version only when it is short and not zero-padded: `x-2` is, while
-    `incident-2026`, `standup-2024-01-05` and `adr-0005` are dates and sequence numbers."""
-    match = _VERSIONED.fullmatch(stem)
-    if match is not None:
-        base, number = match.group("base"), match.group("number")
-        marked = bool(match.group("v") or match.group("vv"))
-        parts = tuple(int(p) for p in number.split("."))
-        padded = len(number) > 1 and number[0] == "0" and "." not in number
-        looks_like_date = bool(_DATE_TAIL.search(base)) or len(number.split(".")[0]) >= 4
-        norm = _norm_base(base)
-        if (
-            any(c.isalpha() for c in base)
-            and norm not in _SERIES
-            and (marked or not (padded or looks_like_date))
-        ):
-            return norm, parts
-    return _norm_base(stem), None
-
-
-def _norm_base(base: str) -> str:
-    return re.sub(r"[-_. ]+", "-", base.casefold()).strip("-")
-
 
 def _stem(rel: str) -> str:
     name = rel.replace("\\", "/").rsplit("/", 1)[-1]
@@ -243,7 +208,7 @@ def _stem(rel: str) -> str:
 
 
 def versioned(corpus: Corpus, names: Names, note: Note) -> list[tuple[int, Reason]]:
-    base, version = _version(_stem(note.rel))
+    base, version = file_version(_stem(note.rel))
     mine = version or (1,)
     weight = WEIGHTS["versioned-name"]
     out: list[tuple[int, Reason]] = []
@@ -281,8 +246,6 @@ _ATX_H1 = re.compile(r" {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _SETEXT_H1 = re.compile(r" {0,3}=+[ \t]*")
 _RST_ADORNMENT = re.compile(r"([=\-~^\"'`#*+:.])\1{2,}[ \t]*")
-_TITLE_STOP = frozenset({"a", "an", "the", "of", "for", "to", "and", "in", "on", "with"})
-_TITLE_VERSION = re.compile(r"v[0-9]+|version|rev|revision|revised|[0-9]{1,3}")
 
 
 def note_body(text: str, decl: Declarations) -> str:
@@ -328,21 +291,16 @@ def note_title(rel: str, text: str, decl: Declarations | None) -> str | None:
     return None
 
 
-def _title_tokens(title: str) -> frozenset[str]:
-    words = re.findall(r"[^\W_]+", unicodedata.normalize("NFKC", title).casefold())
-    return frozenset(w for w in words if w not in _TITLE_STOP and not _TITLE_VERSION.fullmatch(w))
-
-
 def same_title(names: Names, title: str) -> list[tuple[int, Reason]]:
-    mine = _title_tokens(title)
-    folded = _fold_title(title)
+    mine = title_tokens(title)
+    folded = fold_title(title)
     out: list[tuple[int, Reason]] = []
     # Jaccard >= TITLE_FLOOR > 0 needs a shared token, so only notes sharing one are compared.
     near = {i for token in mine for i in names.by_token.get(token, ())}
     for index in sorted(near | set(names.by_title.get(folded, ()))):
         theirs_title = names.titles[index]
         assert theirs_title is not None
-        if _fold_title(theirs_title) == folded:
+        if fold_title(theirs_title) == folded:
             detail, score = f"the same title ({theirs_title!r})", 1.0
         else:
             theirs = names.tokens[index]
@@ -352,10 +310,6 @@ def same_title(names: Names, title: str) -> list[tuple[int, Reason]]:
             detail = f"a near title ({theirs_title!r})"
         out.append((index, Reason("same-title", detail, score, weight=WEIGHTS["same-title"])))
     return out
-
-
-def _fold_title(title: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", title).casefold().split())
 
 
 class Names:
@@ -370,15 +324,15 @@ class Names:
         self.by_title: dict[str, list[int]] = {}
         self.by_token: dict[str, list[int]] = {}
         for index, note in enumerate(corpus.notes):
-            base, version = _version(_stem(note.rel))
+            base, version = file_version(_stem(note.rel))
             self.versions.append(version)
             self.by_base.setdefault(base, []).append(index)
             title = note_title(note.rel, note.text, note.declarations) if note.text else None
-            tokens = _title_tokens(title) if title else frozenset()
+            tokens = title_tokens(title) if title else frozenset()
             self.titles.append(title)
             self.tokens.append(tokens)
             if title:
-                self.by_title.setdefault(_fold_title(title), []).append(index)
+                self.by_title.setdefault(fold_title(title), []).append(index)
             for token in tokens:
                 self.by_token.setdefault(token, []).append(index)
 
@@ -386,14 +340,6 @@ class Names:
 # -- 5. lexical closeness -----------------------------------------------------------------------
 
 
-#: Words a list of shared terms leaves out: they carry no topic.
-_FUNCTION_WORDS = """
-    a about after all also an and any are as at be been but by can could did do does for from
-    had has have how if in into is it its may more must no not of on or our should so such than
-    that the their them then there these they this those through to too up was we were what when
-    where which while who why will with would you your
-"""
-_FUNCTION = frozenset(_FUNCTION_WORDS.split())
 #: Where a sentence ends: `.`, `!` or `?` before a blank and a capital, digit or quote.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`(\"'])")
 
@@ -516,7 +462,7 @@ class Lexical:
         small corpus cannot weigh them down)."""
         theirs = self.weights[doc]
         shared = sorted(
-            (t for t in weights if t in theirs and words[t].casefold() not in _FUNCTION),
+            (t for t in weights if t in theirs and words[t].casefold() not in FUNCTION_WORDS),
             key=lambda t: (-weights[t] * theirs[t], t),
         )[:6]
         return ", ".join(words[t].casefold() for t in shared)

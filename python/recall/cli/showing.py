@@ -190,6 +190,10 @@ def print_result(result: Result, explain_legs: bool = False) -> None:
             notes.append(f"{how}: in place of {shown(hit.promoted_from)}, which it supersedes")
         elif hit.fetched:
             notes.append("fetched as successor")
+        if hit.validity.possibly_superseded_by:
+            notes.append(
+                f"may be replaced by {shown(hit.validity.possibly_superseded_by)} (undeclared)"
+            )
         if hit.displaced_by:
             notes.append(f"the question is about {shown(hit.displaced_by)}, the best match")
         elif hit.lacks and hit.verdict == "not_entailed":
@@ -220,7 +224,7 @@ def print_result(result: Result, explain_legs: bool = False) -> None:
         out.print(f"\n[bold green]answer from {answer}:[/] {escape(snippet)}")
     else:
         out.print(f"\n[bold red]abstained:[/] {escape(result.reason)}")
-    flags = []
+    flags = list(result.warnings)
     if result.gap_warning:
         flags.append("gap warning: no passage is semantically close")
     if result.trust_state == "degraded":

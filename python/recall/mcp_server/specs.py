@@ -43,7 +43,10 @@ _VERDICTS = (
     "so). source_changed / source_missing: the note's file was edited, moved or deleted since "
     "it was indexed, so the passage may no longer be true; call index before relying on it. "
     "unverified: no calibration "
-    "(development mode), nothing can be trusted. Only ok hits may be acted on."
+    "(development mode), nothing can be trusted. Only ok hits may be acted on. A hit whose "
+    "validity.possibly_superseded_by names another ok hit may be an outdated value that nobody "
+    "declared replaced (the result's warnings say why): prefer the newer, and if you wrote the "
+    "newer with remember and it does replace the older, call declare."
 )
 _ABSTAIN = (
     "When abstained is true no hit is ok: say you do not know (reason says why: a corpus gap, a "
