@@ -15,6 +15,7 @@ verdicts (`recall.results`, the Rust core) or declaring (`recall check`, `declar
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, replace
@@ -55,84 +56,74 @@ class Pair:
 
 def evidence(older: Hit, newer: Hit) -> str | None:
     """Why `newer` may replace `older`, or None when nothing says so."""
-    return _Seen(older).evidence_for(_Seen(newer))
+    return _why(_read(older), _read(newer))
 
 
 def pairs(hits: list[Hit]) -> list[Pair]:
     """The undeclared updates among the first `COMPARED` `ok` hits, each older note once."""
-    served = [_Seen(h) for h in hits if h.ok][:COMPARED]
+    served = [(h, _read(h)) for h in hits if h.ok][:COMPARED]
     found: list[Pair] = []
-    for a in served:
-        for b in served:
-            if a.file == b.file or not a.first < b.first:
+    for a, seen_a in served:
+        for b, seen_b in served:
+            if a.provenance.file == b.provenance.file:
                 continue
-            why = a.evidence_for(b)
+            if not a.provenance.first_indexed_at < b.provenance.first_indexed_at:
+                continue
+            why = _why(seen_a, seen_b)
             if why is not None:
-                found.append(Pair(a.file, b.file, why))
+                found.append(Pair(a.provenance.file, b.provenance.file, why))
                 break  # each older note once
     return found
 
 
+@dataclass(frozen=True)
 class _Seen:
-    """What a hit's name, title and passage say, each read once and only when asked."""
+    """What a passage's file name, title and text say."""
 
-    def __init__(self, hit: Hit) -> None:
-        self.hit = hit
-        self.file = hit.provenance.file
-        self.first = hit.provenance.first_indexed_at
-        self._version: tuple[str, tuple[int, ...] | None] | None = None
-        self.folded = fold_title(hit.title) if hit.title else ""
-        self._title: frozenset[str] | None = None
-        self._numbers: set[str] | None = None
-        self._words: frozenset[str] | None = None
+    version: tuple[str, tuple[int, ...] | None]
+    folded: str
+    title: frozenset[str]
+    numbers: tuple[str, ...]
+    words: frozenset[str]
 
-    @property
-    def version(self) -> tuple[str, tuple[int, ...] | None]:
-        if self._version is None:
-            self._version = version(_stem(self.file))
-        return self._version
 
-    @property
-    def title(self) -> frozenset[str]:
-        if self._title is None:
-            self._title = title_tokens(self.hit.title) if self.hit.title else frozenset()
-        return self._title
+def _read(hit: Hit) -> _Seen:
+    return _seen(hit.provenance.file, hit.title, hit.text)
 
-    @property
-    def numbers(self) -> set[str]:
-        if self._numbers is None:
-            self._numbers = set(_NUMBER.findall(self.hit.text))
-        return self._numbers
 
-    @property
-    def words(self) -> frozenset[str]:
-        if self._words is None:
-            # Split on blanks, not a pattern: this runs on each served passage.
-            found = {w.strip(_PUNCTUATION) for w in self.hit.text.casefold().split()}
-            self._words = frozenset(
-                w for w in found if len(w) > 2 and w.isalpha() and w not in FUNCTION_WORDS
-            )
-        return self._words
+@functools.lru_cache(maxsize=4096)
+def _seen(file: str, title: str, text: str) -> _Seen:
+    """Read once per passage: a memory is asked about the same notes again and again."""
+    # Split on blanks, not a pattern: a passage is read whole.
+    found = {w.strip(_PUNCTUATION) for w in text.casefold().split()}
+    return _Seen(
+        version=version(_stem(file)),
+        folded=fold_title(title) if title else "",
+        title=title_tokens(title) if title else frozenset(),
+        numbers=tuple(dict.fromkeys(_NUMBER.findall(text))),
+        words=frozenset(w for w in found if len(w) > 2 and w.isalpha() and w not in FUNCTION_WORDS),
+    )
 
-    def evidence_for(self, newer: _Seen) -> str | None:
-        """Why `newer` may replace this hit's note, or None."""
-        (old_base, old_version), (new_base, new_version) = self.version, newer.version
-        if old_base == new_base and (old_version or new_version) and old_version != new_version:
-            return "versions of one file name"
-        if self.folded and newer.folded:
-            if self.folded == newer.folded:
-                return "the same title"
-            mine, theirs = self.title, newer.title
-            if mine and theirs and len(mine & theirs) / len(mine | theirs) >= TITLE_FLOOR:
+
+def _why(old: _Seen, new: _Seen) -> str | None:
+    """Why the passage `new` may replace `old`, or None."""
+    (old_base, old_version), (new_base, new_version) = old.version, new.version
+    if old_base == new_base and (old_version or new_version) and old_version != new_version:
+        return "versions of one file name"
+    if old.folded and new.folded:
+        if old.folded == new.folded:
+            return "the same title"
+        if old.title and new.title:
+            overlap = len(old.title & new.title) / len(old.title | new.title)
+            if overlap >= TITLE_FLOOR:
                 return "a near title"
-        was, now = self.numbers - newer.numbers, newer.numbers - self.numbers
-        if not was or not now or not self.words or not newer.words:
-            return None
-        if len(self.words & newer.words) / len(self.words | newer.words) < SUBJECT_FLOOR:
-            return None
-        first_was = min(was, key=self.hit.text.find)
-        first_now = min(now, key=newer.hit.text.find)
-        return f"the same subject with a changed number, {first_was} then {first_now}"
+    was = [n for n in old.numbers if n not in new.numbers]
+    now = [n for n in new.numbers if n not in old.numbers]
+    if not was or not now or not old.words or not new.words:
+        return None
+    if len(old.words & new.words) / len(old.words | new.words) < SUBJECT_FLOOR:
+        return None
+    return f"the same subject with a changed number, {was[0]} then {now[0]}"
 
 
 def mark(hits: list[Hit], found: list[Pair]) -> list[Hit]:
