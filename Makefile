@@ -22,12 +22,12 @@ dev: venv ## Build the extension in place (maturin develop) with dev tools
 
 fmt: ## Format Rust and Python
 	cargo fmt --all
-	$(BIN)/ruff format python tests benches crates/judgment/mutants.py
-	$(BIN)/ruff check --fix python tests benches crates/judgment/mutants.py
+	$(BIN)/ruff format python tests benches training crates/judgment/mutants.py
+	$(BIN)/ruff check --fix python tests benches training crates/judgment/mutants.py
 
 lint: ## ruff, mypy, stubtest, cargo fmt --check, clippy -D warnings
-	$(BIN)/ruff check python tests benches crates/judgment/mutants.py
-	$(BIN)/ruff format --check python tests benches crates/judgment/mutants.py
+	$(BIN)/ruff check python tests benches training crates/judgment/mutants.py
+	$(BIN)/ruff format --check python tests benches training crates/judgment/mutants.py
 	$(BIN)/mypy
 	$(BIN)/python -m mypy.stubtest recall._core
 	cargo fmt --all --check
