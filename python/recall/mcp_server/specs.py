@@ -95,6 +95,16 @@ def _object(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[st
     }
 
 
+def _references(description: str) -> dict[str, Any]:
+    """A `supersedes` argument: file names of the notes a note replaces."""
+    return {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE_CHARS},
+        "maxItems": MAX_REFERENCES,
+        "description": description,
+    }
+
+
 def tool_specs(*, judge: bool, corpus: bool) -> list[ToolSpec]:
     """The list an MCP client sees: `search` takes `entail` only with a `judge`; `lint`,
     `index` and `remember` need a `corpus` root to work in."""
@@ -262,16 +272,7 @@ def tool_specs(*, judge: bool, corpus: bool) -> list[ToolSpec]:
                             "lowercase letters, digits and hyphens; a number is added when "
                             "taken).",
                         },
-                        "supersedes": {
-                            "type": "array",
-                            "items": {
-                                "type": "string",
-                                "minLength": 1,
-                                "maxLength": MAX_REFERENCE_CHARS,
-                            },
-                            "maxItems": MAX_REFERENCES,
-                            "description": "Notes this one replaces, by file name.",
-                        },
+                        "supersedes": _references("Notes this one replaces, by file name."),
                         "valid_from": {
                             "type": "string",
                             "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
@@ -321,16 +322,10 @@ def tool_specs(*, judge: bool, corpus: bool) -> list[ToolSpec]:
                             "description": "The note, as remember returned it (file).",
                         },
                         "supersedes": {
-                            "type": "array",
-                            "items": {
-                                "type": "string",
-                                "minLength": 1,
-                                "maxLength": MAX_REFERENCE_CHARS,
-                            },
+                            **_references(
+                                "Notes this one replaces, by file name (a candidate's note)."
+                            ),
                             "minItems": 1,
-                            "maxItems": MAX_REFERENCES,
-                            "description": "Notes this one replaces, by file name (a "
-                            "candidate's note).",
                         },
                     },
                     ["file", "supersedes"],
