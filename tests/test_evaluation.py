@@ -467,6 +467,13 @@ def test_judged_near_misses(
     assert report.metrics["near_miss_false_confidence"].value == 0.5
     judged = report.metrics["near_miss_false_confidence_entailed"]
     assert (judged.value, judged.n) == (0.0, 2)
+    # Stacked on the threshold, every question is judged: a judge that entails nothing takes
+    # every answer away, and what it costs is noted.
+    answerable = report.metrics["false_abstain_entailed"]
+    assert answerable.n == sum(1 for q in questions if q.answerable) and answerable.value == 1.0
+    assert report.metrics["false_abstain"].value is not None
+    assert report.metrics["false_abstain"].value < 1.0
+    assert any(n.startswith("judge: p50 ") for n in report.notes)
 
     monkeypatch.delenv("RECALL_JUDGE", raising=False)
     with recall.open(tmp_path / "j.db") as mem:
@@ -594,7 +601,7 @@ def test_shipped_set(embedder: str) -> None:
     assert report.questions >= 50 and report.cross_fitted
     estimates = [
         *(e for leg in report.retrieval.values() for e in leg.values()),
-        *(e for key, e in report.metrics.items() if key != "near_miss_false_confidence_entailed"),
+        *(e for key, e in report.metrics.items() if not key.endswith("_entailed")),
         *report.separation.values(),
     ]
     for e in estimates:

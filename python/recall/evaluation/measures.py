@@ -71,6 +71,10 @@ METRICS: dict[str, str] = {
     "near_miss_false_confidence": "near-miss false confidence",
     "near_miss_false_confidence_entailed": "near-miss false confidence, judged",
     "near_answer_false_abstain": "near-answer false abstain",
+    "near_answer_false_abstain_entailed": "near-answer false abstain, judged",
+    "false_abstain_entailed": "false abstain (answerable), judged",
+    "far_gap_false_confidence_entailed": "far-gap false confidence, judged",
+    "near_topic_false_confidence_entailed": "near-topic false confidence, judged",
     "expired_false_confidence": "expired: false confidence",
     "not_yet_valid_false_confidence": "not yet valid: false confidence",
     "real_wording_superseded_trust": "real wording: superseded trust",
@@ -170,9 +174,12 @@ def _measure(
     def with_successor(selected: Sequence[Row]) -> list[Row]:
         return [r for r in selected if r.successor]
 
+    def judged(selected: Sequence[Row]) -> list[Row]:
+        return [r for r in selected if r.entailed_abstained is not None]
+
     supersession = of("supersession")
     near = of("near_miss")
-    judged_near = [r for r in near if r.entailed_abstained is not None]
+    judged_near = judged(near)
     # Real wording: the answerable questions name a superseded note and its terminal successor,
     # the unanswerable ones a retired note (rejected, deprecated, withdrawn, …) that must not
     # be served as an answer.
@@ -201,6 +208,20 @@ def _measure(
         ),
         # The near misses' answerable twins: an abstention, or a relevant note not served `ok`.
         "near_answer_false_abstain": share(of("near_answer"), misses_its_note),
+        # The same, with the judge stacked on the threshold (only where it ran).
+        "near_answer_false_abstain_entailed": share(
+            judged(of("near_answer")),
+            lambda r: bool(r.entailed_abstained) or not set(r.relevant) & set(r.entailed_ok_files),
+        ),
+        "false_abstain_entailed": share(
+            judged([r for r in rows if r.answerable]), lambda r: bool(r.entailed_abstained)
+        ),
+        "far_gap_false_confidence_entailed": share(
+            judged(of("far_gap")), lambda r: not r.entailed_abstained
+        ),
+        "near_topic_false_confidence_entailed": share(
+            judged(of("near_topic")), lambda r: not r.entailed_abstained
+        ),
         "expired_false_confidence": share(of("expired"), answered),
         "not_yet_valid_false_confidence": share(of("not_yet_valid"), answered),
         "real_wording_superseded_trust": share(real_superseded, trusts_superseded),
@@ -258,6 +279,13 @@ def build_report(
     unknown = sorted({q.category for q in questions} - set(CATEGORIES))
     if unknown:
         notes = [*notes, f"categories without their own measurement: {', '.join(unknown)}"]
+    spent = sorted(r.judge_ms for r in rows if r.judge_ms is not None)
+    if spent:
+        p50, p95 = spent[len(spent) // 2], spent[min(len(spent) - 1, int(0.95 * len(spent)))]
+        notes = [
+            *notes,
+            f"judge: p50 {p50:.1f} ms, p95 {p95:.1f} ms a search over {len(spent)} judged searches",
+        ]
     return EvalReport(
         embedder=embedder,
         now=format_instant(now),

@@ -68,8 +68,11 @@ class Row:
     kind: str | None = None
     #: The verdict of the judged search's first hit on a relevant note (None: no such hit).
     relevant_verdict: str | None = None
-    #: With the judge: whether the judged search abstained (None when not run).
+    #: With the judge: whether the judged search abstained (None when not run), its `ok`
+    #: files, and the judge's time in milliseconds.
     entailed_abstained: bool | None = None
+    entailed_ok_files: tuple[str, ...] = ()
+    judge_ms: float | None = None
     #: The cross-fitting fold that scored it (None outside the shipped run).
     fold: int | None = None
 
@@ -174,8 +177,15 @@ def _observe(
     }
     scores = sorted((h.score for h in orderings["hybrid"]), reverse=True)
     entailed: bool | None = None
-    if entail and question.category == "near_miss":
-        entailed = gate.search(mem, question.query, k=k, now=now, entail=True).abstained
+    entailed_ok: tuple[str, ...] = ()
+    judge_ms: float | None = None
+    if entail:
+        # Every question, so the judge is measured stacked on the threshold (SPEC §6): what it
+        # takes from the answerable ones as well as what it refuses.
+        with_judge = gate.search(mem, question.query, k=k, now=now, entail=True)
+        entailed = with_judge.abstained
+        entailed_ok = tuple(h.provenance.file for h in with_judge.hits if h.ok)
+        judge_ms = with_judge.timings_ms.get("judge")
     ok_files = tuple(h.provenance.file for h in judged.hits if h.ok)
     relevant_verdict = next(
         (h.verdict for h in judged.hits if h.provenance.file in question.relevant), None
@@ -204,6 +214,8 @@ def _observe(
         kind=question.kind,
         relevant_verdict=relevant_verdict,
         entailed_abstained=entailed,
+        entailed_ok_files=entailed_ok,
+        judge_ms=judge_ms,
         fold=fold,
     )
 
