@@ -177,7 +177,7 @@ def main() -> None:
         "pairs_sha256": hashlib.sha256(data).hexdigest(),
         "pairs": len(rows),
         "trained_on": len(train),
-        "held_out": len(test),
+        "held_out_pairs": len(test),
         "seconds": round(trained, 1),
         "torch": torch.__version__,
         **{k: v for k, v in vars(args).items() if k not in ("pairs", "out")},

@@ -284,7 +284,8 @@ def build_report(
         p50, p95 = spent[len(spent) // 2], spent[min(len(spent) - 1, int(0.95 * len(spent)))]
         notes = [
             *notes,
-            f"judge: p50 {p50:.1f} ms, p95 {p95:.1f} ms a search over {len(spent)} judged searches",
+            f"judge: p50 {p50:.1f} ms, p95 {p95:.1f} ms a search, over the {len(spent)} searches "
+            "with an ok hit to judge",
         ]
     return EvalReport(
         embedder=embedder,

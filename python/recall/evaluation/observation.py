@@ -185,7 +185,8 @@ def _observe(
         with_judge = gate.search(mem, question.query, k=k, now=now, entail=True)
         entailed = with_judge.abstained
         entailed_ok = tuple(h.provenance.file for h in with_judge.hits if h.ok)
-        judge_ms = with_judge.timings_ms.get("judge")
+        if any(h.ok for h in judged.hits):  # the judge read something: its time counts
+            judge_ms = with_judge.timings_ms.get("judge")
     ok_files = tuple(h.provenance.file for h in judged.hits if h.ok)
     relevant_verdict = next(
         (h.verdict for h in judged.hits if h.provenance.file in question.relevant), None
