@@ -18,7 +18,7 @@ from recall.embedders import embed_queries
 from recall.models import OnnxEmbedder
 
 from .conftest import write_corpus
-from .onnx_models import build_embedder, reference_embedding
+from .onnx_models import build_embedder, build_judge, reference_embedding
 
 WORDS = [
     "alpha", "beta", "gamma", "delta", "rate", "limit", "broker", "queue", "release", "weekly",
@@ -423,3 +423,25 @@ def test_cli_models_quantize_reports_the_change(tmp_path: Path) -> None:
     assert report["candidate"]["embedder"] == f"onnx:{out}"
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 2 and "not empty" in again.output
+
+
+def test_cli_models_quantize_a_judge_compares_its_probabilities(tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from recall.judge import Judge
+
+    build_judge(tmp_path / "fp32", WORDS, entailing=["rate"], config={"max_tokens": 64})
+    out = tmp_path / "int8"
+    args = ["models", "quantize", str(tmp_path / "fp32"), str(out), "--judge"]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout)
+    assert report["judge"] is True and report["pairs"] >= 40 * 4
+    # The config travels with the model, and the folder is a judge recall loads.
+    assert json.loads((out / "recall-judge.json").read_text()) == {"max_tokens": 64}
+    assert Judge(out).name == f"onnx:{out}"
+    assert report["probability_change_max"] <= 0.01 and report["crossed_half"] == 0.0
+    assert report["candidate"]["pairs_per_second"] > 0
+    shown = CliRunner().invoke(app, [*args[:3], str(tmp_path / "again"), "--judge"])
+    assert shown.exit_code == 0 and "pairs on the other side of 0.5: 0.0%" in shown.stdout
+    not_a_judge = CliRunner().invoke(app, [*args[:2], str(tmp_path / "none"), str(tmp_path / "x")])
+    assert not_a_judge.exit_code == 2

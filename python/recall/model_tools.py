@@ -161,11 +161,45 @@ def compare(baseline: str, candidate: str) -> dict[str, Any]:
     return out
 
 
-def quantize(source: str | Path, out: str | Path) -> dict[str, Any]:
+#: A judge is compared on each labelled question of the evaluation set with this many passages.
+JUDGE_PASSAGES = 4
+
+
+def compare_judges(baseline: Path, candidate: Path) -> dict[str, Any]:
+    """Two judges on the same (question, passage) pairs of the shipped evaluation set: how far
+    the probabilities move, the share that cross 0.5 (a verdict that would change), and pairs a
+    second."""
+    from recall.judge import Judge
+
+    texts, labelled = _evaluation_set()
+    pairs = [
+        (question, [texts[(JUDGE_PASSAGES * i + j) % len(texts)] for j in range(JUDGE_PASSAGES)])
+        for i, (question, _) in enumerate(labelled)
+    ]
+    out: dict[str, Any] = {"judge": True, "pairs": len(pairs) * JUDGE_PASSAGES}
+    probabilities = {}
+    for role, folder in (("baseline", baseline), ("candidate", candidate)):
+        judge = Judge(folder)
+        started = time.perf_counter()
+        probabilities[role] = np.concatenate([judge.score(q, ps) for q, ps in pairs])
+        seconds = time.perf_counter() - started
+        out[role] = {"judge": judge.name, "pairs_per_second": round(out["pairs"] / seconds, 1)}
+    before, after = probabilities["baseline"], probabilities["candidate"]
+    out["probability_change_mean"] = round(float(np.abs(after - before).mean()), 4)
+    out["probability_change_max"] = round(float(np.abs(after - before).max()), 4)
+    out["crossed_half"] = round(float(((before >= 0.5) != (after >= 0.5)).mean()), 4)
+    return out
+
+
+def quantize(source: str | Path, out: str | Path, *, judge: bool = False) -> dict[str, Any]:
     """Dynamic int8 quantisation of an `onnx:DIR` export into `out` (tokenizer and config
-    copied), then its quality and speed change on the evaluation set."""
+    copied), then its quality and speed change on the evaluation set: an embedder's agreement
+    and AUC, or with `judge` a judge's probabilities on the set's (question, passage) pairs."""
+    from recall.judge import JUDGE_CONFIG, Judge
+
     src, dst = Path(source).expanduser().resolve(), Path(out).expanduser().resolve()
-    models.OnnxEmbedder(src)  # a directory that does not load is refused before any work
+    # A directory that does not load is refused before any work.
+    Judge(src) if judge else models.OnnxEmbedder(src)
     if dst.exists() and any(dst.iterdir()):
         raise UsageError(f"recall models quantize: {dst} exists and is not empty; pick a new OUT")
     try:
@@ -175,7 +209,7 @@ def quantize(source: str | Path, out: str | Path) -> dict[str, Any]:
             f"recall models quantize: needs the onnx package ({err}); run 'pip install onnx'"
         ) from err
     dst.mkdir(parents=True, exist_ok=True)
-    for name in ("tokenizer.json", models.EMBEDDER_CONFIG):
+    for name in ("tokenizer.json", models.EMBEDDER_CONFIG, JUDGE_CONFIG):
         if (src / name).exists():
             shutil.copy2(src / name, dst / name)
     logging.disable(logging.WARNING)  # its advice to pre-process is not actionable here
@@ -193,7 +227,7 @@ def quantize(source: str | Path, out: str | Path) -> dict[str, Any]:
         raise UsageError(f"recall models quantize: {src / 'model.onnx'} failed: {err}") from err
     finally:
         logging.disable(logging.NOTSET)
-    report = compare(f"onnx:{src}", f"onnx:{dst}")
+    report = compare_judges(src, dst) if judge else compare(f"onnx:{src}", f"onnx:{dst}")
     report["bytes_before"] = (src / "model.onnx").stat().st_size
     report["bytes_after"] = (dst / "model.onnx").stat().st_size
     report["out"] = str(dst)

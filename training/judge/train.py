@@ -5,9 +5,8 @@ Seeded (the pages held out, the order of the pairs, the head's start), and the d
 is recorded: the same pairs, seed and torch give the same model. Pages, not pairs, are held
 out, so no page's wording is both learned and tested; the held-out AUC and the near misses'
 share above 0.5 are printed. The folder written is a judge recall loads (`--judge DIR`):
-`model.onnx` (float32; `recall models quantize DIR OUT` makes the int8 one, whose quality
-figures are an embedder's and say nothing of a judge), `tokenizer.json`,
-`recall-judge.json`, and `training.json` with what made it.
+`model.onnx` (float32; `recall models quantize DIR OUT --judge` makes the int8 one),
+`tokenizer.json`, `recall-judge.json`, and `training.json` with what made it.
 
 Usage: python training/judge/train.py PAIRS.jsonl OUT_DIR [--seed 0] [--epochs 1]
        [--max-tokens 192] [--batch 16] [--lr 3e-5] [--held-out 0.2] [--limit N]

@@ -85,6 +85,9 @@ def models_check(
 def models_quantize(
     source: Path = typer.Argument(..., help="An ONNX embedder directory (fp32 export)."),
     out: Path = typer.Argument(..., help="New directory for the int8 model."),
+    judge: bool = typer.Option(
+        False, "--judge", help="SOURCE is a judge: compare its probabilities, not vectors."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Dynamic int8 quantisation, with its quality and speed change on the evaluation set."""
@@ -92,11 +95,23 @@ def models_quantize(
     from recall.errors import RecallError
 
     try:
-        report = model_tools.quantize(source, out)
+        report = model_tools.quantize(source, out, judge=judge)
     except RecallError as err:
         fail(str(err))
     if as_json:
         emit_json(report)
+        return
+    if judge:
+        typer.echo(
+            f"wrote {report['out']} ({report['bytes_before'] / 1e6:.1f} MB -> "
+            f"{report['bytes_after'] / 1e6:.1f} MB)\n"
+            f"on {report['pairs']} (question, passage) pairs of the evaluation set:\n"
+            f"  probability change: mean {report['probability_change_mean']}, "
+            f"max {report['probability_change_max']}\n"
+            f"  pairs on the other side of 0.5: {report['crossed_half']:.1%}\n"
+            f"  pairs/s: {report['baseline']['pairs_per_second']:.1f} -> "
+            f"{report['candidate']['pairs_per_second']:.1f}"
+        )
         return
     b, c = report["baseline"], report["candidate"]
 
