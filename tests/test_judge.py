@@ -78,6 +78,19 @@ def test_two_label_models_need_the_entailment_index(tmp_path: Path) -> None:
     np.testing.assert_allclose(probs, 1 / (1 + np.exp([-8.0, 8.0])), atol=1e-6)
 
 
+def test_a_bias_moves_a_single_logit_before_the_sigmoid(tmp_path: Path) -> None:
+    build_judge(tmp_path / "plain", WORDS, entailing=["answer"])
+    plain = Judge(tmp_path / "plain").score("q", ["answer", "kafka"])
+    np.testing.assert_allclose(plain, 1 / (1 + np.exp([-4.0, 4.0])), atol=1e-6)
+    build_judge(tmp_path / "biased", WORDS, entailing=["answer"], config={"bias": 5})
+    biased = Judge(tmp_path / "biased").score("q", ["answer", "kafka"])
+    np.testing.assert_allclose(biased, 1 / (1 + np.exp([-9.0, -1.0])), atol=1e-6)
+    for bad in ("1", True, float("inf")):
+        build_judge(tmp_path / "bad", WORDS, entailing=["answer"], config={"bias": bad})
+        with pytest.raises(recall.JudgeError, match="bias"):
+            Judge(tmp_path / "bad")
+
+
 def test_only_ok_hits_are_judged_and_misses_demoted(
     tmp_path: Path, corpus: Path, judge_dir: Path
 ) -> None:

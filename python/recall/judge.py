@@ -8,6 +8,7 @@ scoring pairs, and the demotion rule: only `ok` hits are judged, those below 0.5
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -45,10 +46,17 @@ class Judge:
     `recall-judge.json` (optional): `output` (default: the first output), `label` (the index of
     the entailment class when the model outputs several logits; required then),
     `activation` (`sigmoid` for one logit, the default; `softmax` over several), `max_tokens`
-    (default 512; the passage is truncated, never the question).
+    (default 512; the passage is truncated, never the question), `bias` (default 0: added to a
+    single logit before the sigmoid, a margin fitted so that answers keep their `ok`).
     """
 
-    _KEYS: dict[str, Any] = {"output": str, "label": int, "activation": str, "max_tokens": int}
+    _KEYS: dict[str, Any] = {
+        "output": str,
+        "label": int,
+        "activation": str,
+        "max_tokens": int,
+        "bias": (int, float),
+    }
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         root = Path(directory).expanduser()
@@ -90,6 +98,9 @@ class Judge:
             )
         width = outputs[self._output].shape[-1]
         self._label: int | None = config.get("label")
+        self._bias = float(config.get("bias", 0.0))
+        if not math.isfinite(self._bias):
+            raise JudgeError(f"recall judge: {self.directory / JUDGE_CONFIG}: bias must be finite")
         self._activation = config.get("activation") or (
             "sigmoid" if width == 1 or self._label is None else "softmax"
         )
@@ -130,7 +141,7 @@ class Judge:
             z = np.exp(logits - logits.max(axis=1, keepdims=True))
             probs = z / z.sum(axis=1, keepdims=True)
         else:
-            probs = 1.0 / (1.0 + np.exp(-np.clip(logits, -60, 60)))
+            probs = 1.0 / (1.0 + np.exp(-np.clip(logits + self._bias, -60, 60)))
         column = self._label if self._label is not None else 0
         if column >= probs.shape[1]:
             raise JudgeError(
