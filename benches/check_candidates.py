@@ -21,8 +21,9 @@ per note that replaces nothing, and precision (replaced notes among the candidat
 updates; within the top 3 as well); the `remember` call's median and p95 time.
 
 Usage: python benches/check_candidates.py [--embedder minilm-l6] [--only MEMORY ...]
-       [--world undeclared declared] [--misses]
-       (--misses prints each update whose replaced note is not in the top 3)
+       [--world undeclared declared] [--misses] [--without-sentence-leg]
+       (--misses prints each update whose replaced note is not in the top 3;
+       --without-sentence-leg turns `recall check`'s sentence leg off, to see what it adds)
 """
 
 from __future__ import annotations
@@ -140,7 +141,12 @@ def main() -> None:
         "--world", nargs="+", choices=("undeclared", "declared"), default=["undeclared", "declared"]
     )
     parser.add_argument("--misses", action="store_true")
+    parser.add_argument("--without-sentence-leg", action="store_true")
     args = parser.parse_args()
+    if args.without_sentence_leg:
+        from recall.authoring import predecessors
+
+        predecessors.SENTENCE_TOP = 0
     memories = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(DATA.glob("*.json"))]
     if args.only:
         memories = [m for m in memories if m["memory"] in set(args.only)]
