@@ -1,28 +1,34 @@
-"""Training pairs for the judge (SPEC §6), made from the Python documentation's reST sources.
+"""Training pairs for the judge (SPEC §6), made from public documentation's structure.
 
 A judge must tell the passage that answers a question from a near miss: a passage on the same
-topic that answers a nearby question. The Python documentation has that structure throughout,
-so the labels need no annotator:
+topic that answers a nearby question. Documentation has that structure throughout, so the
+labels need no annotator:
 
-- FAQ pages: each question is a heading and its answer the section under it (`faq`); the
-  answers beside it on the same page are near misses by construction (`sibling`).
-- Sections of the library reference, the HOWTOs, the tutorial and the language reference: the
-  heading is the question (`heading`), the section its answer, the other sections under the
-  same parent heading its near misses.
+- FAQ questions (a heading that ends in "?", the Perl FAQ's `=head2`s): the section under it
+  answers it (`faq`); the answers beside it under the same heading are near misses by
+  construction (`sibling`).
+- Other sections: the heading is the question (`heading`), the section its answer, the other
+  sections under the same parent heading its near misses.
 - Entries (`.. function::`, `.. method::`, `.. class::` and the like): "What does NAME do?"
   (`entry`), answered by the entry's description; the other entries of the same section are
-  near misses.
+  near misses. Only a share of them is kept (`--entries`): they are many and all alike.
 
 Besides the siblings, each question gets one passage from another page that shares the most of
-its words without being its answer (`lookalike`): the question's terms, not its answer.
+its words without being its answer (`lookalike`: the question's terms, not its answer), and
+one question one word apart (`swap`): its rarest word held by its answer replaced by the rarest
+word of a sibling's question that the answer never uses, paired with the same answer, which no
+longer answers it (the question asked of the neighbour's subject). A passage is shown under its
+parent's heading, as a search hit shows a note's chunk under the note's title.
 
-Source: `python3.11-doc` (Debian), `/usr/share/doc/python3.11/html/_sources`; the Python
-documentation is under the PSF License Agreement (Python 3.11). The script never reads recall's
-evaluation sets. Output: JSON lines `{"question", "passage", "label", "kind", "negative",
-"group"}` (`group` is the page: split train and held-out by it), with the output's SHA-256
-printed. Seeded: the same sources give the same bytes.
+Sources (training/judge/README.md says how to fetch each and its licence): reST trees given as
+`--rst NAME=DIR` (default: the Python 3.11 documentation, Debian's `python3.11-doc`) and the
+Perl manual's POD (`--pod`, Debian's `perl-doc`). The script never reads recall's evaluation
+sets. Output: JSON lines `{"question", "passage", "label", "kind", "negative", "group"}`
+(`group` is the page: split train and held-out by it), with the output's SHA-256 printed.
+Seeded: the same sources give the same bytes.
 
-Usage: python training/judge/pairs.py OUT.jsonl [--sources DIR] [--seed 0] [--siblings 2]
+Usage: python training/judge/pairs.py OUT.jsonl [--rst NAME=DIR ...] [--pod DIR] [--seed 0]
+       [--siblings 2] [--entries 0.3]
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import random
 import re
 import sys
@@ -37,7 +44,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
-FOLDERS = ("faq", "library", "howto", "tutorial", "reference")
+PERL = Path("/usr/share/perl/5.36/pod")
+#: Change logs, C APIs, internals, build helpers: no questions a reader asks of them.
+_RST_SKIPPED = frozenset(
+    [
+        "whatsnew",
+        "c-api",
+        "releases",
+        "changelog",
+        "changelogs",
+        "internals",
+        "dialects",
+        "_ext",
+        "_theme",
+        "_templates",
+        "man",
+        "misc",
+        "announce",
+    ]
+)
 #: A passage is cut after this many characters (the judge reads about 256 tokens of it).
 PASSAGE_CHARS = 1200
 #: A section shorter than this is no answer (a heading over a list of entries).
@@ -51,6 +76,14 @@ _ENTRY = re.compile(
 _ROLE = re.compile(r":[a-z:]+:`~?!?([^`<]*?)(?:\s*<[^>]*>)?`")
 _INLINE = re.compile(r"``([^`]+)``|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*|`([^`]+)`_?")
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+_POD_HEAD = re.compile(r"=head[1-3] ")
+_POD_DOUBLE = re.compile(r"[A-Z]<<+\s+(.*?)\s+>>+")
+_POD_INDEX = re.compile(r"X<[^<>]*>")
+_POD_LINK = re.compile(r"L<([^<>]*)>")
+_POD_CODE = re.compile(r"[A-Z]<([^<>]*)>")
+_POD_ESCAPES = {"lt": "<", "gt": ">", "verbar": "|", "sol": "/"}
+#: Tables of contents, change logs, licences and the C API: no questions a reader asks.
+_POD_SKIPPED = re.compile(r"perl(toc|5\d+delta|delta|api|intern|artistic|gpl|hist|faq)")
 _STOP_WORDS = """
     the and for that with this are not can from you use how does what why which when into will
     its has have was were should would there their them these those then than also any all but
@@ -66,6 +99,12 @@ class Passage:
     question: str
     text: str
     kind: str
+
+    @property
+    def passage(self) -> str:
+        """The text as a search hit shows it: under its parent's heading, as a note's chunk sits
+        under the note's title (the answer and its siblings share it)."""
+        return self.text if self.parent == self.page else f"# {self.parent}\n\n{self.text}"
 
     @property
     def words(self) -> frozenset[str]:
@@ -106,7 +145,7 @@ def clean(lines: list[str]) -> str:
     return text
 
 
-def sections(page: str, lines: list[str], kind: str) -> list[Passage]:
+def sections(page: str, lines: list[str]) -> list[Passage]:
     """The page's headed sections (heading = question) and its entries."""
     found: list[Passage] = []
     heads = [
@@ -133,6 +172,7 @@ def sections(page: str, lines: list[str], kind: str) -> list[Passage]:
             body = body[:-1]  # an overline belongs to the next heading
         text = clean(body)
         if len(text) >= MIN_CHARS:
+            kind = "faq" if title.endswith("?") else "heading"
             found.append(Passage(page, parent, title, text[:PASSAGE_CHARS], kind))
         found.extend(entries(page, title, body))
     return found
@@ -164,13 +204,69 @@ def entries(page: str, section: str, body: list[str]) -> list[Passage]:
     return out
 
 
-def read(sources: Path) -> list[Passage]:
+def read_rst(root: Path, name: str) -> list[Passage]:
+    """A reST documentation tree's sections and entries; a heading that asks (ends in "?") is
+    a question as people ask it (`faq`), any other heading a section's title (`heading`)."""
     passages: list[Passage] = []
-    for folder in FOLDERS:
-        for path in sorted((sources / folder).glob("*.rst.txt")):
-            page = f"{folder}/{path.name.removesuffix('.rst.txt')}"
-            lines = path.read_text(encoding="utf-8").splitlines()
-            passages.extend(sections(page, lines, "faq" if folder == "faq" else "heading"))
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if not path.is_file() or _RST_SKIPPED & set(parts[:-1]) or "spelling" in path.name:
+            continue
+        stem = path.name.removesuffix(".txt").removesuffix(".rst")
+        if stem == path.name or stem in ("index", "contents", "glossary", "copyright"):
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        page = "/".join((name, *parts[:-1], stem))
+        passages.extend(sections(page, lines))
+    return passages
+
+
+def pod_text(lines: list[str]) -> str:
+    """POD to plain prose: commands dropped (an `=item`'s text kept), formatting codes unwrapped."""
+    out: list[str] = []
+    for line in lines:
+        if line.startswith("="):
+            if line.startswith("=item"):
+                out.append(line[5:].strip().lstrip("*").strip())
+            continue
+        out.append(line.strip())
+    text = " ".join(" ".join(out).split())
+    text = _POD_DOUBLE.sub(r"\1", text)
+    text = _POD_INDEX.sub("", text)
+    for _ in range(4):
+        text = _POD_LINK.sub(lambda m: m.group(1).split("|")[0].strip('"'), text)
+        text = _POD_CODE.sub(lambda m: _POD_ESCAPES.get(m.group(1), m.group(1)), text)
+    return text
+
+
+def read_pod(folder: Path) -> list[Passage]:
+    """The Perl FAQ's questions (`=head2`, the answer beneath) and the other manual pages'
+    `=head2`/`=head3` sections, each with the siblings under its parent heading."""
+    passages: list[Passage] = []
+    for path in sorted(folder.glob("perl*.pod")):
+        name = path.stem
+        if _POD_SKIPPED.fullmatch(name):
+            continue
+        faq = re.fullmatch(r"perlfaq\d", name) is not None
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        heads = [(i, int(line[5])) for i, line in enumerate(lines) if _POD_HEAD.match(line)]
+        parents: dict[int, str] = {}
+        for n, (i, level) in enumerate(heads):
+            title = pod_text([lines[i][7:]])
+            parents = {k: v for k, v in parents.items() if k < level}
+            parent = parents.get(level - 1, f"perl/{name}")
+            parents[level] = title
+            if level == 1:
+                continue
+            end = next((j for j, lvl in heads[n + 1 :] if lvl <= level), len(lines))
+            text = pod_text(lines[i + 1 : end])
+            if len(text) >= MIN_CHARS:
+                kind = "faq" if faq else "heading"
+                passages.append(Passage(f"perl/{name}", parent, title, text[:PASSAGE_CHARS], kind))
+    return passages
+
+
+def unique(passages: list[Passage]) -> list[Passage]:
     # A question asked twice (two "Examples" sections) cannot have one answer.
     counts: dict[str, int] = {}
     for p in passages:
@@ -178,26 +274,35 @@ def read(sources: Path) -> list[Passage]:
     return [p for p in passages if counts[p.question.casefold()] == 1]
 
 
+def content(question: str) -> list[str]:
+    return [w for w in _WORD.findall(question.lower()) if w not in _STOP]
+
+
+def swapped(question: str, word: str, other: str) -> str:
+    return re.sub(rf"\b{re.escape(word)}\b", other, question, count=1, flags=re.IGNORECASE)
+
+
 def pairs(passages: list[Passage], seed: int, siblings: int) -> list[dict[str, object]]:
     rng = random.Random(seed)
     by_parent: dict[tuple[str, str, str], list[int]] = {}
     for i, p in enumerate(passages):
-        by_parent.setdefault((p.page, p.parent, p.kind), []).append(i)
+        by_parent.setdefault((p.page, p.parent, p.kind == "entry"), []).append(i)
     postings: dict[str, list[int]] = {}
     words = [p.words for p in passages]
     for i, ws in enumerate(words):
         for w in ws:
             postings.setdefault(w, []).append(i)
+    rarity = {w: math.log(len(passages) / len(ids)) for w, ids in postings.items()}
     rows: list[dict[str, object]] = []
     for i, p in enumerate(passages):
-        near = [j for j in by_parent[(p.page, p.parent, p.kind)] if j != i]
+        near = [j for j in by_parent[(p.page, p.parent, p.kind == "entry")] if j != i]
         if not near:
             continue
         row = {"question": p.question, "kind": p.kind, "group": p.page}
-        rows.append({**row, "passage": p.text, "label": 1, "negative": None})
+        rows.append({**row, "passage": p.passage, "label": 1, "negative": None})
         for j in rng.sample(near, min(siblings, len(near))):
-            rows.append({**row, "passage": passages[j].text, "label": 0, "negative": "sibling"})
-        asked = frozenset(w for w in _WORD.findall(p.question.lower()) if w not in _STOP)
+            rows.append({**row, "passage": passages[j].passage, "label": 0, "negative": "sibling"})
+        asked = frozenset(content(p.question))
         scores: dict[int, int] = {}
         for w in asked:
             for j in postings.get(w, ()):
@@ -207,23 +312,54 @@ def pairs(passages: list[Passage], seed: int, siblings: int) -> list[dict[str, o
             best = max(scores.values())
             ties = sorted(j for j, s in scores.items() if s == best)
             j = ties[rng.randrange(len(ties))]
-            rows.append({**row, "passage": passages[j].text, "label": 0, "negative": "lookalike"})
+            rows.append(
+                {**row, "passage": passages[j].passage, "label": 0, "negative": "lookalike"}
+            )
+        # The question asked of a sibling's subject instead: the rarest word the question shares
+        # with its answer, replaced by the rarest word of a sibling's question that the answer
+        # never uses. The same passage, one word apart, no longer the answer.
+        held = sorted((w for w in asked if w in p.words), key=lambda w: (-rarity.get(w, 0.0), w))
+        for j in rng.sample(near, len(near)):
+            theirs = [w for w in content(passages[j].question) if w not in p.words]
+            theirs = [w for w in theirs if w not in asked and rarity.get(w, 0.0) > 2.0]
+            if held and theirs:
+                other = max(theirs, key=lambda w: (rarity.get(w, 0.0), w))
+                said = swapped(p.question, held[0], other)
+                rows.append(
+                    {**row, "question": said, "passage": p.passage, "label": 0, "negative": "swap"}
+                )
+                break
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--sources", type=Path, default=SOURCES)
+    parser.add_argument(
+        "--rst",
+        action="append",
+        metavar="NAME=DIR",
+        help=f"a reST documentation tree (repeat; default: python={SOURCES})",
+    )
+    parser.add_argument("--pod", type=Path, default=PERL, help="the Perl manual's POD folder")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--siblings", type=int, default=2)
+    parser.add_argument(
+        "--entries", type=float, default=0.3, help="share of the 'What does NAME do?' kept"
+    )
     args = parser.parse_args()
-    if not args.sources.is_dir():
-        raise SystemExit(
-            f"{args.sources} is not a folder: install the Python documentation "
-            "(apt-get install python3.11-doc) or pass --sources"
-        )
-    rows = pairs(read(args.sources), args.seed, args.siblings)
+    trees = [tuple(spec.split("=", 1)) for spec in args.rst or [f"python={SOURCES}"]]
+    read: list[Passage] = []
+    for name, folder in trees:
+        if not Path(folder).is_dir():
+            raise SystemExit(f"{folder} is not a folder (python: apt-get install python3.11-doc)")
+        read.extend(read_rst(Path(folder), name))
+    if not args.pod.is_dir():
+        raise SystemExit(f"{args.pod} is not a folder: apt-get install perl-doc, or pass --pod")
+    rng = random.Random(args.seed)
+    read = [p for p in read if p.kind != "entry" or rng.random() < args.entries]
+    passages = unique(read + read_pod(args.pod))
+    rows = pairs(passages, args.seed, args.siblings)
     data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
     args.out.write_text(data, encoding="utf-8")
     kinds: dict[str, int] = {}
