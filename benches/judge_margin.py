@@ -3,8 +3,8 @@
 `recall eval --entail` measures a judge at the margin its folder holds (`bias` in its
 `recall-judge.json`). Here each set is evaluated once with the judge (labelled calibration,
 cross-fitted, the default model), every judged search's probabilities are kept, and the
-questions are counted again as if the margin were each of `--margins` (added to the folder's own
-logit): the answerable questions the judge takes from the threshold's answers (every `ok` hit
+questions are counted again as if the margin were each of `--margins` (in place of the folder's
+own `bias`): the answerable questions the judge takes from the threshold's answers (every `ok` hit
 demoted), and the near misses, near-topic and far-gap questions still answered `ok`, beside the
 threshold alone. A margin that keeps the answers is one that refuses nothing; what a margin is
 worth is what it refuses for what it takes.
@@ -36,8 +36,9 @@ UNANSWERABLE = ("near_miss", "near_topic", "far_gap")
 class Recording:
     """The judge under test, keeping the logit of every passage it is asked about."""
 
-    def __init__(self, inner: judging.Judge) -> None:
+    def __init__(self, inner: judging.Judge, bias: float) -> None:
         self.inner = inner
+        self.bias = bias
         self.logits: dict[str, list[float]] = {}
 
     @property
@@ -47,7 +48,8 @@ class Recording:
     def score(self, question: str, passages: Sequence[str]) -> npt.NDArray[np.float64]:
         probs = self.inner.score(question, passages)
         clipped = np.clip(probs, 1e-12, 1 - 1e-12)
-        self.logits[question] = [math.log(p / (1 - p)) for p in clipped]
+        # The model's own logit: the folder's bias taken back out.
+        self.logits[question] = [math.log(p / (1 - p)) - self.bias for p in clipped]
         return probs
 
 
@@ -58,7 +60,9 @@ def measure(judge: Path, evalset: str, margins: Sequence[float]) -> list[str]:
         for line in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
-    recording = Recording(judging.Judge(judge))
+    config = judge / judging.JUDGE_CONFIG
+    own = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
+    recording = Recording(judging.Judge(judge), float(own.get("bias", 0.0)))
     chosen = judging.get_judge
     judging.get_judge = lambda spec: recording  # type: ignore[assignment, misc, return-value]
     try:

@@ -14,6 +14,9 @@ notes=$(python -c 'from recall import evaluation; print(evaluation.EVALSET_DIR /
 recall index "$notes" --db "$out/first.db" --json > "$out/first.json"
 recall search "How many calls a second can we make to a courier's API before we're cut off?" \
   --db "$out/first.db" --json > "$out/answer.json"
+# recall's own judge, shipped in the wheel, asked whether each ok hit answers (offline).
+recall search "How many calls a second can we make to a courier's API before we're cut off?" \
+  --db "$out/first.db" --entail --json > "$out/entailed.json"
 python - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -31,6 +34,11 @@ assert answer["mode"] == "strict" and answer["trust_state"] == "trusted", answer
 assert answer["calibration"]["source"] == "self" and not answer["abstained"], answer
 ok = [h["provenance"]["file"] for h in answer["hits"] if h["verdict"] == "ok"]
 assert "decisions/carrier-gateway.md" in ok, ok
+entailed = json.load(open(f"{out}/entailed.json"))
+judged = [h for h in entailed["hits"] if h["verdict"] in ("ok", "not_entailed")]
+assert judged and all(h["entailment"] is not None for h in judged), entailed
+assert entailed["timings_ms"]["judge"] > 0, entailed["timings_ms"]
 print(f"smoke ok: {stats['documents']} documents, {stats['chunks']} chunks, {stats['embedder']}")
+print(f"smoke ok: the shipped judge judged {len(judged)} hits in {entailed['timings_ms']['judge']:.0f} ms")
 print(f"smoke ok: first run calibrated itself ({first['calibrated']['id']}), strict answer from {ok[0]}")
 PY

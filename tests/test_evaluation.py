@@ -475,7 +475,7 @@ def test_judged_near_misses(
     assert report.metrics["false_abstain"].value < 1.0
     assert any(n.startswith("judge: p50 ") for n in report.notes)
 
-    monkeypatch.delenv("RECALL_JUDGE", raising=False)
+    monkeypatch.setenv("RECALL_JUDGE", str(tmp_path / "no-such-judge"))
     with recall.open(tmp_path / "j.db") as mem:
         report = evaluation.evaluate_store(mem, questions, now=NOW, entail=True)
     assert report.metrics["near_miss_false_confidence_entailed"].n == 0

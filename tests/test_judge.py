@@ -125,12 +125,13 @@ def test_nothing_entailed_abstains_with_a_near_miss_reason(tmp_path: Path, corpu
 def test_unavailable_judge_refuses_in_strict_and_degrades_in_development(
     tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("RECALL_JUDGE", raising=False)
+    missing = tmp_path / "no-such-judge"
+    monkeypatch.setenv("RECALL_JUDGE", str(missing))
     with _store(tmp_path, corpus, None) as mem:
         with pytest.raises(recall.TrustRefusal) as info:
             mem.search(QUERY, now=NOW, entail=True)
         assert info.value.code == "DEPENDENCY_UNAVAILABLE"
-        assert "--judge" in info.value.message and "RECALL_JUDGE" in info.value.message
+        assert str(missing) in info.value.message and "does not exist" in info.value.message
         res = mem.search(QUERY, now=NOW, entail=True, mode="development")
         assert res.trust_state == "degraded" and res.timings_ms["judge"] == 0.0
         assert all(h.entailment is None for h in res.hits)
@@ -159,5 +160,46 @@ def test_cli_entail(tmp_path: Path, corpus: Path, judge_dir: Path) -> None:
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert [h["verdict"] for h in data["hits"]][:2] == ["ok", "not_entailed"]
-    res = runner.invoke(app, [*base, "--entail"], env={"RECALL_JUDGE": ""})
+    res = runner.invoke(app, [*base, "--entail"], env={"RECALL_JUDGE": str(tmp_path / "none")})
     assert res.exit_code == 3 and "DEPENDENCY_UNAVAILABLE" in res.output
+    # Nothing configured: recall's own judge answers.
+    res = runner.invoke(app, [*base, "--entail"], env={"RECALL_JUDGE": ""})
+    assert res.exit_code == 0, res.output
+    assert all(
+        h["entailment"] is not None for h in json.loads(res.stdout)["hits"] if h["verdict"] == "ok"
+    )
+
+
+def test_the_shipped_judge_runs_when_none_is_configured(
+    tmp_path: Path, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """recall's own judge (training/judge/README.md) is what `entail` runs by default; the
+    folder records what made it, and an install without it says what to pass instead."""
+    import recall.judge as judging
+
+    monkeypatch.delenv("RECALL_JUDGE", raising=False)
+    made = json.loads((judging.SHIPPED / "training.json").read_text(encoding="utf-8"))
+    assert len(made["pairs_sha256"]) == 64 and made["seed"] == 0
+    judge = judging.get_judge(None)
+    assert judge.name == f"onnx:{judging.SHIPPED}"
+    # One question, its answer and a sibling subject's: the answer comes first.
+    answer, other = judge.score(
+        "How long are audit logs kept?",
+        [
+            "# Retention\n\nAudit logs are kept for seven years in the archive bucket, then "
+            "deleted by the lifecycle rule.",
+            "# Retention\n\nInvoices are kept for ten years, as the tax office requires, in the "
+            "finance archive.",
+        ],
+    )
+    assert answer > other
+    with _store(tmp_path, corpus, None) as mem:
+        res = mem.search(QUERY, now=NOW, entail=True)
+        assert res.timings_ms["judge"] > 0.0
+        assert all(
+            h.entailment is not None for h in res.hits if h.verdict in ("ok", "not_entailed")
+        )
+    monkeypatch.setattr(judging, "SHIPPED", tmp_path / "not-installed")
+    with pytest.raises(recall.JudgeError, match="no judge of its own") as info:
+        judging.get_judge(None)
+    assert "--judge" in str(info.value) and "RECALL_JUDGE" in str(info.value)

@@ -100,7 +100,8 @@ async def check_tool_list(session: Session) -> None:
     k = search.input_schema["properties"]["k"]
     assert (k["minimum"], k["maximum"], k["default"]) == (1, 50, 5)
     assert search.input_schema["properties"]["query"]["maxLength"] == 2000
-    assert "entail" not in search.input_schema["properties"], "no judge is configured"
+    # No judge is configured: recall's own is, so `entail` is offered.
+    assert search.input_schema["properties"]["entail"]["type"] == "boolean"
     assert "only verdict you may act on" in (search.description or "")
     assert tools["search"].annotations.read_only_hint is True
     assert tools["remember"].annotations.read_only_hint is False
@@ -216,7 +217,7 @@ def test_bad_calls_are_tool_errors_and_the_server_keeps_serving(
         ("search", {"query": RATE_Q, "k": 500}, "k must be an integer from 1 to 50"),
         ("search", {"query": "x" * 2001}, "the limit is 2000"),
         ("search", {"query": RATE_Q, "as_of": "soon"}, "is not a date"),
-        ("search", {"query": RATE_Q, "entail": True}, "unknown argument(s) entail"),
+        ("search", {"query": RATE_Q, "judge": "x"}, "unknown argument(s) judge"),
         ("index", {"paths": ["../x"]}, "contains '..'"),
         ("index", {"paths": ["/etc"]}, "outside the corpus roots"),
         ("explain", {"query": RATE_Q, "file": "/etc/passwd"}, "outside the corpus roots"),

@@ -289,8 +289,8 @@ class Memory:
 
     @property
     def judge(self) -> EntailmentJudge:
-        """The entailment judge: the one passed to `open`, else $RECALL_JUDGE (SPEC §6).
-        Raises `JudgeError` when none is configured or its model will not load."""
+        """The entailment judge: the one passed to `open`, else $RECALL_JUDGE, else the judge
+        shipped with recall (SPEC §6). Raises `JudgeError` when its model will not load."""
         if self._judge is None:
             from recall.judge import get_judge
 
@@ -905,7 +905,7 @@ def open(  # noqa: A001
     `embedder` is a name (`minilm-l6`, `onnx:DIR`, `hashing-512`), an `Embedder`, or None for
     the one the store was built with ($RECALL_EMBEDDER, else `minilm-l6`, for a new store).
     `judge` is an exported cross-encoder directory (or a judge object) used by
-    `search(..., entail=True)`; None = $RECALL_JUDGE.
+    `search(..., entail=True)`; None = $RECALL_JUDGE, else recall's own judge.
 
     A wrong argument here or to a `Memory` method raises `UsageError` naming the parameter and
     what it accepts, at the call; an embedder name that names no embedder (`'bert'`) is refused

@@ -28,6 +28,8 @@ __all__ = ["ENTAILED", "EntailmentJudge", "Judge", "apply_judge", "get_judge"]
 ENTAILED = 0.5
 JUDGE_CONFIG = "recall-judge.json"
 ENV_JUDGE = "RECALL_JUDGE"
+#: The judge made for recall (training/judge/README.md), run when no other is configured.
+SHIPPED = Path(__file__).resolve().parent / "data" / "judge"
 
 
 @runtime_checkable
@@ -151,15 +153,18 @@ class Judge:
 
 
 def get_judge(spec: str | os.PathLike[str] | EntailmentJudge | None) -> EntailmentJudge:
-    """A judge from a directory (or `onnx:DIR`), an object, or None = $RECALL_JUDGE."""
+    """A judge from a directory (or `onnx:DIR`), an object, or None: $RECALL_JUDGE, else the
+    judge shipped with recall."""
     if spec is not None and not isinstance(spec, (str, os.PathLike)):
         return spec
     chosen = os.fspath(spec) if spec is not None else os.environ.get(ENV_JUDGE, "").strip()
     if not chosen:
-        raise JudgeError(
-            "recall judge: no judge model is configured; pass --judge DIR (judge= in the API) "
-            f"or set {ENV_JUDGE} to an exported QNLI cross-encoder directory"
-        )
+        if not (SHIPPED / "model.onnx").is_file():
+            raise JudgeError(
+                f"recall judge: this install has no judge of its own ({SHIPPED} is missing); "
+                f"pass --judge DIR (judge= in the API) or set {ENV_JUDGE} to a judge folder"
+            )
+        return Judge(SHIPPED)
     return Judge(chosen[5:] if chosen.startswith("onnx:") else chosen)
 
 

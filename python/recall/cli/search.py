@@ -62,7 +62,9 @@ def search(
         False, "--entail", help="Ask the entailment judge whether each ok hit answers."
     ),
     judge: Optional[Path] = typer.Option(
-        None, "--judge", help="Judge model directory for --entail. Default: $RECALL_JUDGE."
+        None,
+        "--judge",
+        help="Judge model directory for --entail. Default: $RECALL_JUDGE, else recall's own.",
     ),
 ) -> None:
     """Answer a question with a judgment: only `ok` hits may be relied on."""

@@ -40,7 +40,9 @@ def serve(
         None, "--mode", help="strict (default) or development. Also $RECALL_TRUST_MODE."
     ),
     judge: Optional[Path] = typer.Option(
-        None, "--judge", help="Judge model directory for entail. Default: $RECALL_JUDGE."
+        None,
+        "--judge",
+        help="Judge model directory for entail. Default: $RECALL_JUDGE, else recall's own.",
     ),
     watch: bool = typer.Option(
         False,
