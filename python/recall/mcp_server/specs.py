@@ -5,8 +5,8 @@ and what each asks of it) and `ToolSpec`s, each tool's name, title, description 
 model, input schema (the bounds from `arguments`) and hints, in the order a client lists them:
 `search`, `explain` and `stats` always, `lint`, `index`, `remember` and `declare` where the
 server has a corpus to work in, and `entail` on `search` where an entailment judge is
-configured. Does not own: checking the arguments a call sends (`arguments`, `paths`) or running
-it (`tools`).
+available (recall's own, unless the install lacks it). Does not own: checking the arguments a
+call sends (`arguments`, `paths`) or running it (`tools`).
 """
 
 from __future__ import annotations
