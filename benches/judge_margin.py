@@ -28,7 +28,7 @@ import numpy.typing as npt
 from machine import cpu_model
 
 import recall.judge as judging
-from recall.evaluation import EVALSET_DIR, evaluate_shipped
+from recall.evaluation import EVALSET_DIR, Question, evaluate_shipped, load_questions
 
 UNANSWERABLE = ("near_miss", "near_topic", "far_gap")
 
@@ -55,11 +55,7 @@ class Recording:
 
 def measure(judge: Path, evalset: str, margins: Sequence[float]) -> list[str]:
     root = EVALSET_DIR if evalset == "shipped" else Path(evalset)
-    questions = [
-        json.loads(line)
-        for line in (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    questions = load_questions(root / "questions.jsonl")
     config = judge / judging.JUDGE_CONFIG
     own = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
     recording = Recording(judging.Judge(judge), float(own.get("bias", 0.0)))
@@ -72,11 +68,11 @@ def measure(judge: Path, evalset: str, margins: Sequence[float]) -> list[str]:
     finally:
         judging.get_judge = chosen  # type: ignore[assignment]
     # The judge is asked only where the threshold left an `ok` hit: those are its questions.
-    asked = {q["query"]: q for q in questions}
+    asked: dict[str, Question] = {q.query: q for q in questions}
     judged = {q: ls for q, ls in recording.logits.items() if q in asked}
-    totals = Counter(q["category"] for q in questions if not q["answerable"])
-    answerable = sum(1 for q in questions if q["answerable"])
-    alone = Counter(asked[q]["category"] for q in judged if not asked[q]["answerable"])
+    totals = Counter(q.category for q in questions if not q.answerable)
+    answerable = sum(1 for q in questions if q.answerable)
+    alone = Counter(asked[q].category for q in judged if not asked[q].answerable)
     name = "shipped" if evalset == "shipped" else root.name
     lines = [
         f"| {name} | threshold alone | – | "
@@ -88,8 +84,8 @@ def measure(judge: Path, evalset: str, margins: Sequence[float]) -> list[str]:
         for query, logits in judged.items():
             q = asked[query]
             ok = any(logit + margin >= 0 for logit in logits)
-            taken += int(q["answerable"] and not ok)
-            kept[q["category"]] += int(not q["answerable"] and ok)
+            taken += int(q.answerable and not ok)
+            kept[q.category] += int(not q.answerable and ok)
         refused = sum(alone[c] - kept[c] for c in UNANSWERABLE)
         lines.append(
             f"| {name} | {margin:+g} | {taken}/{answerable} | "

@@ -199,7 +199,9 @@ def test_the_shipped_judge_runs_when_none_is_configured(
         assert all(
             h.entailment is not None for h in res.hits if h.verdict in ("ok", "not_entailed")
         )
+    assert judging.available(None)
     monkeypatch.setattr(judging, "SHIPPED", tmp_path / "not-installed")
+    assert not judging.available(None) and judging.available(tmp_path / "named")
     with pytest.raises(recall.JudgeError, match="no judge of its own") as info:
         judging.get_judge(None)
     assert "--judge" in str(info.value) and "RECALL_JUDGE" in str(info.value)

@@ -22,7 +22,7 @@ from recall.errors import JudgeError
 from recall.models import input_types, make_feed, open_session, open_tokenizer, read_config
 from recall.results import Hit
 
-__all__ = ["ENTAILED", "EntailmentJudge", "Judge", "apply_judge", "get_judge"]
+__all__ = ["ENTAILED", "EntailmentJudge", "Judge", "apply_judge", "available", "get_judge"]
 
 #: SPEC §6: a judged `ok` hit below this probability becomes `not_entailed`.
 ENTAILED = 0.5
@@ -152,6 +152,12 @@ class Judge:
         return np.asarray(probs[:, column], dtype=np.float64)
 
 
+def available(spec: str | os.PathLike[str] | EntailmentJudge | None) -> bool:
+    """Whether `get_judge(spec)` has a judge to load: one named, or recall's own installed."""
+    named = spec is not None or bool(os.environ.get(ENV_JUDGE, "").strip())
+    return named or (SHIPPED / "model.onnx").is_file()
+
+
 def get_judge(spec: str | os.PathLike[str] | EntailmentJudge | None) -> EntailmentJudge:
     """A judge from a directory (or `onnx:DIR`), an object, or None: $RECALL_JUDGE, else the
     judge shipped with recall."""
@@ -159,7 +165,7 @@ def get_judge(spec: str | os.PathLike[str] | EntailmentJudge | None) -> Entailme
         return spec
     chosen = os.fspath(spec) if spec is not None else os.environ.get(ENV_JUDGE, "").strip()
     if not chosen:
-        if not (SHIPPED / "model.onnx").is_file():
+        if not available(None):
             raise JudgeError(
                 f"recall judge: this install has no judge of its own ({SHIPPED} is missing); "
                 f"pass --judge DIR (judge= in the API) or set {ENV_JUDGE} to a judge folder"

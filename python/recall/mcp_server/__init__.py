@@ -141,16 +141,12 @@ def serve(
         raise UsageError(INSTALL_HINT) from err
 
     import recall
-    from recall.judge import ENV_JUDGE, SHIPPED
+    from recall.judge import available
 
     chosen = mode or os.environ.get("RECALL_TRUST_MODE") or "strict"
     if chosen not in ("strict", "development"):
         raise UsageError(f"recall serve: unknown mode {chosen!r}; use strict or development")
-    has_judge = (
-        judge is not None
-        or bool(os.environ.get(ENV_JUDGE, "").strip())
-        or (SHIPPED / "model.onnx").is_file()
-    )
+    has_judge = available(judge)
     if watch and not corpus:
         raise UsageError("recall serve: --watch needs at least one --corpus folder to follow")
     memory = recall.open(db, judge=judge)
