@@ -14,8 +14,9 @@ seed, so every run asks the same questions of the same notes.
 
 Then an agent's memory from its first note: `recall serve --db NEW --corpus EMPTY` (the MCP
 server over stdio, driven by the SDK's own client, strict mode), five notes written through its
-`remember` tool, and a strict `search` for what one of them holds: the answer, or the refusal
-with its code and message, and what the last `remember` reported of the store's calibration.
+`remember` tool, and strict `search`es for two things they hold, one in their domain they do
+not hold and one far from it: each answer and whether it came from the right note, or the
+abstention or refusal, and what the last `remember` reported of the store's calibration.
 
 Usage: python benches/first_answer.py [--notes 1000] [--embedder minilm-l6] [--keep DIR]
 """
@@ -174,8 +175,7 @@ def corpus(folder: Path, notes: int, seed: int = 7) -> list[str]:
     return written
 
 
-#: (title, text) of the notes an agent writes into an empty memory, one `remember` each; the
-#: question is answered by the third.
+#: (title, text) of the notes an agent writes into an empty memory, one `remember` each.
 REMEMBERED = [
     ("User prefers metric units", "The user wants distances in kilometres and weights in kg."),
     ("Dashboard API latency", "The dashboard API answers in 250 ms at the 95th percentile."),
@@ -183,11 +183,18 @@ REMEMBERED = [
     ("Staging database", "Staging runs PostgreSQL 16 on a single node with daily backups."),
     ("On-call handover", "On-call hands over on Mondays at 10:00 in the team channel."),
 ]
-REMEMBERED_QUESTION = "When are production deploys not allowed over the holidays?"
+#: (question, the file that answers it or None: the memory does not hold the answer), asked in
+#: strict mode once the five are written: two it holds, one in its own domain and one far off.
+REMEMBERED_QUESTIONS = [
+    ("When are production deploys not allowed over the holidays?", "deploy-freeze.md"),
+    ("What database version does the staging environment run?", "staging-database.md"),
+    ("Which message broker carries the billing service's events?", None),
+    ("How many weeks of paid leave does a new parent get?", None),
+]
 
 
 async def _remembered(db: Path, notes: Path, embedder: str) -> list[str]:
-    """Five `remember` calls into an empty memory, then a strict `search`, over MCP."""
+    """Five `remember` calls into an empty memory, then strict `search`es, over MCP."""
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECALL_")}
@@ -216,22 +223,25 @@ async def _remembered(db: Path, notes: Path, embedder: str) -> list[str]:
             trust = (last.get("index") or {}).get("trust") or last.get("trust")
             if trust:
                 lines.append(f"  trust after the fifth: {trust.get('line')}")
-            res = await session.call_tool("search", {"query": REMEMBERED_QUESTION, "k": 5})
-            if res.is_error:
-                lines.append(f"  {REMEMBERED_QUESTION!r}: refused: {res.content[0].text}")
-                return lines
-            out = res.structured_content or {}
-            ok = [h for h in out.get("hits", []) if h["verdict"] == "ok"]
-            where = ok[0]["provenance"]["file"] if ok else None
-            lines.append(
-                f"  {REMEMBERED_QUESTION!r}: "
-                + (
-                    f"ok from {where}, confidence {ok[0]['confidence']:.2f}, mode {out['mode']}, "
-                    f"calibration {out['calibration']['source']}"
-                    if ok
-                    else f"abstained ({out.get('reason')})"
+            for question, answers in REMEMBERED_QUESTIONS:
+                res = await session.call_tool("search", {"query": question, "k": 5})
+                if res.is_error:
+                    lines.append(f"  {question!r}: refused: {res.content[0].text}")
+                    continue
+                out = res.structured_content or {}
+                ok = [h for h in out.get("hits", []) if h["verdict"] == "ok"]
+                where = ok[0]["provenance"]["file"] if ok else None
+                right = "the right note" if where == answers else f"expected {answers}"
+                lines.append(
+                    f"  {question!r}: "
+                    + (
+                        f"ok from {where} ({right}), confidence {ok[0]['confidence']:.2f}, "
+                        f"mode {out['mode']}, calibration {out['calibration']['source']}"
+                        if ok
+                        else f"abstained ({out.get('reason')})"
+                        + ("" if answers is None else f", expected {answers}")
+                    )
                 )
-            )
     return lines
 
 

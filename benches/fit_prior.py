@@ -2,7 +2,8 @@
 boundary a memory too small to calibrate itself is judged by.
 
 A prior serves small memories, so it is fitted on small memories. From each labelled set named
-(default: the shipped set and benches/evalsets/{platform,transit,pgsql}), seeded draws of a few
+(default: the shipped set and benches/evalsets/{platform,transit,pgsql,public-adr}), seeded draws
+of a few
 notes (`--sizes`, `--draws` of each) are indexed into a fresh store each, and the set's questions
 are asked of that store: a paraphrase or identifier question whose note was drawn is answerable;
 a paraphrase whose notes were not drawn is a near-topic question (its subject is the corpus's,
@@ -10,8 +11,9 @@ its answer is not in the memory), and so is every near-topic question of the set
 questions are far gaps. An identifier question whose note was not drawn is left out: the
 identifier rule refuses it whatever the boundary. The evidence of every draw is pooled and
 fitted by the labelled rule (threshold midway between the answerable 5th and the unanswerable
-95th percentile, AUC certification) on the dense cosine and the identifier match only: a
-memory of a handful of notes gives the lexical share no stable IDF.
+95th percentile, AUC certification) on the dense cosine, the identifier match and, with
+`--lexical`, the lexical share (in a memory of a handful of notes, a question's words that no
+note holds carry the largest IDF, so the share falls for a question the memory cannot answer).
 
 Prints the pooled fit and, per set (those fitted on and the `--try` ones, drawn the same way),
 its AUC and its false abstention, near-topic and far-gap false confidence at the pooled
@@ -19,6 +21,9 @@ threshold; with `--write`, writes the record and those figures to
 python/recall/data/priors/NAME.json when the pooled fit is certified. What the prior does to
 whole searches is measured by `python benches/calibration_sets.py` (its `prior` rows) and
 `python benches/first_answer.py` (a memory written note by note).
+
+The same question is asked of several draws, so the pooled questions are not independent
+samples: the AUC's interval is narrower than that of as many distinct questions would be.
 
 Usage: python benches/fit_prior.py [--embedder minilm-l6] [--sets DIR ...] [--try DIR ...]
        [--sizes 5 10 20] [--draws 6] [--lexical] [--write]
@@ -32,6 +37,7 @@ import hashlib
 import json
 import random
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -46,7 +52,10 @@ from recall.priors import PRIORS
 from recall.selfcal import Probe
 
 ROOT = Path(__file__).resolve().parents[1]
-SETS = [EVALSET_DIR] + [ROOT / "benches" / "evalsets" / n for n in ("platform", "transit", "pgsql")]
+EVALSETS = ROOT / "benches" / "evalsets"
+SETS = [EVALSET_DIR] + [EVALSETS / n for n in ("platform", "transit", "pgsql", "public-adr")]
+#: Drawn and measured the same way, never fitted on.
+TRIED = [EVALSETS / n for n in ("sqlite", "public-adr-b")]
 SEED = 20261205
 #: (kind, evidence) of one question asked of one drawn memory.
 Asked = tuple[str, Evidence]
@@ -122,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", default="minilm-l6")
     parser.add_argument("--sets", nargs="+", type=Path, default=SETS)
-    parser.add_argument("--try", dest="tried", nargs="*", type=Path, default=[])
+    parser.add_argument("--try", dest="tried", nargs="*", type=Path, default=TRIED)
     parser.add_argument("--sizes", nargs="+", type=int, default=[5, 10, 20])
     parser.add_argument("--draws", type=int, default=6)
     parser.add_argument("--write", action="store_true", help="write the prior when certified")
@@ -182,7 +191,7 @@ def main() -> None:
     data = {
         "record": record.to_dict(),
         "fitted_on": names,
-        "command": "python benches/fit_prior.py --write",
+        "command": " ".join(["python", "benches/fit_prior.py", *sys.argv[1:]]),
         "sizes": args.sizes,
         "draws": args.draws,
         "corpora": corpora,

@@ -137,3 +137,20 @@ def test_index_says_what_trust_the_store_has(tmp_path: Path, corpus: Path) -> No
     res = runner.invoke(app, ["index", str(corpus), "--db", db, "--json"])
     trust = json.loads(res.stdout)["trust"]
     assert trust["state"] == "missing" and trust["answers"] is False
+
+
+def test_stats_and_search_name_the_prior_as_the_prior(
+    shipped: Path, corpus: Path, tmp_path: Path
+) -> None:
+    """A prior is neither the user's labels nor made from the notes, and the terminal says so."""
+    _write(shipped, _record())
+    runner = CliRunner()
+    db = str(tmp_path / "cli.db")
+    res = runner.invoke(app, ["index", str(corpus), "--db", db, "--embedder", "hashing-512"])
+    assert res.exit_code == 0, res.output
+    for args in (["stats", "--db", db], ["search", "how many API requests?", "--db", db]):
+        res = runner.invoke(app, args)
+        shown = " ".join(res.stdout.split())
+        assert res.exit_code == 0, res.output
+        assert "prior-hashing-512-test (prior shipped with recall, certified)" in shown
+        assert "labelled" not in shown

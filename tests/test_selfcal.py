@@ -45,8 +45,10 @@ def test_the_questions_come_from_the_notes_and_are_the_same_every_time(tmp_path:
         assert probes == selfcal.probes(mem._store)
         kinds = {k: [p for p in probes if p.kind == k] for k in {p.kind for p in probes}}
         indexed = {(s, p): t for s, p, t in mem._store.document_list()}
-    assert set(kinds) == {"title", "identifier", "near_topic", "off_topic"}
-    assert len(kinds["title"]) == selfcal.MAX_ANSWERABLE
+    assert set(kinds) == {"title", "heading", "identifier", "near_topic", "off_topic"}
+    # Every note asked about by its title first, then headings, up to the most a fit asks.
+    assert len(kinds["title"]) == len(indexed) - len(kinds["near_topic"])
+    assert len(kinds["title"]) + len(kinds["heading"]) == selfcal.MAX_ANSWERABLE
     # A quarter of the notes is asked about with the note left out, never as answerable;
     # each question leaves out a group of its own (the note and those sharing its subject).
     assert len(indexed) == 100
@@ -220,6 +222,27 @@ def test_the_self_made_threshold_is_placed_by_the_unanswerable_questions(minilm:
     assert record.threshold == math.floor(middle * 1000 + 1e-9) / 1000
     assert record.threshold > threshold_for([], off, selfcal.CEILING)
     assert record.n_answerable == sum(p.answerable for p in probes)
+
+
+PGSQL = Path(__file__).resolve().parents[1] / "benches" / "evalsets" / "pgsql" / "notes"
+
+
+@pytest.mark.skipif(not PGSQL.exists(), reason="the pgsql evaluation set is not there")
+def test_a_reference_of_formulaic_titles_certifies_its_own_fit(tmp_path: Path) -> None:
+    """120 pages titled `CREATE X`, `ALTER X`, `DROP X`: the made questions separate (AUC
+    about 0.95), and enough of them are asked that the interval says so. With 60 answerable
+    questions its lower bound was 0.899 and every strict search of the store was refused."""
+    with recall.open(tmp_path / "p.db", embedder="minilm-l6") as mem:
+        report = mem.index(PGSQL)
+        assert report.calibrated is not None
+        record, _ = mem.calibration()
+        assert record is not None and record.source == "self"
+        assert record.n_answerable == selfcal.MAX_ANSWERABLE + selfcal.MAX_IDENTIFIERS
+        assert record.certified is True, record.certified_reason
+        assert record.auc_lower is not None and record.auc_lower >= 0.90
+        result = mem.search("How do I remove a row-level security policy from a table?")
+        assert result.trust_state == "trusted"
+        assert [h.provenance.file for h in result.ok_hits][:1] == ["drop/drop-policy.md"]
 
 
 def test_a_labelled_calibration_takes_precedence(minilm: Path, tmp_path: Path) -> None:

@@ -15,11 +15,15 @@ if TYPE_CHECKING:
     from recall.results import Result
 
 
+#: How each calibration source reads in a line (`labelled`: the user's questions, or imported).
+SOURCES = {"self": "made from the notes", "prior": "prior shipped with recall"}
+
+
 def calibration_line(summary: dict[str, Any] | None, why: str) -> str:
     """The calibration in use, as `stats` and `search` show it."""
     if summary is None:
         return f"none ({why})"
-    source = "made from the notes" if summary["source"] == "self" else "labelled"
+    source = SOURCES.get(summary["source"], "labelled")
     state = "certified" if summary["certified"] else "not certified"
     stale = ", stale" if summary["stale"] else ""
     return f"{summary['id']} ({source}, {state}{stale}), threshold {summary['threshold']:.3f}"
@@ -233,8 +237,9 @@ def print_result(result: Result, explain_legs: bool = False) -> None:
         flags.append(f"store last refreshed {result.staleness.newest_indexed_at}")
     for flag in flags:
         out.print(f"[yellow]{escape(flag)}[/]")
-    if result.calibration is not None and result.calibration["source"] == "self":
-        # Measured, never hidden: a boundary fitted on questions recall made itself.
+    if result.calibration is not None and result.calibration["source"] in SOURCES:
+        # Measured, never hidden: a boundary fitted on questions recall made itself, or on
+        # other corpora (the prior).
         out.print(
             f"[dim]calibration: {escape(calibration_line(result.calibration, ''))}; "
             "'recall calibrate QUERIES' fits one on your own questions[/]"

@@ -48,6 +48,8 @@ def _threshold(report: EvalReport) -> str:
 def _source(report: EvalReport) -> str:
     if report.calibration_source == "self":
         return "made by recall from the notes"
+    if report.calibration_source == "prior":
+        return "the prior shipped with recall"
     return "cross-fitted on labels" if report.cross_fitted else "the store's"
 
 

@@ -241,7 +241,7 @@ def evaluate_shipped(
                             calibrations=fitted,
                             notes=notes + how + judge_notes + refused,
                             started=started,
-                            cross_fitted=source != "self",
+                            cross_fitted=source == "labelled",
                             calibration_source=source,
                         )
                     )
