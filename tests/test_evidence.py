@@ -177,6 +177,28 @@ def test_made_lookups_never_loosen_a_labelled_fit() -> None:
     assert fit_labelled_evidence(labelled, []) == (alone, weights)
 
 
+def test_made_lookups_never_tighten_a_labelled_fit_against_its_own_questions() -> None:
+    """The identifier weight the lookups raise also lifts labelled questions that name an
+    identifier: unanswerable ones about a subject no note answers ("spot instances on EC2?")
+    then raise the labelled boundary over answerable questions it let through alone. Seen on a
+    set of real decision records: threshold 0.564 → 0.707, false abstention 0.07 → 0.27. The
+    lookups may raise the weight only where the labelled questions' own leave-one-out errors
+    do not grow."""
+
+    def ev(answerable: bool, score: float, lexical: float = 0.0, match: bool = False) -> Evidence:
+        return Evidence("q", answerable, ((score, lexical, True, match, True),))
+
+    labelled = [ev(True, 0.50 + i / 100) for i in range(20)]
+    labelled += [ev(False, 0.20 + i / 100) for i in range(17)]
+    labelled += [ev(False, 0.40, match=True) for _ in range(3)]
+    alone, weights = fit_evidence(labelled)
+    lookups = [ev(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
+    mixed, mixed_weights = fit_labelled_evidence(labelled, lookups)
+    assert mixed.threshold == alone.threshold
+    assert mixed.loo_false_abstain == alone.loo_false_abstain
+    assert mixed_weights == weights
+
+
 def test_records_without_features_load_as_dense_only() -> None:
     base = {"fingerprint": "f", "threshold": 0.4, "scale": 0.05, "certified": True}
     cal, why = load_record(base, "f")

@@ -35,7 +35,7 @@ OFFTOPIC = Path(__file__).parent / "data" / "offtopic.txt"
 #: How many questions of each kind one fit asks at most. With at least 20 a class, the fit can
 #: be certified (SPEC §7). The AUC's interval narrows with the answerable questions: a fit of
 #: AUC 0.94 against the ~240 unanswerable ones has a lower bound just under 0.90 on 60 of them
-#: and about 0.92 on 120 (a reference of formulaic titles, benches/RESULTS.md); past that the
+#: and about 0.92 on 120 (references of page families, benches/RESULTS.md); past that the
 #: figures move little and the fit takes longer.
 MAX_ANSWERABLE = 120
 MAX_IDENTIFIERS = 20
@@ -218,15 +218,26 @@ def _identifier_questions(notes: list[_Note], rng: random.Random) -> list[Probe]
     ]
 
 
+#: A number with one of these after it is an ordinal or a measure (`15th`, `4-month`,
+#: `30-min`), not a code anyone looks up.
+MEASURE = re.compile(
+    r"\d+-?(?:st|nd|rd|th|ms|s|sec|secs|min|mins|h|hr|hrs|hour|day|days|week|month|year|"
+    r"kb|mb|gb|tb|px|pt|em|km|kg|m|cm|mm)",
+    re.IGNORECASE,
+)
+
+
 def _lookup(ident: str) -> bool:
     """Whether a user would look `ident` up: a code of a few letters and digits (`INC-4471`,
-    `E2207`, `ADR-0032`), not a date, a version, a file name or a measure (`10-second`)."""
+    `E2207`, `ADR-0032`), not a date, a version, a file name, an ordinal (`3rd`) or a measure
+    (`10-second`, `4-month`)."""
     letters = re.findall(r"[^\W\d_]+", ident)
     return (
         bool(letters)
         and all(len(run) <= 5 for run in letters)
         and any(c.isdigit() for c in ident)
         and not any(c in "./:" for c in ident)
+        and not MEASURE.fullmatch(ident)
     )
 
 

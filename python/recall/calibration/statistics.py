@@ -300,7 +300,10 @@ def fit_labelled_evidence(
     would alone; the made ones may only add evidence: they count for the AUC and its
     certification and may raise the identifier weight, never lower the threshold under the
     labelled questions' own placement. A lookup's low dense cosine is lifted by its identifier
-    evidence, not by pulling the boundary under every off-topic question."""
+    evidence, not by pulling the boundary under every off-topic question. The weight is raised
+    only as far as the labelled questions' own leave-one-out errors do not grow: it lifts the
+    labelled questions naming an identifier too, and unanswerable ones among them would raise
+    the boundary over answers the labelled fit let through."""
     alone, (lexical, identifier) = fit_evidence(labelled)
     if not made:
         return alone, (lexical, identifier)
@@ -308,7 +311,13 @@ def fit_labelled_evidence(
     placing = [True] * len(labelled) + [False] * len(made)
     best: tuple[tuple[float, float, float], Fit, tuple[float, float]] | None = None
     asked = [e for e in made if e.answerable]
-    for ident in (w for w in IDENTIFIER_WEIGHTS if w >= identifier):
+
+    def own_errors(ident: float) -> float:
+        own = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in labelled])
+        return (own.loo_false_confidence or 0.0) + (own.loo_false_abstain or 0.0)
+
+    allowed = own_errors(identifier) + 1e-12
+    for ident in (w for w in IDENTIFIER_WEIGHTS if w >= identifier and own_errors(w) <= allowed):
         result = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in both], placing)
         errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
         # The lookups the labelled boundary would refuse count as errors too.
