@@ -23,11 +23,17 @@ where the time goes (the query's embedding, the core's load check, legs, fusion 
 `Memory.search` times them, the rest of `Memory.search`, and the call around it); the median of
 the block ratios, this build's over the baseline's, with a 95 % bootstrap interval over blocks.
 `--self-check` runs a second copy of this build as the baseline (A/A): its interval shows the
-machine's noise floor.
+machine's noise floor. `--gap MS` pauses before each search, untimed, as an agent does between
+two: back to back, the cores a search wakes are still awake and its data still in the caches,
+which flatters work split across threads.
+
+With `--embedder dense-384` the Zipf notes are embedded by a 384-d ONNX word embedder built
+here (`zipf_corpus.embedder_for`): every dimension of every vector set, the shape of the
+default model's vectors.
 
 Usage: python benches/ab_search.py (--baseline PYTHON | --self-check)
-       [--chunks 100000 | --set PATH [--embedder hashing-512]] [--k 5]
-       [--blocks 60] [--block 25] [--queries 200]
+       [--chunks 100000 | --set PATH] [--embedder hashing-512|dense-384|NAME] [--k 5]
+       [--blocks 60] [--block 25] [--queries 200] [--gap MS]
        (PYTHON: an interpreter with the other build installed; --queries defaults to the set's
        number of questions with --set)
 """
@@ -50,7 +56,7 @@ from typing import IO, Any
 
 from machine import cpu_model
 from search_latency import EMBEDDER, LABELLED, WARMUP, negatives
-from zipf_corpus import ZipfCorpus
+from zipf_corpus import DENSE, ZipfCorpus, embedder_for
 
 import recall
 
@@ -74,7 +80,7 @@ CHILD = """
 import json, sys, time
 import recall
 db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
-timed_parts, k = sys.argv[4].split(","), int(sys.argv[5])
+timed_parts, k, gap = sys.argv[4].split(","), int(sys.argv[5]), float(sys.argv[6])
 timed = queries[warmup:]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
@@ -83,6 +89,8 @@ with recall.open(db) as mem:
     for line in sys.stdin:
         ms, parts = [], {name: [] for name in [*timed_parts, "search", "call"]}
         for i in json.loads(line):
+            if gap:
+                time.sleep(gap)  # an agent's pause between two searches, not timed
             t0 = time.perf_counter()
             result = mem.search(timed[i], k)
             ms.append((time.perf_counter() - t0) * 1e3)
@@ -96,7 +104,7 @@ with recall.open(db) as mem:
 """
 
 
-def build(chunks: int, queries: int, workdir: Path) -> tuple[Path, Path]:
+def build(chunks: int, queries: int, workdir: Path, embedder: str) -> tuple[Path, Path]:
     """The store and a file of timed queries (warm-up ones first)."""
     corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(chunks))
     root, db = workdir / "notes", workdir / "store.db"
@@ -106,7 +114,7 @@ def build(chunks: int, queries: int, workdir: Path) -> tuple[Path, Path]:
     written = time.time() - 3600
     for note in root.rglob("*.md"):
         os.utime(note, (written, written))
-    with recall.open(db, embedder=EMBEDDER) as mem:
+    with recall.open(db, embedder=embedder_for(embedder, workdir)) as mem:
         report = mem.index(root, calibrate=False)
         pairs = corpus.queries(LABELLED + queries + WARMUP, seed=chunks)
         labelled = [(q, True) for q, _ in pairs[:LABELLED]]
@@ -116,7 +124,7 @@ def build(chunks: int, queries: int, workdir: Path) -> tuple[Path, Path]:
         raise SystemExit("the calibration is not certified: strict search would refuse")
     asked = workdir / "queries.json"
     asked.write_text(json.dumps([q for q, _ in pairs[LABELLED:]]))
-    print(f"store: {report.chunks:,} chunks of {corpus.n:,} notes, {EMBEDDER}, certified")
+    print(f"store: {report.chunks:,} chunks of {corpus.n:,} notes, {embedder}, certified")
     return db, asked
 
 
@@ -150,13 +158,16 @@ def build_set(root: Path, embedder: str, workdir: Path) -> tuple[Path, Path]:
 class Child:
     """One build's persistent child: the store opened and warm, timing blocks on demand."""
 
-    def __init__(self, python: str, db: Path, asked: Path, k: int, stderr: IO[str]) -> None:
+    def __init__(
+        self, python: str, db: Path, asked: Path, k: int, gap: float, stderr: IO[str]
+    ) -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
         env.pop("PYTHONPATH", None)
         self.python = python
         self.stderr = stderr
         self.proc = subprocess.Popen(
-            [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED), str(k)],
+            [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED), str(k)]
+            + [str(gap)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # A file, not a pipe: a child that writes much to stderr never blocks on it.
@@ -214,8 +225,9 @@ def make_store(python: str, args: argparse.Namespace, workdir: Path) -> tuple[Pa
     """The store and its queries, made by the build `python` runs (this script's `--make-in`)."""
     made = [python, __file__, "--self-check", "--make-in", str(workdir)]
     made += ["--chunks", str(args.chunks), "--queries", str(args.queries)]
+    made += ["--embedder", args.embedder]
     if args.set is not None:
-        made += ["--set", str(args.set), "--embedder", args.embedder]
+        made += ["--set", str(args.set)]
     subprocess.run(made, check=True, cwd=Path(__file__).parent)
     return workdir / "store.db", workdir / "queries.json"
 
@@ -236,7 +248,11 @@ def main() -> None:
         metavar="PATH",
         help="an evaluation set (notes/, questions.jsonl) to index and time instead of Zipf notes",
     )
-    ap.add_argument("--embedder", default=EMBEDDER, help="the embedder for --set's store")
+    ap.add_argument(
+        "--embedder",
+        default=EMBEDDER,
+        help=f"the store's embedder ({DENSE}: a 384-d ONNX word embedder built here, dense rows)",
+    )
     ap.add_argument("--k", type=int, default=SEARCH_K, help="hits each search asks for")
     ap.add_argument("--blocks", type=int, default=60, help="blocks, each timed on both builds")
     ap.add_argument("--block", type=int, default=25, help="queries per block")
@@ -244,6 +260,13 @@ def main() -> None:
         "--queries",
         type=int,
         help="distinct queries, cycled through (default 200; with --set, all its questions)",
+    )
+    ap.add_argument(
+        "--gap",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="an untimed pause before each search, as an agent's between two (default none)",
     )
     ap.add_argument("--make-in", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -259,7 +282,7 @@ def main() -> None:
         if args.set is not None:
             build_set(args.set, args.embedder, args.make_in)
         else:
-            build(args.chunks, args.queries, args.make_in)
+            build(args.chunks, args.queries, args.make_in, args.embedder)
         return
     print(f"machine: {cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.2f}")
     baseline = sys.executable if args.self_check else args.baseline
@@ -277,7 +300,7 @@ def main() -> None:
                 err = stack.enter_context(open(Path(scratch) / f"{name}.stderr", "w+"))
                 db = Path(scratch) / f"{name.replace(' ', '-')}.db"
                 shutil.copyfile(made, db)
-                children[name] = Child(pythons[name], db, asked, args.k, err)
+                children[name] = Child(pythons[name], db, asked, args.k, args.gap / 1e3, err)
                 stack.callback(children[name].close)
             for b in range(args.blocks):
                 start = b * args.block

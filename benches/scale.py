@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from machine import cpu_model
-from zipf_corpus import ZipfCorpus
+from zipf_corpus import ZipfCorpus, embedder_for
 
 import recall
 
@@ -104,16 +104,6 @@ def fresh_process(python: str, db: Path, queries: list[str]) -> dict[str, float]
 
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-
-
-def dense_embedder(workdir: Path) -> str:
-    """`onnx:DIR` of a 384-d word embedder over the corpus vocabulary, written into `workdir`."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from tests.onnx_models import build_embedder
-
-    folder = workdir / "dense-384"
-    build_embedder(folder, ZipfCorpus(1000).vocab, dim=384)
-    return f"onnx:{folder}"
 
 
 def bench(
@@ -213,9 +203,7 @@ def main() -> None:
     )
     rows = []
     with tempfile.TemporaryDirectory(prefix="recall-scale-", dir=args.workdir) as tmp:
-        embedder = args.embedder
-        if embedder == "dense-384":
-            embedder = dense_embedder(Path(tmp))
+        embedder = embedder_for(args.embedder, Path(tmp))
         for n in args.sizes:
             rows.append(bench(n, args.queries, Path(tmp), args.baseline, args.rounds, embedder))
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")

@@ -71,3 +71,25 @@ class ZipfCorpus:
             pool = distinct[: max(6, len(distinct) // 3)]
             out.append((" ".join(rng.sample(pool, min(6, len(pool)))), t))
         return out
+
+
+#: The name benches give the 384-d ONNX word embedder `embedder_for` builds.
+DENSE = "dense-384"
+
+
+def embedder_for(name: str, workdir: Path) -> str:
+    """The embedder spec a bench indexes with: `name` itself, or for `dense-384` `onnx:DIR` of a
+    384-d word embedder over the corpus vocabulary written into `workdir` (every dimension of
+    every vector set, the shape of the default model's vectors; Gaussian word vectors averaged,
+    so the rows have no cluster structure to lean on)."""
+    if name != DENSE:
+        return name
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.onnx_models import build_embedder
+
+    folder = workdir / DENSE
+    if not (folder / "model.onnx").exists():
+        build_embedder(folder, ZipfCorpus(1000).vocab, dim=384)
+    return f"onnx:{folder}"

@@ -47,7 +47,7 @@ impl Part {
     }
 }
 
-/// One non-zero dimension of the query: its level (the row-major pass's, 1–15) and whether it
+/// One non-zero dimension of the query: its level (the row-major pass's, 1–7) and whether it
 /// is negative (then every word of row signs is read flipped).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Term {

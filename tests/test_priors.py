@@ -154,3 +154,30 @@ def test_stats_and_search_name_the_prior_as_the_prior(
         assert res.exit_code == 0, res.output
         assert "prior-hashing-512-test (prior shipped with recall, certified)" in shown
         assert "labelled" not in shown
+
+
+def test_an_evaluation_under_the_prior_says_so(shipped: Path, corpus: Path, tmp_path: Path) -> None:
+    """`recall eval --calibration prior` judges with the prior, not with folds of the set's
+    labels, and its report says which."""
+    from recall.evaluation import evaluate_shipped
+    from recall.evaluation.formats import format_markdown, format_table
+
+    _write(shipped, _record())
+    evalset = tmp_path / "set"
+    (evalset / "notes").mkdir(parents=True)
+    for note in corpus.iterdir():
+        (evalset / "notes" / note.name).write_text(note.read_text(encoding="utf-8"))
+    questions = [
+        {"query": "how many API requests per minute?", "answerable": True,
+         "category": "paraphrase", "relevant": ["rates.md"], "expect": "ok"},
+        {"query": "which pension scheme do we pay into?", "answerable": False,
+         "category": "far_gap", "expect": "abstain"},
+    ]  # fmt: skip
+    (evalset / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in questions) + "\n")
+    meta = {"now": "2026-06-01", "indexed_at": "2026-05-31T00:00:00Z", "touched": {}}
+    (evalset / "meta.json").write_text(json.dumps(meta))
+    (report,) = evaluate_shipped(["hashing-512"], evalset=evalset, calibrations=("prior",))
+    assert report.calibration_source == "prior" and not report.cross_fitted
+    shown = format_table([report]) + format_markdown([report])
+    assert "the prior shipped with recall" in shown
+    assert "cross-fitted" not in shown
