@@ -316,7 +316,7 @@ def fit_labelled_evidence(
         own = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in labelled])
         return (own.loo_false_confidence or 0.0) + (own.loo_false_abstain or 0.0)
 
-    allowed = own_errors(identifier) + 1e-12
+    allowed = (alone.loo_false_confidence or 0.0) + (alone.loo_false_abstain or 0.0) + 1e-12
     for ident in (w for w in IDENTIFIER_WEIGHTS if w >= identifier and own_errors(w) <= allowed):
         result = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in both], placing)
         errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
