@@ -20,7 +20,9 @@ KNN at p50.
 
 With `--embedder dense-384` the notes are embedded by a 384-d ONNX word embedder built here
 (`zipf_corpus.embedder_for`): every dimension of every vector set, the shape of the default
-model's vectors (`minilm-l6`), whose rows no code reproduces.
+model's vectors (`minilm-l6`), whose rows no code reproduces; the bench then also states the
+bytes the dense leg reads a query (`dense_pass_bytes`) and the time numpy takes to sum as many
+bytes at the same place in the interleaving: the floor those bytes set on this machine.
 
 Usage: python benches/search_latency.py [--sizes 10000 100000] [--queries 300]
        [--embedder hashing-512|dense-384]
@@ -103,6 +105,21 @@ def numpy_top(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
     return top[np.argsort(-scores[top], kind="stable")]
 
 
+def dense_pass_bytes(rows: int, dim: int) -> int:
+    """The bytes the dense leg reads for a model's query over `rows` rows of `dim` dimensions
+    (rust/dense.rs, rust/signs.rs): every row's sign words (8 bytes per 64 dimensions) from
+    32,768 rows on, else every row's code (three such masks); then the codes of the rows the
+    sign cut keeps (one in ten, at least 4 × the shortlist); then the float32 vector of each
+    shortlisted row (one row in 100, at least 256)."""
+    mask = 8 * -(-dim // 64)
+    shortlist = max(256, rows // 100)
+    if rows >= 32_768:
+        first = rows * mask + max(rows // 10, 4 * shortlist) * 3 * mask
+    else:
+        first = rows * 3 * mask
+    return first + shortlist * 4 * dim
+
+
 def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> dict[str, float]:
     """`n` is the number of chunks asked for; the corpus has as many notes as make about n."""
     corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
@@ -170,6 +187,12 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
     t_recall: list[float] = []
     t_vec: list[float] = []
     t_np: list[float] = []
+    # The floor the dense leg's bytes set: numpy reading as many bytes once (a sum over them),
+    # at the same place in the interleaving, so out of the caches as the search's data is.
+    dense = name == DENSE
+    read = dense_pass_bytes(stats.chunks, 384) if dense else 0
+    stream = np.ones(read // 8, dtype=np.uint64)
+    t_floor: list[float] = []
     parts: dict[str, list[float]] = {p: [] for p in (*PARTS, "rest")}
     ok_hits = 0
     # Interleaved, so drift on a noisy machine hits all three alike.
@@ -181,6 +204,9 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
         t2 = time.perf_counter()
         numpy_top(matrix, v, CANDIDATES)
         t3 = time.perf_counter()
+        if dense:
+            stream.sum()
+            t_floor.append((time.perf_counter() - t3) * 1e3)
         if len(knn) != CANDIDATES:
             raise SystemExit("the vec0 KNN returned fewer rows than asked for")
         t_recall.append((t1 - t0) * 1e3)
@@ -204,6 +230,8 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
         "vec_p95": pct(t_vec, 95),
         "np_p50": pct(t_np, 50),
         "recall10": float(np.mean(recalls)),
+        "read_mb": read / 1e6,
+        "floor_p50": pct(t_floor, 50) if t_floor else 0.0,
         "overlap10": float(np.mean(set_overlap)),
         "open_ms": open_ms,
         "cold_ms": cold_ms,
@@ -223,6 +251,11 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
         f"  Memory.search is {res['vec_p50'] / res['p50']:.1f}x faster than the vec0 KNN and "
         f"{res['np_p50'] / res['p50']:.2f}x numpy's exact scan (p50)"
     )
+    if dense:
+        print(
+            f"  the dense leg reads {res['read_mb']:.1f} MB a query; numpy sums as many bytes "
+            f"in {res['floor_p50']:.3f} ms (p50), the floor they set here"
+        )
     print(
         f"  recall@10 of the dense leg vs the exact scan: {res['recall10']:.3f} counting ties "
         f"(set overlap {res['overlap10']:.3f}; {len(recalls)} queries); store open "

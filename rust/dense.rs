@@ -5,14 +5,16 @@
 //! bit planes, about a tenth of the f32 bytes) and, only when the code does not give the row
 //! back, its float32 vector: a hashed row is its code. Large indexes are scanned through the
 //! codes first: the query is cut into three magnitude bit planes (one for a hashed query), so the
-//! estimate is a few AND + popcount per 64 dimensions; a sparse query (a hashed one) reads only
-//! its own dimensions, through the codes sliced dimension by dimension (sliced.rs) once a thread
-//! started by the first such query has made them, with the same estimates. An oversampled
-//! shortlist is then rescored exactly: every returned score is the dot product with the row's
-//! vector, held or given back by its code (SPEC §4 allows the first pass while recall@10 against the exact scan stays
-//! ≥ 0.99; benches/search_latency.py measures it). Does not own: the code itself (row_code.rs),
-//! the sliced layout and its pass (sliced.rs), loading the rows (store/) or what a score means
-//! (trust.rs).
+//! estimate is a few AND + popcount per 64 dimensions. A model's query over many rows first cuts
+//! them by their sign masks alone (signs.rs: a third of the bytes) to the tenth the code pass
+//! then ranks; a sparse query (a hashed one) reads only its own dimensions, through the codes
+//! sliced dimension by dimension (sliced.rs) once a thread started by the first such query has
+//! made them, with the bit planes' estimates. An oversampled shortlist is then rescored exactly:
+//! every returned score is the dot product with the row's vector, held or given back by its code
+//! (SPEC §4 allows the first pass while recall@10 against the exact scan stays ≥ 0.99;
+//! benches/search_latency.py measures it). Does not own: the code itself (row_code.rs), the sign
+//! cut and the sliced layout with their passes (signs.rs, sliced.rs), loading the rows (store/)
+//! or what a score means (trust.rs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -20,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 use crate::row_code::{code_bytes, encode};
 use crate::row_code::{code_dot, decode, query_support, words_for, StoredCodes, MASKS, REPRODUCED};
 use crate::scan::{cores, fan_out, TopK};
+use crate::signs::{SignQuery, Signs};
 use crate::sliced::{Sliced, Term};
 
 /// Below this many rows the exact scan is already cheap: no first pass.
@@ -38,6 +41,11 @@ const PLANES: usize = 3;
 const PREFETCH_ROWS: usize = 16;
 /// How many shortlisted rows ahead of the one being rescored are asked for.
 const RESCORE_AHEAD: usize = 8;
+/// A model's query over at least this many rows first cuts them by their signs (signs.rs) to
+/// one row in `SIGN_SHARE`, and at least `SIGN_SHORTLISTS` shortlists, before the code pass.
+const SIGN_FIRST_FROM: usize = 32_768;
+const SIGN_SHARE: usize = 10;
+const SIGN_SHORTLISTS: usize = 4;
 /// A query with at most one non-zero level in this many dimensions takes the sliced pass.
 const SPARSE_SHARE: usize = 8;
 
@@ -60,6 +68,9 @@ pub struct DenseIndex {
     sliced: Arc<OnceLock<Sliced>>,
     /// Set once that thread is started.
     slicing: OnceLock<()>,
+    /// Every row's sign words (signs.rs), made by the first model's query over enough rows for
+    /// the sign cut; dropped by every change to the rows.
+    signs: OnceLock<Signs>,
 }
 
 /// The query as bit planes: `levels[j]` holds the components whose magnitude level has bit j
@@ -135,6 +146,16 @@ impl QueryPlanes {
             planes,
             levels,
             sign,
+        }
+    }
+
+    fn as_signs(&self) -> SignQuery<'_> {
+        SignQuery {
+            words: self.words,
+            padded: self.padded,
+            planes: self.planes,
+            levels: &self.levels,
+            sign: &self.sign,
         }
     }
 
@@ -220,6 +241,7 @@ impl DenseIndex {
             data: rows.data,
             sliced: Arc::default(),
             slicing: OnceLock::new(),
+            signs: OnceLock::new(),
         })
     }
 
@@ -295,7 +317,7 @@ impl DenseIndex {
     }
 
     fn append(&mut self, added: DenseIndex) {
-        self.forget_sliced();
+        self.forget_derived();
         if self.is_empty() {
             *self = added;
         } else {
@@ -315,7 +337,7 @@ impl DenseIndex {
     /// Keep the rows whose `keep` is true, in their order (`keep` has one flag per row).
     pub fn retain_rows(&mut self, keep: &[bool]) {
         assert_eq!(keep.len(), self.len(), "one flag per row");
-        self.forget_sliced();
+        self.forget_derived();
         let (dim, stride) = (self.dim, self.stride());
         let (mut to, mut held_to) = (0, 0usize);
         let codes = Arc::make_mut(&mut self.codes);
@@ -413,11 +435,16 @@ impl DenseIndex {
         self.data.len().checked_div(self.dim).unwrap_or(0)
     }
 
-    /// Bytes held per row on average: its code, and the vectors of rows their codes do not
-    /// reproduce.
+    /// Bytes held per row on average: its code, its sign words once made, and the vectors of
+    /// rows their codes do not reproduce.
     pub fn bytes_per_row(&self) -> usize {
         let held = (self.data.len() * 4).checked_div(self.len()).unwrap_or(0);
-        self.stride() * 8 + 8 + held
+        let signs = if self.signs.get().is_some() {
+            words_for(self.dim) * 8
+        } else {
+            0
+        };
+        self.stride() * 8 + 8 + held + signs
     }
 
     /// The `k` best rows for `query` with exact cosines, best first; equal scores keep row
@@ -481,10 +508,18 @@ impl DenseIndex {
             .get_or_init(|| Sliced::build(&self.codes, self.dim))
     }
 
-    /// Drop the sliced codes before the rows change.
-    fn forget_sliced(&mut self) {
+    /// The sign words, made here by the first query that needs them (a copy of a third of the
+    /// codes: about a millisecond per 100k rows of 384 dimensions).
+    fn signs(&self) -> &Signs {
+        self.signs
+            .get_or_init(|| Signs::build(&self.codes, words_for(self.dim)))
+    }
+
+    /// Drop the sliced codes and the sign words before the rows change.
+    fn forget_derived(&mut self) {
         self.sliced = Arc::default();
         self.slicing = OnceLock::new();
+        self.signs = OnceLock::new();
     }
 
     /// The exact scan over every row.
@@ -533,6 +568,32 @@ fn kernel(q: &QueryPlanes) -> Kernel {
     Kernel::Portable
 }
 
+/// The rows of a block a code pass scores: all of them, or those a sign cut kept (positions
+/// in the block, ascending).
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    All(usize),
+    Kept(&'a [u32]),
+}
+
+impl Rows<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Rows::All(n) => *n,
+            Rows::Kept(kept) => kept.len(),
+        }
+    }
+
+    /// The `j`-th row scored.
+    #[inline(always)]
+    fn at(&self, j: usize) -> usize {
+        match self {
+            Rows::All(_) => j,
+            Rows::Kept(kept) => kept[j] as usize,
+        }
+    }
+}
+
 /// The code pass over one block of rows with the portable (or POPCNT-compiled) count:
 /// estimated cosines, the `k` best, positions offset by `base`.
 #[inline(always)]
@@ -540,12 +601,18 @@ fn scan_rows(
     q: &QueryPlanes,
     codes: &[u64],
     units: &[f32],
+    rows: Rows,
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
+    let stride = MASKS * q.words;
     let mut top = TopK::new(k);
-    for (i, (c, u)) in codes.chunks_exact(MASKS * q.words).zip(units).enumerate() {
-        top.push(i, q.dot_portable(c) as f32 * u);
+    for j in 0..rows.len() {
+        let i = rows.at(j);
+        top.push(
+            i,
+            q.dot_portable(&codes[i * stride..(i + 1) * stride]) as f32 * units[i],
+        );
     }
     top.finish(base)
 }
@@ -556,10 +623,11 @@ unsafe fn scan_popcnt(
     q: &QueryPlanes,
     codes: &[u64],
     units: &[f32],
+    rows: Rows,
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
-    scan_rows(q, codes, units, base, k)
+    scan_rows(q, codes, units, rows, base, k)
 }
 
 /// AVX-512 code pass for rows of at most 512 dimensions: each mask is one register, the
@@ -570,6 +638,7 @@ unsafe fn scan_avx512<const P: usize>(
     q: &QueryPlanes,
     codes: &[u64],
     units: &[f32],
+    rows: Rows,
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
@@ -584,11 +653,18 @@ unsafe fn scan_avx512<const P: usize>(
     }
     let qsign = _mm512_loadu_si512(q.sign.as_ptr() as *const _);
     let mut top = TopK::new(k);
-    for (i, (c, u)) in codes.chunks_exact(MASKS * w).zip(units).enumerate() {
-        // SAFETY: the masked loads touch only this row's `MASKS × w` words; a prefetch never
-        // faults, wherever it points.
-        let p = c.as_ptr();
-        let ahead = p.wrapping_add(PREFETCH_ROWS * MASKS * w) as *const i8;
+    let stride = MASKS * w;
+    let n = rows.len();
+    for j in 0..n {
+        let i = rows.at(j);
+        assert!((i + 1) * stride <= codes.len() && i < units.len());
+        // SAFETY: the row is in bounds (asserted); the masked loads touch only its `MASKS × w`
+        // words; a prefetch never faults, wherever it points.
+        let p = codes.as_ptr().add(i * stride);
+        let ahead = codes
+            .as_ptr()
+            .wrapping_add(rows.at((j + PREFETCH_ROWS).min(n - 1)) * stride)
+            as *const i8;
         _mm_prefetch::<_MM_HINT_T0>(ahead);
         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64));
         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(128));
@@ -611,7 +687,10 @@ unsafe fn scan_avx512<const P: usize>(
             acc1 = _mm512_add_epi64(_mm512_add_epi64(acc1, acc1), d1);
         }
         let acc = _mm512_add_epi64(acc0, _mm512_add_epi64(acc1, acc1));
-        top.push(i, _mm512_reduce_add_epi64(acc) as f32 * u);
+        top.push(
+            i,
+            _mm512_reduce_add_epi64(acc) as f32 * units.get_unchecked(i),
+        );
     }
     top.finish(base)
 }
@@ -620,18 +699,21 @@ fn scan_block(
     q: &QueryPlanes,
     codes: &[u64],
     units: &[f32],
+    rows: Rows,
     base: usize,
     k: usize,
 ) -> Vec<(usize, f32)> {
     match kernel(q) {
         // SAFETY (all three arms): the kernel's CPU features were detected in kernel().
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 if q.planes == 1 => unsafe { scan_avx512::<1>(q, codes, units, base, k) },
+        Kernel::Avx512 if q.planes == 1 => unsafe {
+            scan_avx512::<1>(q, codes, units, rows, base, k)
+        },
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => unsafe { scan_avx512::<PLANES>(q, codes, units, base, k) },
+        Kernel::Avx512 => unsafe { scan_avx512::<PLANES>(q, codes, units, rows, base, k) },
         #[cfg(target_arch = "x86_64")]
-        Kernel::Popcnt => unsafe { scan_popcnt(q, codes, units, base, k) },
-        Kernel::Portable => scan_rows(q, codes, units, base, k),
+        Kernel::Popcnt => unsafe { scan_popcnt(q, codes, units, rows, base, k) },
+        Kernel::Portable => scan_rows(q, codes, units, rows, base, k),
     }
 }
 
@@ -642,21 +724,24 @@ impl DenseIndex {
         let rows = self.len();
         let stride = MASKS * q.words;
         let threads = cores().min(rows / ROWS_PER_THREAD).max(1);
-        if threads == 1 {
-            return scan_block(q, &self.codes, &self.units, 0, k);
-        }
         let per = rows.div_ceil(threads);
-        let mut merged: Vec<(usize, f32)> = fan_out(threads, |t| {
-            let (lo, hi) = (t * per, ((t + 1) * per).min(rows));
-            scan_block(
-                q,
-                &self.codes[lo * stride..hi * stride],
-                &self.units[lo..hi],
-                lo,
-                k,
-            )
-        })
-        .concat();
+        // A model's query over many rows: each block's code pass scores only what its sign cut
+        // keeps.
+        let cut = q.planes > 1 && rows >= SIGN_FIRST_FROM;
+        let block = |lo: usize, hi: usize| {
+            let kept = cut.then(|| {
+                let keep = ((hi - lo) / SIGN_SHARE).max(SIGN_SHORTLISTS * k);
+                self.signs().keep(&q.as_signs(), lo, hi, keep)
+            });
+            let rows = kept.as_deref().map_or(Rows::All(hi - lo), Rows::Kept);
+            let (codes, units) = (&self.codes[lo * stride..hi * stride], &self.units[lo..hi]);
+            scan_block(q, codes, units, rows, lo, k)
+        };
+        if threads == 1 {
+            return block(0, rows);
+        }
+        let mut merged: Vec<(usize, f32)> =
+            fan_out(threads, |t| block(t * per, ((t + 1) * per).min(rows))).concat();
         merged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         merged.truncate(k);
         merged
@@ -841,20 +926,73 @@ mod tests {
             let dense_query: Vec<f32> = (0..dim)
                 .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
                 .collect();
+            // Every row, and the rows a cut keeps (every third, and the last).
+            let every: Vec<u32> = (0..300).collect();
+            let kept: Vec<u32> = (0..300).filter(|i| i % 3 == 0 || *i == 299).collect();
             for query in [&query, &dense_query] {
                 let q = planes_of(query);
-                let want = scan_rows(&q, &rows, &units, 5, 40);
-                assert_eq!(scan_block(&q, &rows, &units, 5, 40), want, "dim {dim}");
+                let want = scan_rows(&q, &rows, &units, Rows::All(300), 5, 40);
+                let all = scan_block(&q, &rows, &units, Rows::All(300), 5, 40);
+                assert_eq!(all, want, "dim {dim}");
+                assert_eq!(
+                    scan_block(&q, &rows, &units, Rows::Kept(&every), 5, 40),
+                    want
+                );
+                let some = scan_rows(&q, &rows, &units, Rows::Kept(&kept), 5, 40);
+                assert!(some.iter().all(|p| kept.contains(&((p.0 - 5) as u32))));
+                assert_eq!(some.len(), 40);
+                assert_eq!(
+                    scan_block(&q, &rows, &units, Rows::Kept(&kept), 5, 40),
+                    some
+                );
                 #[cfg(target_arch = "x86_64")]
                 {
                     if std::is_x86_feature_detected!("popcnt") {
-                        let got = unsafe { scan_popcnt(&q, &rows, &units, 5, 40) };
+                        let got = unsafe { scan_popcnt(&q, &rows, &units, Rows::All(300), 5, 40) };
                         assert_eq!(got, want);
                     }
                 }
             }
             assert_eq!(planes_of(&dense_query).planes, PLANES);
         }
+    }
+
+    #[test]
+    fn a_models_query_over_many_rows_scores_only_what_its_sign_cut_keeps() {
+        let dim = 100;
+        let rows = SIGN_FIRST_FROM + 500;
+        let mut x = 31u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        };
+        let data: Vec<f32> = (0..rows * dim).map(|_| next()).collect();
+        let index = DenseIndex::from_data(dim, data.clone());
+        for probe in [7, rows / 2, rows - 1] {
+            // A row's own vector, a little moved: the row comes back first.
+            let query: Vec<f32> = data[probe * dim..(probe + 1) * dim]
+                .iter()
+                .map(|v| v + 0.05 * next())
+                .collect();
+            let (level, planes) = query_levels(&query);
+            assert_eq!(planes, PLANES);
+            let q = QueryPlanes::new(&query, &level, planes);
+            let k = 300;
+            let keep = (rows / SIGN_SHARE).max(SIGN_SHORTLISTS * k);
+            let kept = index.signs().keep(&q.as_signs(), 0, rows, keep);
+            assert!(
+                kept.len() >= keep && kept.len() < rows / 2,
+                "{} kept",
+                kept.len()
+            );
+            assert!(kept.contains(&(probe as u32)));
+            let want = scan_block(&q, &index.codes, &index.units, Rows::Kept(&kept), 0, k);
+            assert_eq!(index.scan_codes(&q, k), want);
+            assert_eq!(index.top_k(&query, 1)[0].0, probe);
+        }
+        assert_eq!(index.signs().len(), rows);
     }
 
     #[test]

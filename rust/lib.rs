@@ -22,6 +22,7 @@ mod py_store;
 mod py_vectors;
 pub mod row_code;
 mod scan;
+mod signs;
 mod sliced;
 pub mod store;
 pub mod triggers;
