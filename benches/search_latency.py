@@ -24,8 +24,13 @@ model's vectors (`minilm-l6`), whose rows no code reproduces; the bench then als
 bytes the dense leg reads a query (`dense_pass_bytes`) and the time numpy takes to sum as many
 bytes at the same place in the interleaving: the floor those bytes set on this machine.
 
+With `--corpus public-docs` the notes are real text instead: Debian's documentation pages
+(`public_docs.py`: Python, the Linux kernel, Node.js, Git, CMake; about 65k chunks in all),
+embedded by the default model (`minilm-l6`), so the rows are the default model's own; the
+queries are section titles of those pages, in development mode (no labelled questions).
+
 Usage: python benches/search_latency.py [--sizes 10000 100000] [--queries 300]
-       [--embedder hashing-512|dense-384]
+       [--embedder hashing-512|dense-384] [--corpus zipf|public-docs] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from pathlib import Path  # noqa: E402
 
 import apsw  # noqa: E402
 import numpy as np  # noqa: E402
+import public_docs  # noqa: E402
 import sqlite_vec  # noqa: E402
 from machine import cpu_model  # noqa: E402
 from zipf_corpus import DENSE, ZipfCorpus, embedder_for  # noqa: E402
@@ -53,6 +59,8 @@ import recall  # noqa: E402
 from recall import _core  # noqa: E402
 
 EMBEDDER = "hashing-512"
+#: The default model, for the public documentation pages (`--corpus public-docs`).
+DEFAULT = "minilm-l6"
 CANDIDATES = 20  # dense candidates per query, as `Memory.search` asks for
 WARMUP = 10
 LABELLED = 40  # calibration queries per class
@@ -120,8 +128,35 @@ def dense_pass_bytes(rows: int, dim: int) -> int:
     return first + shortlist * 4 * dim
 
 
-def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> dict[str, float]:
-    """`n` is the number of chunks asked for; the corpus has as many notes as make about n."""
+def index_public(n: int, n_queries: int, workdir: Path, cache: Path) -> tuple[Path, list[str]]:
+    """A `minilm-l6` store of public documentation pages making about `n` chunks
+    (`public_docs.py`), and `n_queries` + warm-up section titles of those pages as queries.
+    No labelled questions: searches run in development mode."""
+    root = public_docs.notes(cache, n)
+    pages = sum(1 for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+    print(f"\n== about {n:,} chunks ({pages:,} public documentation pages), {DEFAULT} ==")
+    db = workdir / f"store-public-{n}.db"
+    t0 = time.perf_counter()
+    with recall.open(db, embedder=DEFAULT) as mem:
+        report = mem.index(root, calibrate=False)
+        took = time.perf_counter() - t0
+        stats = mem.stats()
+    print(
+        f"  indexed {report.chunks:,} chunks in {took:.1f} s ({report.chunks / took:,.0f} "
+        f"chunks/s); {stats.file_size_bytes / stats.chunks:,.0f} bytes per chunk; no labelled "
+        "questions: development mode"
+    )
+    return db, public_docs.titles(root, n_queries + WARMUP, seed=n)
+
+
+def bench_size(
+    n: int, n_queries: int, workdir: Path, name: str = EMBEDDER, cache: Path | None = None
+) -> dict[str, float]:
+    """`n` is the number of chunks asked for; the corpus has as many notes as make about n.
+    With `cache`, the notes are public documentation pages embedded by the default model."""
+    if cache is not None:
+        db, queries = index_public(n, n_queries, workdir, cache)
+        return time_store(n, db, queries, "development", DEFAULT)
     corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
     print(f"\n== about {n:,} chunks ({corpus.n:,} notes), {name} ==")
     root, db = workdir / f"notes-{n}", workdir / f"store-{n}.db"
@@ -147,7 +182,11 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
     # the calibration's check (the word embedder's rows of a small corpus may not separate the
     # bench's made-up questions well enough to certify).
     mode = "strict" if fit.certified else "development"
-    queries = [q for q, _ in pairs[LABELLED:]]
+    return time_store(n, db, [q for q, _ in pairs[LABELLED:]], mode, name)
+
+
+def time_store(n: int, db: Path, queries: list[str], mode: str, name: str) -> dict[str, float]:
+    """Time `Memory.search` on the store `db` against the baselines, as the module says."""
 
     t0 = time.perf_counter()
     mem = recall.open(db)
@@ -189,8 +228,8 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
     t_np: list[float] = []
     # The floor the dense leg's bytes set: numpy reading as many bytes once (a sum over them),
     # at the same place in the interleaving, so out of the caches as the search's data is.
-    dense = name == DENSE
-    read = dense_pass_bytes(stats.chunks, 384) if dense else 0
+    dense = name in (DENSE, DEFAULT)
+    read = dense_pass_bytes(len(ids), 384) if dense else 0
     stream = np.ones(read // 8, dtype=np.uint64)
     t_floor: list[float] = []
     parts: dict[str, list[float]] = {p: [] for p in (*PARTS, "rest")}
@@ -223,7 +262,7 @@ def bench_size(n: int, n_queries: int, workdir: Path, name: str = EMBEDDER) -> d
 
     res = {
         "n": n,
-        "chunks": stats.chunks,
+        "chunks": len(ids),
         "p50": pct(t_recall, 50),
         "p95": pct(t_recall, 95),
         "vec_p50": pct(t_vec, 50),
@@ -274,12 +313,26 @@ def main() -> None:
         default=EMBEDDER,
         help=f"hashing-D, or {DENSE} (a 384-d ONNX word embedder built here: dense rows)",
     )
+    ap.add_argument(
+        "--corpus",
+        choices=("zipf", "public-docs"),
+        default="zipf",
+        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "recall-public-docs",
+        help="where public-docs keeps the packages and the notes made of them",
+    )
     args = ap.parse_args()
-    print(f"machine: {machine()}; {args.embedder}; load average {os.getloadavg()[0]:.2f}")
+    shown = DEFAULT + " on public-docs" if args.corpus == "public-docs" else args.embedder
+    print(f"machine: {machine()}; {shown}; load average {os.getloadavg()[0]:.2f}")
+    cache = args.cache if args.corpus == "public-docs" else None
     results = []
     with tempfile.TemporaryDirectory(prefix="recall-search-", dir=args.workdir) as tmp:
         for n in args.sizes:
-            results.append(bench_size(n, args.queries, Path(tmp), args.embedder))
+            results.append(bench_size(n, args.queries, Path(tmp), args.embedder, cache))
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print(
         f"{'chunks':>9} {'p50 ms':>7} {'p95 ms':>7} {'vec0 p50':>9} {'speed-up':>9} "
