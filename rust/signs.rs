@@ -81,6 +81,18 @@ fn distances(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> Vec<u32> {
         // SAFETY: the features were detected just above.
         return unsafe { distances_avx512(q, masks, counts) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the feature was detected just above.
+        return unsafe { distances_popcnt(q, masks, counts) };
+    }
+    distances_portable(q, masks, counts)
+}
+
+/// The portable count compiled with the CPU's POPCNT instruction.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn distances_popcnt(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> Vec<u32> {
     distances_portable(q, masks, counts)
 }
 
@@ -210,6 +222,13 @@ mod tests {
                     })
                     .sum()
             };
+            // Every kernel this CPU has counts as the portable one.
+            let masks = &signs.masks[..];
+            let mut counts = vec![0u32; 7 * 64 * words + 1];
+            let want = distances_portable(&q, masks, &mut counts);
+            let mut fast_counts = vec![0u32; counts.len()];
+            assert_eq!(distances(&q, masks, &mut fast_counts), want);
+            assert_eq!(fast_counts, counts);
             for (lo, hi, keep) in [(0, rows, 300), (100, 2100, 1), (0, rows, rows), (5, 6, 4)] {
                 let kept = signs.keep(&q, lo, hi, keep);
                 let mut all: Vec<u32> = (lo..hi).map(distance).collect();
