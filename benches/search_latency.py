@@ -25,7 +25,7 @@ bytes the dense leg reads a query (`dense_pass_bytes`) and the time numpy takes 
 bytes at the same place in the interleaving: the floor those bytes set on this machine.
 
 With `--corpus public-docs` the notes are real text instead: Debian's documentation pages
-(`public_docs.py`: Python, the Linux kernel, Node.js, Git, CMake; about 65k chunks in all),
+(`public_docs.py`: Python, the Linux kernel, Node.js, Git, CMake; 69,433 chunks in all),
 embedded by the default model (`minilm-l6`), so the rows are the default model's own; the
 queries are section titles of those pages, in development mode (no labelled questions).
 
