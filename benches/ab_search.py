@@ -29,10 +29,14 @@ which flatters work split across threads.
 
 With `--embedder dense-384` the Zipf notes are embedded by a 384-d ONNX word embedder built
 here (`zipf_corpus.embedder_for`): every dimension of every vector set, the shape of the
-default model's vectors.
+default model's vectors. With `--corpus public-docs` the store is about `--chunks` chunks of
+Debian's documentation pages (`public_docs.py`, kept in `--cache`) embedded by the default
+model, `minilm-l6`, asked their own section titles; its notes make no labelled questions, so
+both builds search in development mode (the same path as strict).
 
 Usage: python benches/ab_search.py (--baseline PYTHON | --self-check)
        [--chunks 100000 | --set PATH] [--embedder hashing-512|dense-384|NAME] [--k 5]
+       [--corpus zipf|public-docs] [--cache DIR]
        [--blocks 60] [--block 25] [--queries 200] [--gap MS]
        (PYTHON: an interpreter with the other build installed; --queries defaults to the set's
        number of questions with --set)
@@ -54,8 +58,9 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+import public_docs
 from machine import cpu_model
-from search_latency import EMBEDDER, LABELLED, WARMUP, negatives
+from search_latency import DEFAULT, EMBEDDER, LABELLED, WARMUP, negatives
 from zipf_corpus import DENSE, ZipfCorpus, embedder_for
 
 import recall
@@ -81,10 +86,11 @@ import json, sys, time
 import recall
 db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
 timed_parts, k, gap = sys.argv[4].split(","), int(sys.argv[5]), float(sys.argv[6])
+mode = sys.argv[7]
 timed = queries[warmup:]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
-        mem.search(q, k)
+        mem.search(q, k, mode=mode)
     print(json.dumps({"where": recall.__file__}), flush=True)
     for line in sys.stdin:
         ms, parts = [], {name: [] for name in [*timed_parts, "search", "call"]}
@@ -92,7 +98,7 @@ with recall.open(db) as mem:
             if gap:
                 time.sleep(gap)  # an agent's pause between two searches, not timed
             t0 = time.perf_counter()
-            result = mem.search(timed[i], k)
+            result = mem.search(timed[i], k, mode=mode)
             ms.append((time.perf_counter() - t0) * 1e3)
             took = result.timings_ms
             for name in timed_parts:
@@ -128,6 +134,18 @@ def build(chunks: int, queries: int, workdir: Path, embedder: str) -> tuple[Path
     return db, asked
 
 
+def build_public(chunks: int, queries: int, workdir: Path, cache: Path) -> tuple[Path, Path]:
+    """A `minilm-l6` store of about `chunks` chunks of public documentation pages, and their
+    section titles to time (warm-up ones first)."""
+    root, db = public_docs.notes(cache, chunks), workdir / "store.db"
+    with recall.open(db, embedder=DEFAULT) as mem:
+        report = mem.index(root, calibrate=False)
+    asked = workdir / "queries.json"
+    asked.write_text(json.dumps(public_docs.titles(root, queries + WARMUP, seed=chunks)))
+    print(f"store: {report.chunks:,} chunks of public documentation pages, {DEFAULT}")
+    return db, asked
+
+
 def questions(root: Path) -> list[str]:
     """The evaluation set's questions' `query` strings, in file order."""
     lines = (root / "questions.jsonl").read_text(encoding="utf-8").splitlines()
@@ -159,7 +177,14 @@ class Child:
     """One build's persistent child: the store opened and warm, timing blocks on demand."""
 
     def __init__(
-        self, python: str, db: Path, asked: Path, k: int, gap: float, stderr: IO[str]
+        self,
+        python: str,
+        db: Path,
+        asked: Path,
+        k: int,
+        gap: float,
+        mode: str,
+        stderr: IO[str],
     ) -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
         env.pop("PYTHONPATH", None)
@@ -167,7 +192,7 @@ class Child:
         self.stderr = stderr
         self.proc = subprocess.Popen(
             [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED), str(k)]
-            + [str(gap)],
+            + [str(gap), mode],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # A file, not a pipe: a child that writes much to stderr never blocks on it.
@@ -225,7 +250,7 @@ def make_store(python: str, args: argparse.Namespace, workdir: Path) -> tuple[Pa
     """The store and its queries, made by the build `python` runs (this script's `--make-in`)."""
     made = [python, __file__, "--self-check", "--make-in", str(workdir)]
     made += ["--chunks", str(args.chunks), "--queries", str(args.queries)]
-    made += ["--embedder", args.embedder]
+    made += ["--embedder", args.embedder, "--corpus", args.corpus, "--cache", str(args.cache)]
     if args.set is not None:
         made += ["--set", str(args.set)]
     subprocess.run(made, check=True, cwd=Path(__file__).parent)
@@ -253,6 +278,18 @@ def main() -> None:
         default=EMBEDDER,
         help=f"the store's embedder ({DENSE}: a 384-d ONNX word embedder built here, dense rows)",
     )
+    ap.add_argument(
+        "--corpus",
+        choices=("zipf", "public-docs"),
+        default="zipf",
+        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "recall-public-docs",
+        help="where public-docs keeps the packages and the notes made of them",
+    )
     ap.add_argument("--k", type=int, default=SEARCH_K, help="hits each search asks for")
     ap.add_argument("--blocks", type=int, default=60, help="blocks, each timed on both builds")
     ap.add_argument("--block", type=int, default=25, help="queries per block")
@@ -278,9 +315,14 @@ def main() -> None:
         args.queries = args.queries or count
     elif args.queries is None:
         args.queries = 200
+    if args.corpus == "public-docs" and args.set is not None:
+        ap.error("--corpus public-docs and --set each give the store: choose one")
+    args.cache = args.cache.resolve()
     if args.make_in is not None:
         if args.set is not None:
             build_set(args.set, args.embedder, args.make_in)
+        elif args.corpus == "public-docs":
+            build_public(args.chunks, args.queries, args.make_in, args.cache)
         else:
             build(args.chunks, args.queries, args.make_in, args.embedder)
         return
@@ -300,7 +342,8 @@ def main() -> None:
                 err = stack.enter_context(open(Path(scratch) / f"{name}.stderr", "w+"))
                 db = Path(scratch) / f"{name.replace(' ', '-')}.db"
                 shutil.copyfile(made, db)
-                children[name] = Child(pythons[name], db, asked, args.k, args.gap / 1e3, err)
+                mode = "development" if args.corpus == "public-docs" else "strict"
+                children[name] = Child(pythons[name], db, asked, args.k, args.gap / 1e3, mode, err)
                 stack.callback(children[name].close)
             for b in range(args.blocks):
                 start = b * args.block

@@ -17,8 +17,13 @@ refuses a store of a newer schema, and an older store would not show what this b
 and each build reads its own store: `--rounds` fresh processes of each, in turns, and the
 medians of both with their ratio (baseline / this build).
 
+With `--corpus public-docs` the notes are Debian's documentation pages (`public_docs.py`, kept
+in `--cache`; about 69k chunks in all, so larger sizes get every page) embedded by the default
+model, `minilm-l6`, and asked their own section titles.
+
 Usage: python benches/scale.py [--sizes 10000 100000 1000000] [--queries 200] [--workdir DIR]
        [--baseline PYTHON] [--rounds 3] [--embedder hashing-512|dense-384]
+       [--corpus zipf|public-docs] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import public_docs
 from machine import cpu_model
 from zipf_corpus import ZipfCorpus, embedder_for
 
@@ -107,14 +113,27 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def bench(
-    n: int, n_queries: int, workdir: Path, baseline: str | None, rounds: int, embedder: str
+    n: int,
+    n_queries: int,
+    workdir: Path,
+    baseline: str | None,
+    rounds: int,
+    embedder: str,
+    cache: Path | None,
 ) -> dict[str, float]:
-    corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
-    root, db = workdir / f"notes-{n}", workdir / f"store-{n}.db"
-    print(f"\n== about {n:,} chunks ({corpus.n:,} notes) ==", flush=True)
-    t0 = time.perf_counter()
-    corpus.write(root)
-    print(f"  wrote the notes in {time.perf_counter() - t0:.0f} s", flush=True)
+    db = workdir / f"store-{n}.db"
+    if cache is None:
+        corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
+        root = workdir / f"notes-{n}"
+        print(f"\n== about {n:,} chunks ({corpus.n:,} notes) ==", flush=True)
+        t0 = time.perf_counter()
+        corpus.write(root)
+        print(f"  wrote the notes in {time.perf_counter() - t0:.0f} s", flush=True)
+        queries = [q for q, _ in corpus.queries(n_queries + WARMUP + 1)]
+    else:
+        root = public_docs.notes(cache, n)
+        print(f"\n== about {n:,} chunks of public documentation pages ==", flush=True)
+        queries = public_docs.titles(root, n_queries + WARMUP + 1, seed=n)
     t0 = time.perf_counter()
     with recall.open(db, embedder=embedder) as mem:
         report = mem.index(root, calibrate=False)
@@ -127,7 +146,6 @@ def bench(
         f"{size / stats.chunks:,.0f} bytes per chunk",
         flush=True,
     )
-    queries = [q for q, _ in corpus.queries(n_queries + WARMUP + 1)]
     base_db = workdir / f"store-{n}-baseline.db"
     if baseline:
         child = subprocess.run(
@@ -173,9 +191,10 @@ def bench(
         f"({out['queries']:.0f} queries)",
         flush=True,
     )
-    # Free the disk for the next size.
-    for path in sorted(root.rglob("*"), reverse=True):
-        path.rmdir() if path.is_dir() else path.unlink()
+    # Free the disk for the next size (public pages stay in their cache).
+    if cache is None:
+        for path in sorted(root.rglob("*"), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
     return {
         "chunks": stats.chunks,
         "chunks_per_s": report.chunks / index_s,
@@ -196,16 +215,33 @@ def main() -> None:
         default="hashing-512",
         help="hashing-D, or dense-384 (a 384-d ONNX word embedder built here: dense vectors)",
     )
+    ap.add_argument(
+        "--corpus",
+        choices=("zipf", "public-docs"),
+        default="zipf",
+        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "recall-public-docs",
+        help="where public-docs keeps the packages and the notes made of them",
+    )
     args = ap.parse_args()
+    public = args.corpus == "public-docs"
+    shown = "minilm-l6 on public-docs" if public else args.embedder
     print(
         f"machine: {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores, Python "
-        f"{platform.python_version()}; {args.embedder}; load average {os.getloadavg()[0]:.2f}"
+        f"{platform.python_version()}; {shown}; load average {os.getloadavg()[0]:.2f}"
     )
     rows = []
+    cache = args.cache.resolve() if public else None
     with tempfile.TemporaryDirectory(prefix="recall-scale-", dir=args.workdir) as tmp:
-        embedder = embedder_for(args.embedder, Path(tmp))
+        embedder = "minilm-l6" if public else embedder_for(args.embedder, Path(tmp))
         for n in args.sizes:
-            rows.append(bench(n, args.queries, Path(tmp), args.baseline, args.rounds, embedder))
+            rows.append(
+                bench(n, args.queries, Path(tmp), args.baseline, args.rounds, embedder, cache)
+            )
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print(
         f"{'chunks':>10} {'index/s':>8} {'B/chunk':>8} {'cold ms':>8} {'RSS MB':>7} "

@@ -118,9 +118,9 @@ def dense_pass_bytes(rows: int, dim: int) -> int:
     (rust/dense.rs, rust/signs.rs): every row's sign words (8 bytes per 64 dimensions) from
     32,768 rows on, else every row's code (three such masks); then the codes of the rows the
     sign cut keeps (one in ten, at least 4 × the shortlist); then the float32 vector of each
-    shortlisted row (one row in 100, at least 256)."""
+    shortlisted row (one row in 100, at least 256 and at most 2,048)."""
     mask = 8 * -(-dim // 64)
-    shortlist = max(256, rows // 100)
+    shortlist = max(256, min(rows // 100, 2048))
     if rows >= 32_768:
         first = rows * mask + max(rows // 10, 4 * shortlist) * 3 * mask
     else:

@@ -29,10 +29,13 @@ use crate::sliced::{Sliced, Term};
 const QUANTISE_FROM: usize = 4096;
 /// Shortlist of the code pass: this many times the requested k, at least `SHORTLIST_MIN`, and
 /// for a query of several planes (a model's query: its estimate is noisier than a hashed one's)
-/// at least one row in `NOISY_SHARE`.
+/// at least one row in `NOISY_SHARE` up to `NOISY_MOST` (each shortlisted row's vector is read
+/// to rescore it: at a million rows one in a hundred took half the dense leg, and the rows past
+/// the first 2,048 changed no top 10 of benches/scale.py's queries).
 const OVERSAMPLE: usize = 16;
 const SHORTLIST_MIN: usize = 256;
 const NOISY_SHARE: usize = 100;
+const NOISY_MOST: usize = 2048;
 /// Bit planes of the query's magnitudes (levels 0..=7). Three rank a 100k-row store of a model's
 /// vectors as four did (recall@10 1.000 against the exact scan, benches/search_latency.py) for
 /// three quarters of the pass's work.
@@ -71,6 +74,17 @@ pub struct DenseIndex {
     /// Every row's sign words (signs.rs), made by the first model's query over enough rows for
     /// the sign cut; dropped by every change to the rows.
     signs: OnceLock<Signs>,
+}
+
+/// How many rows the code pass shortlists for the `k` best of `rows` rows, for a query of
+/// `planes` planes.
+fn shortlist(k: usize, planes: usize, rows: usize) -> usize {
+    let least = (k * OVERSAMPLE).max(SHORTLIST_MIN);
+    if planes > 1 {
+        least.max((rows / NOISY_SHARE).min(NOISY_MOST))
+    } else {
+        least
+    }
 }
 
 /// The query as bit planes: `levels[j]` holds the components whose magnitude level has bit j
@@ -454,10 +468,7 @@ impl DenseIndex {
             return Vec::new();
         }
         let (level, planes) = query_levels(query);
-        let mut shortlist = (k * OVERSAMPLE).max(SHORTLIST_MIN);
-        if planes > 1 {
-            shortlist = shortlist.max(self.len() / NOISY_SHARE);
-        }
+        let shortlist = shortlist(k, planes, self.len());
         if self.len() < QUANTISE_FROM || shortlist >= self.len() / 2 {
             return self.top_k_exact(query, k);
         }
@@ -955,6 +966,19 @@ mod tests {
             }
             assert_eq!(planes_of(&dense_query).planes, PLANES);
         }
+    }
+
+    #[test]
+    fn a_models_shortlist_grows_with_the_rows_up_to_its_cap() {
+        assert_eq!(shortlist(10, PLANES, 10_000), SHORTLIST_MIN);
+        assert_eq!(shortlist(10, PLANES, 100_000), 1000);
+        assert_eq!(shortlist(10, PLANES, 1_000_000), NOISY_MOST);
+        assert_eq!(
+            shortlist(10, 1, 1_000_000),
+            SHORTLIST_MIN,
+            "a hashed query's"
+        );
+        assert_eq!(shortlist(200, PLANES, 1_000_000), 200 * OVERSAMPLE);
     }
 
     #[test]
