@@ -157,6 +157,13 @@ def bench_size(
     if cache is not None:
         db, queries = index_public(n, n_queries, workdir, cache)
         return time_store(n, db, queries, "development", DEFAULT)
+    db, queries, mode = index_zipf(n, n_queries, workdir, name)
+    return time_store(n, db, queries, mode, name)
+
+
+def index_zipf(n: int, n_queries: int, workdir: Path, name: str) -> tuple[Path, list[str], str]:
+    """A store of Zipf notes making about `n` chunks embedded by `name`, calibrated on labelled
+    questions, its `n_queries` + warm-up queries, and the mode they are searched in."""
     corpus = ZipfCorpus(ZipfCorpus(1000).notes_for(n))
     print(f"\n== about {n:,} chunks ({corpus.n:,} notes), {name} ==")
     root, db = workdir / f"notes-{n}", workdir / f"store-{n}.db"
@@ -182,7 +189,7 @@ def bench_size(
     # the calibration's check (the word embedder's rows of a small corpus may not separate the
     # bench's made-up questions well enough to certify).
     mode = "strict" if fit.certified else "development"
-    return time_store(n, db, [q for q, _ in pairs[LABELLED:]], mode, name)
+    return db, [q for q, _ in pairs[LABELLED:]], mode
 
 
 def time_store(n: int, db: Path, queries: list[str], mode: str, name: str) -> dict[str, float]:

@@ -30,8 +30,8 @@ const QUANTISE_FROM: usize = 4096;
 /// Shortlist of the code pass: this many times the requested k, at least `SHORTLIST_MIN`, and
 /// for a query of several planes (a model's query: its estimate is noisier than a hashed one's)
 /// at least one row in `NOISY_SHARE` up to `NOISY_MOST` (each shortlisted row's vector is read
-/// to rescore it: at a million rows one in a hundred took half the dense leg, and the rows past
-/// the first 2,048 changed no top 10 of benches/scale.py's queries).
+/// to rescore it: at a million rows one in a hundred took half the dense leg, and the first
+/// 2,048 hold the exact top 10 of every query of benches/search_latency.py at that size).
 const OVERSAMPLE: usize = 16;
 const SHORTLIST_MIN: usize = 256;
 const NOISY_SHARE: usize = 100;
