@@ -278,18 +278,7 @@ def main() -> None:
         default=EMBEDDER,
         help=f"the store's embedder ({DENSE}: a 384-d ONNX word embedder built here, dense rows)",
     )
-    ap.add_argument(
-        "--corpus",
-        choices=("zipf", "public-docs"),
-        default="zipf",
-        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
-    )
-    ap.add_argument(
-        "--cache",
-        type=Path,
-        default=Path.home() / ".cache" / "recall-public-docs",
-        help="where public-docs keeps the packages and the notes made of them",
-    )
+    public_docs.add_arguments(ap)
     ap.add_argument("--k", type=int, default=SEARCH_K, help="hits each search asks for")
     ap.add_argument("--blocks", type=int, default=60, help="blocks, each timed on both builds")
     ap.add_argument("--block", type=int, default=25, help="queries per block")

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import public_docs
 import sqlite_vec
 from machine import cpu_model
 from search_latency import (
@@ -129,13 +130,7 @@ def overlap(got: list[list[int]], exact: list[np.ndarray]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peers-python", required=True, help="python with lancedb and chromadb")
-    ap.add_argument("--corpus", choices=("zipf", "public-docs"), default="zipf")
-    ap.add_argument(
-        "--cache",
-        type=Path,
-        default=Path.home() / ".cache" / "recall-public-docs",
-        help="where public-docs keeps the packages and the notes made of them",
-    )
+    public_docs.add_arguments(ap)
     ap.add_argument("--embedder", default=DENSE, help=f"with zipf: hashing-D or {DENSE}")
     ap.add_argument("--chunks", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)

@@ -240,6 +240,22 @@ def titles(root: Path, count: int, seed: int) -> list[str]:
     return ordered[:count]
 
 
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options a bench takes to run on these pages: `--corpus` and `--cache`."""
+    ap.add_argument(
+        "--corpus",
+        choices=("zipf", "public-docs"),
+        default="zipf",
+        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "recall-public-docs",
+        help="where public-docs keeps the packages and the notes made of them",
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "recall-public-docs")

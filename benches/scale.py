@@ -215,18 +215,7 @@ def main() -> None:
         default="hashing-512",
         help="hashing-D, or dense-384 (a 384-d ONNX word embedder built here: dense vectors)",
     )
-    ap.add_argument(
-        "--corpus",
-        choices=("zipf", "public-docs"),
-        default="zipf",
-        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
-    )
-    ap.add_argument(
-        "--cache",
-        type=Path,
-        default=Path.home() / ".cache" / "recall-public-docs",
-        help="where public-docs keeps the packages and the notes made of them",
-    )
+    public_docs.add_arguments(ap)
     args = ap.parse_args()
     public = args.corpus == "public-docs"
     shown = "minilm-l6 on public-docs" if public else args.embedder

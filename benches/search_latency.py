@@ -320,18 +320,7 @@ def main() -> None:
         default=EMBEDDER,
         help=f"hashing-D, or {DENSE} (a 384-d ONNX word embedder built here: dense rows)",
     )
-    ap.add_argument(
-        "--corpus",
-        choices=("zipf", "public-docs"),
-        default="zipf",
-        help="public-docs: Debian's documentation pages embedded by minilm-l6 (public_docs.py)",
-    )
-    ap.add_argument(
-        "--cache",
-        type=Path,
-        default=Path.home() / ".cache" / "recall-public-docs",
-        help="where public-docs keeps the packages and the notes made of them",
-    )
+    public_docs.add_arguments(ap)
     args = ap.parse_args()
     shown = DEFAULT + " on public-docs" if args.corpus == "public-docs" else args.embedder
     print(f"machine: {machine()}; {shown}; load average {os.getloadavg()[0]:.2f}")
