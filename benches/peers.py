@@ -40,9 +40,9 @@ import public_docs
 import sqlite_vec
 from machine import cpu_model
 from search_latency import (
-    CANDIDATES,
     DEFAULT,
     WARMUP,
+    dense_top,
     index_public,
     index_zipf,
     numpy_top,
@@ -51,7 +51,6 @@ from search_latency import (
 from zipf_corpus import DENSE
 
 import recall
-from recall import _core
 
 K = 10
 
@@ -153,17 +152,7 @@ def main() -> None:
         with recall.open(db) as mem:
             vectors = np.ascontiguousarray(mem.embedder.embed(queries), dtype=np.float32)
             exact = [numpy_top(matrix, vectors[i], K) for i in timed]
-            # The dense leg's own top 10, through the store's search (as search_latency.py).
-            got = []
-            for i in timed:
-                raw = mem._store.search(
-                    vectors[i].astype("<f4").tobytes(),
-                    text=queries[i],
-                    k=K,
-                    candidates=CANDIDATES,
-                    policy=_core.Policy(now_us=0, threshold=0.5, scale=0.05),
-                )
-                got.append([row_of[c] for c, _ in raw["dense"][:K]])
+            got = [[row_of[c] for c in dense_top(mem, queries[i], vectors[i], K)] for i in timed]
             for q in queries[:WARMUP]:
                 mem.search(q, K, mode=mode)
             ms, dense = [], []

@@ -58,6 +58,9 @@ SUFFIXES = (
     (".html", ".md"),
     (".pod", ".md"),
 )
+#: How pages are turned into notes; bumped with every change to that, so cached folders are
+#: made again.
+CONVERSION = "conversion-2"
 #: Generated pages that list words, not text: left out.
 LISTINGS = frozenset({"genindex", "search", "py-modindex", "bookindex", "index"})
 #: Words per chunk as recall cuts these pages (15,458 chunks of the Python pages' 1.40M words).
@@ -204,8 +207,8 @@ def read(source: Path, kind: str = "source") -> str:
 def notes(cache: Path, chunks: int | None = None) -> Path:
     """A folder of whole pages making about `chunks` chunks (every page when None)."""
     root = cache / ("notes-all" if chunks is None else f"notes-{chunks}")
-    # A folder made from another list of packages is made again.
-    made = " ".join(PACKAGES)
+    # A folder made from another list of packages, or by another conversion, is made again.
+    made = f"{CONVERSION} " + " ".join(PACKAGES)
     marker = root / ".complete"
     if marker.exists() and marker.read_text() == made:
         return root
