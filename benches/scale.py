@@ -3,13 +3,15 @@
 For each size, on notes of 80–160 Zipf words (benches/zipf_corpus.py) with `hashing-512`, or
 with `--embedder dense-384` a 384-d ONNX word embedder built here over the corpus vocabulary
 (loaded through `onnx:DIR`; every dimension of every vector set, the shape of the default
-model's vectors, whose codes reproduce no vector, so a first search reads every vector):
-fresh index throughput (chunks/s, `Memory.index`), store bytes per chunk, and then, in a fresh
-process so nothing is shared with the indexer: store open, cold first search (loads the vectors
-and the lexical index), peak resident memory over the process, and warm `Memory.search`
-p50/p95 over the queries in development mode (no calibration needed; the path is the same as
-strict). The warm queries start `PAUSE_S` after the first search, once what it started in the
-background (slicing a hashed store's codes for its sparse queries) is done.
+model's vectors, whose 3-bit codes reproduce no vector: a search holds their fine codes and
+reads back the vectors of the few rows it rescores): a fresh index in a process of its own
+(chunks/s of `Memory.index`, the run's peak resident memory), store bytes per chunk, and then,
+in a fresh process so nothing is shared with the indexer: store open, cold first search (loads
+the codes and the lexical index), peak resident memory over the process, resident memory right
+after the first search and after the last, and warm `Memory.search` p50/p95 over the queries
+in development mode (no calibration needed; the path is the same as strict). The warm queries
+start `PAUSE_S` after the first search, once what it started in the background (slicing a
+hashed store's codes for its sparse queries) is done.
 
 With `--baseline PYTHON` (an interpreter with another build of recall installed, e.g. a wheel of
 the previous commit), that build also indexes the same notes into a store of its own (a build
@@ -43,8 +45,6 @@ import public_docs
 from machine import cpu_model
 from zipf_corpus import ZipfCorpus, embedder_for
 
-import recall
-
 WARMUP = 10
 PAUSE_S = 1.0
 
@@ -66,6 +66,7 @@ mem = recall.open(db)
 t1 = time.perf_counter()
 mem.search(queries[0], mode="development")
 t2 = time.perf_counter()
+first = rss_mb()
 # What the first search started in the background (slicing a hashed store's codes) is done
 # before the warm queries: they measure the steady state.
 time.sleep(PAUSE)
@@ -78,21 +79,39 @@ for q in queries[11:]:
     times.append((time.perf_counter() - s) * 1e3)
 print(json.dumps({
     "open_ms": (t1 - t0) * 1e3, "cold_ms": (t2 - t1) * 1e3, "rss_mb": rss_mb("VmHWM:"),
-    "rss_before_mb": before, "p50": statistics.median(times),
+    "rss_first_mb": first, "rss_end_mb": rss_mb(), "rss_before_mb": before,
+    "p50": statistics.median(times),
     "p95": statistics.quantiles(times, n=20, method="inclusive")[18], "queries": len(times),
 }))
 """
 
 
-# Run in a child process: a fresh index of a folder by another build.
+# Run in a child process: a fresh index of a folder by one build, with the run's peak resident
+# memory.
 INDEX_CHILD = r"""
 import json, sys, time
 import recall
 t0 = time.perf_counter()
 with recall.open(sys.argv[1], embedder=sys.argv[3]) as mem:
     report = mem.index(sys.argv[2], calibrate=False)
-print(json.dumps({"chunks": report.chunks, "seconds": time.perf_counter() - t0}))
+seconds = time.perf_counter() - t0
+with open("/proc/self/status") as f:
+    peak = next(int(l.split()[1]) / 1024 for l in f if l.startswith("VmHWM:"))
+print(json.dumps({"chunks": report.chunks, "seconds": seconds, "peak_mb": peak}))
 """
+
+
+def index_process(python: str, db: Path, root: Path, embedder: str) -> dict[str, float]:
+    """A fresh index of `root` into `db` in a new process of `python`: chunks, seconds, peak
+    resident memory."""
+    child = subprocess.run(
+        [python, "-c", INDEX_CHILD, str(db), str(root), embedder],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out: dict[str, float] = json.loads(child.stdout)
+    return out
 
 
 def fresh_process(python: str, db: Path, queries: list[str]) -> dict[str, float]:
@@ -134,33 +153,25 @@ def bench(
         root = public_docs.notes(cache, n)
         print(f"\n== about {n:,} chunks of public documentation pages ==", flush=True)
         queries = public_docs.titles(root, n_queries + WARMUP + 1, seed=n)
-    t0 = time.perf_counter()
-    with recall.open(db, embedder=embedder) as mem:
-        report = mem.index(root, calibrate=False)
-        index_s = time.perf_counter() - t0
-        stats = mem.stats()
+    mine = index_process(sys.executable, db, root, embedder)
+    chunks, index_s = int(mine["chunks"]), mine["seconds"]
     size = db.stat().st_size
     print(
-        f"  indexed {report.chunks:,} chunks in {index_s:.1f} s "
-        f"({report.chunks / index_s:,.0f} chunks/s); {size / 1e6:,.0f} MB, "
-        f"{size / stats.chunks:,.0f} bytes per chunk",
+        f"  indexed {chunks:,} chunks in {index_s:.1f} s ({chunks / index_s:,.0f} chunks/s), "
+        f"peak resident {mine['peak_mb']:,.0f} MB; {size / 1e6:,.0f} MB, "
+        f"{size / chunks:,.0f} bytes per chunk",
         flush=True,
     )
     base_db = workdir / f"store-{n}-baseline.db"
     if baseline:
-        child = subprocess.run(
-            [baseline, "-c", INDEX_CHILD, str(base_db), str(root), embedder],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        theirs_index = json.loads(child.stdout)
+        theirs_index = index_process(baseline, base_db, root, embedder)
         base_size = base_db.stat().st_size
         print(
             f"  baseline indexed {theirs_index['chunks']:,} chunks in "
             f"{theirs_index['seconds']:.1f} s "
-            f"({theirs_index['chunks'] / theirs_index['seconds']:,.0f} chunks/s); "
-            f"{base_size / 1e6:,.0f} MB, {base_size / theirs_index['chunks']:,.0f} bytes per chunk",
+            f"({theirs_index['chunks'] / theirs_index['seconds']:,.0f} chunks/s), peak resident "
+            f"{theirs_index['peak_mb']:,.0f} MB; {base_size / 1e6:,.0f} MB, "
+            f"{base_size / theirs_index['chunks']:,.0f} bytes per chunk",
             flush=True,
         )
     # The index runs' writes reach the disk before any timed process starts, so their
@@ -179,15 +190,18 @@ def bench(
             f"  baseline {baseline}, medians of {rounds} processes each, in turns: cold first "
             f"search {base['cold_ms']:,.0f} ms against {out['cold_ms']:,.0f} ms "
             f"({base['cold_ms'] / out['cold_ms']:.2f}x); peak resident {base['rss_mb']:,.0f} MB "
-            f"against {out['rss_mb']:,.0f} MB; p50 {base['p50']:.2f} against {out['p50']:.2f} "
-            f"ms ({base['p50'] / out['p50']:.2f}x); p95 {base['p95']:.2f} against "
-            f"{out['p95']:.2f} ms",
+            f"against {out['rss_mb']:,.0f} MB; resident after the first search "
+            f"{base['rss_first_mb']:,.0f} against {out['rss_first_mb']:,.0f} MB; p50 "
+            f"{base['p50']:.2f} against {out['p50']:.2f} ms ({base['p50'] / out['p50']:.2f}x); "
+            f"p95 {base['p95']:.2f} against {out['p95']:.2f} ms",
             flush=True,
         )
     print(
         f"  fresh process: open {out['open_ms']:.1f} ms, cold first search {out['cold_ms']:,.0f} "
         f"ms, peak resident {out['rss_mb']:,.0f} MB ({out['rss_before_mb']:,.0f} MB before "
-        f"opening); Memory.search p50 {out['p50']:.2f} ms, p95 {out['p95']:.2f} ms "
+        f"opening, {out['rss_first_mb']:,.0f} MB after the first search, "
+        f"{out['rss_end_mb']:,.0f} MB after the last); Memory.search p50 {out['p50']:.2f} ms, "
+        f"p95 {out['p95']:.2f} ms "
         f"({out['queries']:.0f} queries)",
         flush=True,
     )
@@ -196,9 +210,10 @@ def bench(
         for path in sorted(root.rglob("*"), reverse=True):
             path.rmdir() if path.is_dir() else path.unlink()
     return {
-        "chunks": stats.chunks,
-        "chunks_per_s": report.chunks / index_s,
-        "bytes_per_chunk": size / stats.chunks,
+        "chunks": chunks,
+        "chunks_per_s": chunks / index_s,
+        "index_peak_mb": mine["peak_mb"],
+        "bytes_per_chunk": size / chunks,
         **out,
     }
 
@@ -233,13 +248,15 @@ def main() -> None:
             )
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print(
-        f"{'chunks':>10} {'index/s':>8} {'B/chunk':>8} {'cold ms':>8} {'RSS MB':>7} "
-        f"{'p50 ms':>7} {'p95 ms':>7}"
+        f"{'chunks':>10} {'index/s':>8} {'index MB':>8} {'B/chunk':>8} {'cold ms':>8} "
+        f"{'peak MB':>8} {'first MB':>8} {'p50 ms':>7} {'p95 ms':>7}"
     )
     for r in rows:
         print(
-            f"{r['chunks']:>10,} {r['chunks_per_s']:>8,.0f} {r['bytes_per_chunk']:>8,.0f} "
-            f"{r['cold_ms']:>8,.0f} {r['rss_mb']:>7,.0f} {r['p50']:>7.2f} {r['p95']:>7.2f}"
+            f"{r['chunks']:>10,} {r['chunks_per_s']:>8,.0f} {r['index_peak_mb']:>8,.0f} "
+            f"{r['bytes_per_chunk']:>8,.0f} "
+            f"{r['cold_ms']:>8,.0f} {r['rss_mb']:>8,.0f} {r['rss_first_mb']:>8,.0f} "
+            f"{r['p50']:>7.2f} {r['p95']:>7.2f}"
         )
 
 

@@ -3,24 +3,30 @@
 //! Owns: the rows in memory and top-k selection. Vectors are L2-normalised, so the dot product
 //! is the cosine. Each row is held as its 3-bit code (row_code.rs: a sign mask and two magnitude
 //! bit planes, about a tenth of the f32 bytes) and, only when the code does not give the row
-//! back, its float32 vector: a hashed row is its code. Large indexes are scanned through the
-//! codes first: the query is cut into three magnitude bit planes (one for a hashed query), so the
-//! estimate is a few AND + popcount per 64 dimensions. A model's query over many rows first cuts
-//! them by their sign masks alone (signs.rs: a third of the bytes) to the tenth the code pass
-//! then ranks; a sparse query (a hashed one) reads only its own dimensions, through the codes
-//! sliced dimension by dimension (sliced.rs) once a thread started by the first such query has
-//! made them, with the bit planes' estimates. An oversampled shortlist is then rescored exactly:
-//! every returned score is the dot product with the row's vector, held or given back by its code
+//! back, its float32 vector or, where the store can read one vector back cheaply, its fine code
+//! (fine.rs: a byte per component): a hashed row is its code. Large indexes are scanned through
+//! the codes first: the query is cut into three magnitude bit planes (one for a hashed query), so
+//! the estimate is a few AND + popcount per 64 dimensions. A model's query over many rows first
+//! cuts them by their sign masks alone (signs.rs: a third of the bytes) to the tenth the code
+//! pass then ranks; a sparse query (a hashed one) reads only its own dimensions, through the
+//! codes sliced dimension by dimension (sliced.rs) once a thread started by the first such query
+//! has made them, with the bit planes' estimates. An oversampled shortlist is then rescored
+//! exactly: every returned score is the dot product with the row's vector, held, given back by
+//! its code, or read back through the caller (`top_k_reading`) for each row whose fine estimate
+//! is within its bound of the k-th exact score, so the top k are those of the exact rescoring
 //! (SPEC §4 allows the first pass while recall@10 against the exact scan stays ≥ 0.99;
-//! benches/search_latency.py measures it). Does not own: the code itself (row_code.rs), the sign
-//! cut and the sliced layout with their passes (signs.rs, sliced.rs), loading the rows (store/)
-//! or what a score means (trust.rs).
+//! benches/search_latency.py measures it). Does not own: the codes themselves (row_code.rs,
+//! fine.rs), the sign cut and the sliced layout with their passes (signs.rs, sliced.rs), loading
+//! or reading back the rows (store/) or what a score means (trust.rs).
 
 use std::sync::{Arc, OnceLock};
 
+use crate::fine::{self, Norms};
 #[cfg(test)]
 use crate::row_code::{code_bytes, encode};
-use crate::row_code::{code_dot, decode, query_support, words_for, StoredCodes, MASKS, REPRODUCED};
+use crate::row_code::{
+    code_dot, decode, query_support, vector_sum, words_for, StoredCodes, FINE, MASKS, REPRODUCED,
+};
 use crate::scan::{cores, fan_out, TopK};
 use crate::signs::{SignQuery, Signs};
 use crate::sliced::{Sliced, Term};
@@ -62,10 +68,17 @@ pub struct DenseIndex {
     codes: Arc<Vec<u64>>,
     /// Per row: its quantum (`x ≈ unit × ±level`).
     units: Vec<f32>,
-    /// Per row: the index of its vector in `data`, or `REPRODUCED` when its code is its vector.
+    /// Per row: the index of its vector in `data`, `REPRODUCED` when its code is its vector,
+    /// or `FINE` with the index of its fine code in `fine` when its vector is read on demand.
     held: Vec<u32>,
-    /// The vectors of the rows whose code does not reproduce them, `dim` floats each.
+    /// The vectors held of the rows whose code does not reproduce them, `dim` floats each.
     data: Vec<f32>,
+    /// The fine codes (fine.rs) of the rows whose vector is not held, `dim` bytes each, with
+    /// each one's scale and the checksum of its vector (`vector_sum`), which every vector read
+    /// back for it must have.
+    fine: Vec<i8>,
+    scales: Vec<f32>,
+    sums: Vec<u32>,
     /// The codes dimension by dimension (sliced.rs), made on a thread of their own after the
     /// first sparse query; dropped by every change to the rows.
     sliced: Arc<OnceLock<Sliced>>,
@@ -246,17 +259,34 @@ impl DenseIndex {
     /// The index of rows read back from their codes, given the vectors of the rows the codes do
     /// not reproduce (`StoredCodes::into_rows`). Err: the rows whose vector fails its checksum.
     pub fn from_stored(stored: StoredCodes, needed: Vec<f32>) -> Result<DenseIndex, Vec<usize>> {
-        let rows = stored.into_rows(needed)?;
-        Ok(DenseIndex {
+        Ok(DenseIndex::of_rows(stored.into_rows(needed)?))
+    }
+
+    /// The index of rows read back from their codes holding the fine codes of the rows the
+    /// codes do not reproduce, not their vectors, given the vectors of the rows whose code was
+    /// damaged (`StoredCodes::into_fine_rows`). Exact scores then need a reader of vectors
+    /// (`top_k_reading`). Err: the rows whose vector fails its checksum.
+    pub fn from_stored_fine(
+        stored: StoredCodes,
+        damaged: Vec<f32>,
+    ) -> Result<DenseIndex, Vec<usize>> {
+        Ok(DenseIndex::of_rows(stored.into_fine_rows(damaged)?))
+    }
+
+    fn of_rows(rows: crate::row_code::CodedRows) -> DenseIndex {
+        DenseIndex {
             dim: rows.dim,
             codes: Arc::new(rows.codes),
             units: rows.units,
             held: rows.held,
             data: rows.data,
+            fine: rows.fine,
+            scales: rows.scales,
+            sums: rows.sums,
             sliced: Arc::default(),
             slicing: OnceLock::new(),
             signs: OnceLock::new(),
-        })
+        }
     }
 
     pub fn dim(&self) -> usize {
@@ -280,6 +310,22 @@ impl DenseIndex {
     /// from stored codes hold the same rows; only the vectors their codes do not reproduce are
     /// kept.
     pub fn from_data(dim: usize, data: Vec<f32>) -> DenseIndex {
+        let (codes, needed) = DenseIndex::code_rows(dim, &data);
+        DenseIndex::from_stored(codes, needed)
+            .expect("the rows just coded match their own checksums")
+    }
+
+    /// `from_data` holding the fine codes of the rows their codes do not reproduce, not their
+    /// vectors: exact scores then read them back (`top_k_reading`).
+    pub fn from_data_fine(dim: usize, data: &[f32]) -> DenseIndex {
+        let (codes, _) = DenseIndex::code_rows(dim, data);
+        DenseIndex::from_stored_fine(codes, Vec::new())
+            .expect("the rows just coded match their own checksums")
+    }
+
+    /// The codes of `data`'s rows made on all cores, as the store keeps them, with the vectors
+    /// of the rows their codes do not reproduce.
+    fn code_rows(dim: usize, data: &[f32]) -> (StoredCodes, Vec<f32>) {
         assert!(
             dim > 0 && data.len().is_multiple_of(dim),
             "data must hold whole rows"
@@ -287,7 +333,7 @@ impl DenseIndex {
         let rows = data.len() / dim;
         let per = rows.div_ceil(cores()).max(4096);
         let parts: Vec<(StoredCodes, Vec<f32>)> = if rows <= per {
-            vec![StoredCodes::of_rows(dim, &data)]
+            vec![StoredCodes::of_rows(dim, data)]
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = data
@@ -306,7 +352,7 @@ impl DenseIndex {
             all.append(codes);
             needed.extend_from_slice(&vectors);
         }
-        DenseIndex::from_stored(all, needed).expect("the rows just coded match their own checksums")
+        (all, needed)
     }
 
     /// Append one row; its length must be `dim`.
@@ -330,21 +376,35 @@ impl DenseIndex {
         self.append(added);
     }
 
+    /// `extend` holding the fine codes of the rows their codes do not reproduce
+    /// (`from_data_fine`).
+    pub fn extend_fine(&mut self, data: &[f32]) {
+        assert!(
+            self.dim > 0 && data.len().is_multiple_of(self.dim),
+            "data must hold whole rows"
+        );
+        let added = DenseIndex::from_data_fine(self.dim, data);
+        self.append(added);
+    }
+
     fn append(&mut self, added: DenseIndex) {
         self.forget_derived();
         if self.is_empty() {
             *self = added;
         } else {
             let base = (self.data.len() / self.dim) as u32;
+            let fine_base = self.scales.len() as u32;
             Arc::make_mut(&mut self.codes).extend_from_slice(&added.codes);
             self.units.extend_from_slice(&added.units);
-            self.held.extend(
-                added
-                    .held
-                    .iter()
-                    .map(|&h| if h == REPRODUCED { h } else { base + h }),
-            );
+            self.held.extend(added.held.iter().map(|&h| match h {
+                REPRODUCED => h,
+                h if h & FINE != 0 => FINE | (fine_base + (h & !FINE)),
+                h => base + h,
+            }));
             self.data.extend_from_slice(&added.data);
+            self.fine.extend_from_slice(&added.fine);
+            self.scales.extend_from_slice(&added.scales);
+            self.sums.extend_from_slice(&added.sums);
         }
     }
 
@@ -353,31 +413,50 @@ impl DenseIndex {
         assert_eq!(keep.len(), self.len(), "one flag per row");
         self.forget_derived();
         let (dim, stride) = (self.dim, self.stride());
-        let (mut to, mut held_to) = (0, 0usize);
+        let (mut to, mut held_to, mut fine_to) = (0, 0usize, 0usize);
         let codes = Arc::make_mut(&mut self.codes);
         for (from, _) in keep.iter().enumerate().filter(|(_, &k)| k) {
             codes.copy_within(from * stride..(from + 1) * stride, to * stride);
             self.units[to] = self.units[from];
-            let h = self.held[from];
-            if h != REPRODUCED {
-                let h = h as usize;
-                self.data.copy_within(h * dim..(h + 1) * dim, held_to * dim);
-                self.held[to] = held_to as u32;
-                held_to += 1;
-            } else {
-                self.held[to] = REPRODUCED;
-            }
+            self.held[to] = match self.held[from] {
+                REPRODUCED => REPRODUCED,
+                h if h & FINE != 0 => {
+                    let h = (h & !FINE) as usize;
+                    self.fine.copy_within(h * dim..(h + 1) * dim, fine_to * dim);
+                    self.scales[fine_to] = self.scales[h];
+                    self.sums[fine_to] = self.sums[h];
+                    fine_to += 1;
+                    FINE | (fine_to as u32 - 1)
+                }
+                h => {
+                    let h = h as usize;
+                    self.data.copy_within(h * dim..(h + 1) * dim, held_to * dim);
+                    held_to += 1;
+                    held_to as u32 - 1
+                }
+            };
             to += 1;
         }
         codes.truncate(to * stride);
         self.units.truncate(to);
         self.held.truncate(to);
         self.data.truncate(held_to * dim);
+        self.fine.truncate(fine_to * dim);
+        self.scales.truncate(fine_to);
+        self.sums.truncate(fine_to);
     }
 
-    /// Row `i`'s vector: the one held, or the one its code stands for.
+    /// Row `i`'s vector: the one held, or the one its code stands for. Panics when only its
+    /// fine code is held (its vector is the store's to read: `held_row`).
     pub fn row(&self, i: usize) -> std::borrow::Cow<'_, [f32]> {
-        match self.held[i] {
+        self.held_row(i)
+            .unwrap_or_else(|| panic!("row {i}: only its fine code is held"))
+    }
+
+    /// `row`, or None when only the row's fine code is held.
+    pub fn held_row(&self, i: usize) -> Option<std::borrow::Cow<'_, [f32]>> {
+        Some(match self.held[i] {
+            h if h & FINE != 0 && h != REPRODUCED => return None,
             REPRODUCED => {
                 let stride = self.stride();
                 let mut out = Vec::with_capacity(self.dim);
@@ -393,13 +472,29 @@ impl DenseIndex {
                 let h = h as usize;
                 std::borrow::Cow::Borrowed(&self.data[h * self.dim..(h + 1) * self.dim])
             }
-        }
+        })
     }
 
-    /// The cosine of row `i` with `query`; a damaged row (NaN or infinite values) scores
-    /// below every other and is never returned by `top_k`.
+    /// The cosine of row `i` with `query`, its vector held; a damaged row (NaN or infinite
+    /// values) scores below every other and is never returned by `top_k`.
     pub fn score(&self, i: usize, query: &[f32]) -> f32 {
-        self.score_in(i, query, &query_support(query))
+        self.score_reading(i, query, &mut held_only)
+            .expect("the vector of every row is held")
+    }
+
+    /// `score` of a row whose vector may be read through `read` (only its fine code held).
+    pub fn score_reading<E>(
+        &self,
+        i: usize,
+        query: &[f32],
+        read: &mut ReadRows<'_, E>,
+    ) -> Result<f32, Unread<E>> {
+        let mut scored =
+            [self.score_or_estimate(i, query, &query_support(query), Norms::of(query))];
+        if scored[0].2 > 0.0 {
+            self.read_exact(query, &mut scored, &[0], read)?;
+        }
+        Ok(scored[0].1)
     }
 
     /// Ask for row `i`'s code, unit and held-vector index ahead of scoring it (the shortlist's
@@ -424,23 +519,131 @@ impl DenseIndex {
         let _ = i;
     }
 
-    /// `score` with the query's `query_support` made once for many rows.
-    fn score_in(&self, i: usize, query: &[f32], support: &[u64]) -> f32 {
+    /// Ask for row `i`'s fine code, if that is what is held of it.
+    #[inline(always)]
+    fn prefetch_fine(&self, i: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let h = self.held[i];
+            if h & FINE != 0 && h != REPRODUCED {
+                let at = self
+                    .fine
+                    .as_ptr()
+                    .wrapping_add((h & !FINE) as usize * self.dim);
+                // SAFETY: a prefetch never faults, wherever it points.
+                unsafe {
+                    for line in (0..self.dim).step_by(64) {
+                        _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast::<i8>());
+                    }
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
+    /// Row `i`'s exact cosine with `query` when its vector is held or given back by its code
+    /// (bound 0), else its fine code's estimate and how far the cosine may lie from it.
+    #[inline(always)]
+    fn score_or_estimate(&self, i: usize, query: &[f32], support: &[u64], norms: Norms) -> Scored {
         match self.held[i] {
             // The same bits as `dot(&self.row(i), query)`, from the code.
             REPRODUCED => {
                 let stride = self.stride();
-                finite(code_dot(
+                let score = finite(code_dot(
                     &self.codes[i * stride..(i + 1) * stride],
                     self.units[i],
                     query,
                     support,
-                ))
+                ));
+                (i, score, 0.0)
+            }
+            h if h & FINE != 0 => {
+                let (h, dim) = ((h & !FINE) as usize, self.dim);
+                let scale = self.scales[h];
+                let estimate = fine::estimate(query, &self.fine[h * dim..(h + 1) * dim], scale);
+                (i, estimate, norms.bound(scale, dim))
             }
             h => {
                 let h = h as usize;
-                finite(dot(&self.data[h * self.dim..(h + 1) * self.dim], query))
+                (
+                    i,
+                    finite(dot(&self.data[h * self.dim..(h + 1) * self.dim], query)),
+                    0.0,
+                )
             }
+        }
+    }
+
+    /// The `k` best of `scored` with exact cosines, best first, equal scores in row order: the
+    /// rows whose fine estimate alone is held are read through `read`, first the best `k` by
+    /// estimate, then every other whose bound reaches the k-th exact cosine so far (a row left
+    /// unread cannot be in the top k), each checked against its vector's checksum.
+    fn resolve<E>(
+        &self,
+        query: &[f32],
+        mut scored: Vec<Scored>,
+        k: usize,
+        read: &mut ReadRows<'_, E>,
+    ) -> Result<Vec<(usize, f32)>, Unread<E>> {
+        let best_first = |a: &Scored, b: &Scored| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        if scored.iter().any(|s| s.2 > 0.0) {
+            scored.sort_by(best_first);
+            let first: Vec<usize> = (0..scored.len().min(k))
+                .filter(|&j| scored[j].2 > 0.0)
+                .collect();
+            self.read_exact(query, &mut scored, &first, read)?;
+            let mut exact: Vec<f32> = scored.iter().filter(|s| s.2 == 0.0).map(|s| s.1).collect();
+            let floor = if exact.len() >= k {
+                exact.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+                exact[k - 1]
+            } else {
+                f32::NEG_INFINITY
+            };
+            let then: Vec<usize> = (0..scored.len())
+                .filter(|&j| scored[j].2 > 0.0 && scored[j].1 + scored[j].2 >= floor)
+                .collect();
+            self.read_exact(query, &mut scored, &then, read)?;
+            scored.retain(|s| s.2 == 0.0);
+        }
+        scored.sort_by(best_first);
+        scored.truncate(k);
+        Ok(scored
+            .into_iter()
+            .filter(|s| s.1.is_finite())
+            .map(|s| (s.0, s.1))
+            .collect())
+    }
+
+    /// Read the vectors of `scored[j]` for each `j` in `which` and give them their exact cosine.
+    fn read_exact<E>(
+        &self,
+        query: &[f32],
+        scored: &mut [Scored],
+        which: &[usize],
+        read: &mut ReadRows<'_, E>,
+    ) -> Result<(), Unread<E>> {
+        if which.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<usize> = which.iter().map(|&j| scored[j].0).collect();
+        let vectors = read(&rows).map_err(Unread::Read)?;
+        let dim = self.dim;
+        let mut wrong = Vec::new();
+        for (n, &j) in which.iter().enumerate() {
+            let row = scored[j].0;
+            let vector = vectors.get(n * dim..(n + 1) * dim);
+            let sum = self.sums[(self.held[row] & !FINE) as usize];
+            match vector {
+                Some(v) if vector_sum(v) == sum => scored[j] = (row, finite(dot(v, query)), 0.0),
+                _ => wrong.push(row),
+            }
+        }
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(Unread::Sum(wrong))
         }
     }
 
@@ -449,10 +652,12 @@ impl DenseIndex {
         self.data.len().checked_div(self.dim).unwrap_or(0)
     }
 
-    /// Bytes held per row on average: its code, its sign words once made, and the vectors of
-    /// rows their codes do not reproduce.
+    /// Bytes held per row on average: its code, its sign words once made, and the vectors (or
+    /// fine codes with their scales and checksums) of rows their codes do not reproduce.
     pub fn bytes_per_row(&self) -> usize {
-        let held = (self.data.len() * 4).checked_div(self.len()).unwrap_or(0);
+        let held = (self.data.len() * 4 + self.fine.len() + self.scales.len() * 8)
+            .checked_div(self.len())
+            .unwrap_or(0);
         let signs = if self.signs.get().is_some() {
             words_for(self.dim) * 8
         } else {
@@ -462,36 +667,50 @@ impl DenseIndex {
     }
 
     /// The `k` best rows for `query` with exact cosines, best first; equal scores keep row
-    /// order. Large indexes go through the code pass (see the module docs).
+    /// order. Large indexes go through the code pass (see the module docs). Every row's vector
+    /// must be held (`top_k_reading` otherwise).
     pub fn top_k(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+        self.top_k_reading(query, k, &mut held_only)
+            .expect("the vector of every row is held")
+    }
+
+    /// `top_k`, reading through `read` the vectors of the rows whose fine code alone is held
+    /// when their estimate may place them in the top k.
+    pub fn top_k_reading<E>(
+        &self,
+        query: &[f32],
+        k: usize,
+        read: &mut ReadRows<'_, E>,
+    ) -> Result<Vec<(usize, f32)>, Unread<E>> {
         if k == 0 || self.dim == 0 || query.len() != self.dim {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let (level, planes) = query_levels(query);
         let shortlist = shortlist(k, planes, self.len());
         if self.len() < QUANTISE_FROM || shortlist >= self.len() / 2 {
-            return self.top_k_exact(query, k);
+            return self.top_k_exact_reading(query, k, read);
         }
         let sliced = sparse_terms(query, &level).and_then(|t| Some((t, self.sliced()?)));
         let estimates = match sliced {
             Some((terms, sliced)) => sliced.top_k(&terms, &self.units, shortlist),
             None => self.scan_codes(&QueryPlanes::new(query, &level, planes), shortlist),
         };
-        let support = query_support(query);
-        let mut exact: Vec<(usize, f32)> = estimates
+        let (support, norms) = (query_support(query), Norms::of(query));
+        let scored: Vec<Scored> = estimates
             .iter()
             .enumerate()
             .map(|(j, &(i, _))| {
                 if let Some(&(ahead, _)) = estimates.get(j + RESCORE_AHEAD) {
                     self.prefetch_row(ahead);
                 }
-                (i, self.score_in(i, query, &support))
+                // Its `held` was asked for half as far ahead: where its fine code lies is known.
+                if let Some(&(near, _)) = estimates.get(j + RESCORE_AHEAD / 2) {
+                    self.prefetch_fine(near);
+                }
+                self.score_or_estimate(i, query, &support, norms)
             })
             .collect();
-        exact.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        exact.truncate(k);
-        exact.retain(|p| p.1.is_finite());
-        exact
+        self.resolve(query, scored, k, read)
     }
 
     /// The sliced codes once made. The first sparse query starts a thread making them and takes
@@ -533,19 +752,58 @@ impl DenseIndex {
         self.signs = OnceLock::new();
     }
 
-    /// The exact scan over every row.
+    /// The exact scan over every row (their vectors held).
     pub fn top_k_exact(&self, query: &[f32], k: usize) -> Vec<(usize, f32)> {
+        self.top_k_exact_reading(query, k, &mut held_only)
+            .expect("the vector of every row is held")
+    }
+
+    /// The exact scan over every row, reading vectors as `top_k_reading` does.
+    fn top_k_exact_reading<E>(
+        &self,
+        query: &[f32],
+        k: usize,
+        read: &mut ReadRows<'_, E>,
+    ) -> Result<Vec<(usize, f32)>, Unread<E>> {
         if k == 0 || self.dim == 0 || query.len() != self.dim {
-            return Vec::new();
+            return Ok(Vec::new());
         }
-        let support = query_support(query);
+        let (support, norms) = (query_support(query), Norms::of(query));
+        if !self.scales.is_empty() {
+            let scored = (0..self.len())
+                .map(|i| self.score_or_estimate(i, query, &support, norms))
+                .collect();
+            return self.resolve(query, scored, k, read);
+        }
         let mut top = select(
-            (0..self.len()).map(|i| self.score_in(i, query, &support)),
+            (0..self.len()).map(|i| self.score_or_estimate(i, query, &support, norms).1),
             k,
         );
         top.retain(|p| p.1.is_finite());
-        top
+        Ok(top)
     }
+}
+
+/// A row, its cosine or fine estimate, and how far the cosine may lie from it (0: exact).
+type Scored = (usize, f32, f32);
+
+/// Reads the float32 vectors of rows whose fine code alone is held, in the order asked
+/// (`dim` floats each, row-major).
+pub type ReadRows<'a, E> = dyn FnMut(&[usize]) -> Result<Vec<f32>, E> + 'a;
+
+/// Why rows could not be scored exactly.
+#[derive(Debug)]
+pub enum Unread<E> {
+    /// The reader failed.
+    Read(E),
+    /// These rows' vectors were missing from what was read, or do not have the checksum their
+    /// codes recorded.
+    Sum(Vec<usize>),
+}
+
+/// The reader of an index that holds every row's vector: never called.
+fn held_only(_: &[usize]) -> Result<Vec<f32>, std::convert::Infallible> {
+    unreachable!("an index holding every vector reads none")
 }
 
 /// Rows per thread below which a second thread costs more than it saves.
@@ -966,6 +1224,99 @@ mod tests {
             }
             assert_eq!(planes_of(&dense_query).planes, PLANES);
         }
+    }
+
+    /// Unit rows of a model's shape (every component set), row-major.
+    fn model_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut next = xorshift(seed);
+        (0..rows)
+            .flat_map(|_| {
+                let v: Vec<f32> = (0..dim)
+                    .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+                    .collect();
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+                v.into_iter().map(move |a| a / norm)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn holding_fine_codes_returns_what_holding_the_vectors_does() {
+        let dim = 384;
+        // Below the size of the code pass (every row estimated), and above it.
+        for rows in [1500, 6000] {
+            let data = model_rows(rows, dim, rows as u64);
+            let held = DenseIndex::from_data(dim, data.clone());
+            let (codes, _) = StoredCodes::of_rows(dim, &data);
+            let fine = DenseIndex::from_stored_fine(codes, Vec::new()).unwrap();
+            assert_eq!((fine.len(), fine.vectors_held()), (rows, 0));
+            let reads = std::cell::Cell::new(0usize);
+            let mut read = |asked: &[usize]| -> Result<Vec<f32>, ()> {
+                reads.set(reads.get() + asked.len());
+                Ok(asked
+                    .iter()
+                    .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
+                    .collect())
+            };
+            let queries = model_rows(20, dim, 7 + rows as u64);
+            for (n, q) in queries.chunks_exact(dim).enumerate() {
+                // A row's own vector as the query too: its top score stands far above the rest.
+                let own = &data[n * dim..(n + 1) * dim];
+                for (query, k) in [(q, 10), (q, 20), (own, 1), (own, 20)] {
+                    let got = fine.top_k_reading(query, k, &mut read).unwrap();
+                    let bits = |top: &[(usize, f32)]| -> Vec<(usize, u32)> {
+                        top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
+                    };
+                    assert_eq!(
+                        bits(&got),
+                        bits(&held.top_k(query, k)),
+                        "{rows} rows, k {k}"
+                    );
+                }
+                let row = n * 37 % rows;
+                let score = fine.score_reading(row, q, &mut read).unwrap();
+                assert_eq!(score.to_bits(), held.score(row, q).to_bits());
+            }
+            // What was read: a few rows past the k asked for, not the shortlist.
+            let per_query = reads.get() as f64 / (queries.len() / dim * 4) as f64;
+            assert!(
+                per_query < 60.0,
+                "{rows} rows: {per_query} vectors read a query"
+            );
+        }
+    }
+
+    #[test]
+    fn a_vector_read_back_wrong_is_refused_by_its_checksum() {
+        let dim = 64;
+        let data = model_rows(300, dim, 3);
+        let (codes, _) = StoredCodes::of_rows(dim, &data);
+        let fine = DenseIndex::from_stored_fine(codes, Vec::new()).unwrap();
+        let query = data[..dim].to_vec();
+        let mut nudged = |asked: &[usize]| -> Result<Vec<f32>, ()> {
+            let mut out: Vec<f32> = asked
+                .iter()
+                .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
+                .collect();
+            if let Some(at) = asked.iter().position(|&r| r == 0) {
+                out[at * dim] += 1e-6;
+            }
+            Ok(out)
+        };
+        match fine.top_k_reading(&query, 5, &mut nudged) {
+            Err(Unread::Sum(rows)) => assert_eq!(rows, [0]),
+            other => panic!("expected row 0 refused, got {other:?}"),
+        }
+        let mut short = |_: &[usize]| -> Result<Vec<f32>, ()> { Ok(Vec::new()) };
+        assert!(matches!(
+            fine.score_reading(3, &query, &mut short),
+            Err(Unread::Sum(rows)) if rows == [3]
+        ));
+        let mut failing = |_: &[usize]| -> Result<Vec<f32>, &str> { Err("busy") };
+        assert!(matches!(
+            fine.top_k_reading(&query, 5, &mut failing),
+            Err(Unread::Read("busy"))
+        ));
     }
 
     #[test]

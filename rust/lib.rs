@@ -7,6 +7,7 @@ pub use recall_judgment::{answer, corpus, evidence, explanation, fusion, graph, 
 
 pub mod dense;
 pub mod errors;
+mod fine;
 pub mod hashing;
 pub mod judgment;
 pub mod lexical;

@@ -1,18 +1,21 @@
 //! `Vectors`: the dense leg of a store that keeps its vectors elsewhere (a PostgreSQL namespace),
-//! over the copy a process holds of them.
+//! over the codes a process holds of them.
 //!
 //! Owns: the chunk ids of the rows, kept in ascending order as they are added and removed, so
 //! the scan (`dense::DenseIndex`, the file store's own) breaks ties by chunk id as the file
-//! store's does. Does not own: fetching the vectors or knowing which changed (the Python side of
-//! the server backend).
+//! store's does. A row its 3-bit code does not reproduce (a model's) is held as its fine code,
+//! as the file store holds it: the few vectors a query rescores are read back through the
+//! caller, checked against the checksum of the vector added. Does not own: fetching the vectors
+//! or knowing which changed (the Python side of the server backend).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rustc_hash::FxHashMap;
 
-use crate::dense::DenseIndex;
+use crate::dense::{DenseIndex, Unread};
 use crate::py_corpus::le_f32s;
+use crate::py_errors::StoreDamagedError;
 
 #[pyclass(module = "recall._core", name = "Vectors")]
 pub struct PyVectors {
@@ -57,6 +60,10 @@ impl PyVectors {
         self.ids.len()
     }
 
+    fn __contains__(&self, id: i64) -> bool {
+        self.row_of.contains_key(&id)
+    }
+
     /// The largest chunk id held, or 0.
     #[getter]
     fn last_id(&self) -> i64 {
@@ -83,7 +90,7 @@ impl PyVectors {
             }
             last = id;
         }
-        py.detach(|| self.index.extend(rows));
+        py.detach(|| self.index.extend_fine(&rows));
         for id in ids {
             self.row_of.insert(id, self.ids.len());
             self.ids.push(id);
@@ -115,30 +122,54 @@ impl PyVectors {
         dropped
     }
 
-    /// Chunk `id`'s vector (little-endian float32), or None when it is not held.
+    /// Chunk `id`'s vector (little-endian float32) as the scan scores it, or None when it is not
+    /// held: a chunk not there, or one held as its fine code (its vector is the namespace's).
     fn get<'py>(&self, py: Python<'py>, id: i64) -> Option<Bound<'py, PyBytes>> {
         let row = *self.row_of.get(&id)?;
-        let bytes: Vec<u8> = self
-            .index
-            .row(row)
-            .iter()
-            .flat_map(|x| x.to_le_bytes())
-            .collect();
+        let held = self.index.held_row(row)?;
+        let bytes: Vec<u8> = held.iter().flat_map(|x| x.to_le_bytes()).collect();
         Some(PyBytes::new(py, &bytes))
     }
 
     /// The `n` chunks nearest `query` (little-endian float32) as (id, cosine), best first, ties
-    /// by chunk id: the file store's scan over these rows.
-    fn nearest(&self, py: Python<'_>, query: &[u8], n: usize) -> PyResult<Vec<(i64, f32)>> {
-        let q = floats(query, self.index.dim(), "Vectors.nearest")?;
-        if q.len() != self.index.dim() {
+    /// by chunk id: the file store's scan over these rows. `read(ids)` returns the vectors of
+    /// the chunks `ids`, in that order, as little-endian float32 bytes: the rows held as fine
+    /// codes whose estimate may place are read back for their exact cosine. A vector read back
+    /// that is not the one added is damage (`StoreDamagedError`).
+    fn nearest(
+        &self,
+        py: Python<'_>,
+        query: &[u8],
+        n: usize,
+        read: Py<PyAny>,
+    ) -> PyResult<Vec<(i64, f32)>> {
+        let dim = self.index.dim();
+        let q = floats(query, dim, "Vectors.nearest")?;
+        if q.len() != dim {
             return Err(PyValueError::new_err(format!(
-                "Vectors.nearest: the query has {} dimensions, the vectors {}",
-                q.len(),
-                self.index.dim()
+                "Vectors.nearest: the query has {} dimensions, the vectors {dim}",
+                q.len()
             )));
         }
-        let top = py.detach(|| self.index.top_k(&q, n));
+        let ids = &self.ids;
+        let mut reader = |rows: &[usize]| -> PyResult<Vec<f32>> {
+            let asked: Vec<i64> = rows.iter().map(|&r| ids[r]).collect();
+            Python::attach(|py| {
+                let got = read.call1(py, (asked,))?;
+                let bytes = got.bind(py).cast::<PyBytes>()?;
+                floats(bytes.as_bytes(), dim, "Vectors.nearest: the vectors read")
+            })
+        };
+        let top = py
+            .detach(|| self.index.top_k_reading(&q, n, &mut reader))
+            .map_err(|e| match e {
+                Unread::Read(e) => e,
+                Unread::Sum(rows) => StoreDamagedError::new_err(format!(
+                    "the vectors read back for chunks {:?} are not the ones this process \
+                     loaded: the store changed under its generation; run 'recall doctor'",
+                    rows.iter().map(|&r| self.ids[r]).collect::<Vec<_>>()
+                )),
+            })?;
         Ok(top.into_iter().map(|(row, s)| (self.ids[row], s)).collect())
     }
 }

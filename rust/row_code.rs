@@ -17,8 +17,9 @@ pub(crate) const REPRODUCED: u32 = u32::MAX;
 /// A component is reproduced when `unit × level` is within this share of it (a few roundings
 /// of the least-squares unit; a hashed row's components are exact multiples of one quantum).
 const REPRODUCE_TOLERANCE: f32 = 4.0 * f32::EPSILON;
-/// Layout version of a code as `code_bytes` writes it (1: without the checksums).
-const CODE_VERSION: u8 = 2;
+/// Layout version of a code as `code_bytes` writes it (1: without the checksums; 2: without
+/// the fine code of a row the code does not reproduce).
+const CODE_VERSION: u8 = 3;
 /// Bytes before the masks in `code_bytes`: version, flags, unit, the vector's checksum, the
 /// code's checksum.
 const CODE_HEADER: usize = 14;
@@ -205,7 +206,8 @@ pub(crate) fn query_support(q: &[f32]) -> Vec<u64> {
 /// code's checksum (`code_sum`: of the chunk and document it belongs to and every other byte),
 /// the masks (little-endian u64), then for a reproduced row each component the code misses (at
 /// most `MAX_EXCEPTIONS`: a hashed row's bucket where four tokens collide) as its index (u32)
-/// and value (float32), little-endian.
+/// and value (float32), little-endian, and for any other row its fine code (fine.rs): the
+/// scale (little-endian float32) and one signed byte per component.
 pub fn code_bytes(chunk: i64, doc: i64, row: &[f32]) -> Vec<u8> {
     let mut masks = Vec::new();
     let mut unit = encode(row, &mut masks);
@@ -247,6 +249,11 @@ pub fn code_bytes(chunk: i64, doc: i64, row: &[f32]) -> Vec<u8> {
             out.extend_from_slice(&(i as u32).to_le_bytes());
             out.extend_from_slice(&row[i].to_le_bytes());
         }
+    } else {
+        let mut fine = vec![0i8; row.len()];
+        let scale = crate::fine::encode(row, &mut fine);
+        out.extend_from_slice(&scale.to_le_bytes());
+        out.extend(fine.iter().map(|&c| c as u8));
     }
     let sum = code_sum(chunk, doc, &out);
     out[CODE_SUM].copy_from_slice(&sum.to_le_bytes());
@@ -303,6 +310,8 @@ fn exceptions_for(dim: usize) -> usize {
 }
 /// Bytes of one listed component: index (u32) and value (float32).
 const EXCEPTION_BYTES: usize = 8;
+/// Bytes before a fine code's own: its scale (float32).
+const FINE_HEADER: usize = 4;
 
 /// Rows read back from their codes (`code_bytes`), in order, before the vectors of the rows
 /// their codes do not reproduce are added (`into_rows`).
@@ -318,6 +327,13 @@ pub struct StoredCodes {
     /// Per `NEEDED` row, in order: the checksum its vector must have (None: the code was too
     /// damaged to say, and no vector is taken for it).
     sums: Vec<Option<u32>>,
+    /// Per `NEEDED` row, in order: its fine code (`dim` bytes; zero for a damaged code, until
+    /// its vector gives it again) and scale.
+    fine: Vec<i8>,
+    scales: Vec<f32>,
+    /// Rows `with_capacity` made room for: the fine codes get theirs at the first `NEEDED` row
+    /// (a hashed store has none).
+    room: usize,
     /// Rows whose code failed its checksum: their vector gives them their code again.
     damaged: Vec<usize>,
 }
@@ -330,14 +346,23 @@ pub struct CodedRows {
     pub codes: Vec<u64>,
     /// Per row: its quantum.
     pub units: Vec<f32>,
-    /// Per row: `REPRODUCED`, or the place of its vector in `data`.
+    /// Per row: `REPRODUCED`, the place of its vector in `data`, or `FINE` with the place of
+    /// its fine code in `fine`.
     pub held: Vec<u32>,
-    /// The vectors of the rows whose code does not reproduce them, `dim` floats each.
+    /// The vectors held: of every row whose code does not reproduce it (`into_rows`), or only
+    /// of the reproduced rows with exceptions (`into_fine_rows`), `dim` floats each.
     pub data: Vec<f32>,
+    /// The fine codes of the rows whose vector is not held (`dim` bytes each), with each one's
+    /// scale and the checksum its vector must have when read back.
+    pub fine: Vec<i8>,
+    pub scales: Vec<f32>,
+    pub sums: Vec<u32>,
 }
 
 const LISTED: u32 = u32::MAX - 1;
 const NEEDED: u32 = u32::MAX - 2;
+/// Set in `held` (below `REPRODUCED`): the row's fine code is held, not its vector.
+pub(crate) const FINE: u32 = 1 << 31;
 
 impl StoredCodes {
     pub fn new(dim: usize) -> StoredCodes {
@@ -354,8 +379,22 @@ impl StoredCodes {
             codes: crate::memory::huge_vec(rows * MASKS * words_for(dim)),
             units: crate::memory::huge_vec(rows),
             kinds: crate::memory::huge_vec(rows),
+            room: rows,
             ..StoredCodes::default()
         }
+    }
+
+    /// Append the fine code of the next `NEEDED` row (`bytes`: `dim` signed bytes; None: a
+    /// zero code that its vector fills in).
+    fn push_fine(&mut self, scale: f32, bytes: Option<&[u8]>) {
+        if self.fine.capacity() == 0 && self.room > 0 {
+            self.fine = crate::memory::huge_vec(self.room * self.dim);
+        }
+        match bytes {
+            Some(b) => self.fine.extend(b.iter().map(|&c| c as i8)),
+            None => self.fine.resize(self.fine.len() + self.dim, 0),
+        }
+        self.scales.push(scale);
     }
 
     /// Append the stored code of `chunk` (of document `doc`). True when it is a code of this
@@ -379,6 +418,7 @@ impl StoredCodes {
             .get(VECTOR_SUM)
             .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")));
         self.sums.push(claimed);
+        self.push_fine(0.0, None);
         false
     }
 
@@ -394,15 +434,25 @@ impl StoredCodes {
         let reproduced = bytes[1] == 1;
         let four =
             |at: std::ops::Range<usize>| -> [u8; 4] { bytes[at].try_into().expect("four bytes") };
-        if !extra.is_multiple_of(EXCEPTION_BYTES)
-            || extra / EXCEPTION_BYTES > exceptions_for(self.dim)
-            || (!reproduced && extra > 0)
-            || code_sum(chunk, doc, bytes) != u32::from_le_bytes(four(CODE_SUM))
+        let listed_ok = extra.is_multiple_of(EXCEPTION_BYTES)
+            && extra / EXCEPTION_BYTES <= exceptions_for(self.dim);
+        if (if reproduced {
+            !listed_ok
+        } else {
+            extra != FINE_HEADER + self.dim
+        }) || code_sum(chunk, doc, bytes) != u32::from_le_bytes(four(CODE_SUM))
         {
             return None;
         }
+        if !reproduced {
+            let scale = f32::from_le_bytes(four(masks_end..masks_end + FINE_HEADER));
+            if !(scale.is_finite() && scale >= 0.0) {
+                return None;
+            }
+        }
         let unit = f32::from_le_bytes(four(2..6));
-        let exceptions: Vec<(usize, f32)> = bytes[masks_end..]
+        let listed = if reproduced { &bytes[masks_end..] } else { &[] };
+        let exceptions: Vec<(usize, f32)> = listed
             .chunks_exact(EXCEPTION_BYTES)
             .map(|e| {
                 let i = u32::from_le_bytes(e[..4].try_into().expect("four bytes"));
@@ -424,6 +474,8 @@ impl StoredCodes {
         let kind = match (reproduced, exceptions.is_empty()) {
             (false, _) => {
                 self.sums.push(Some(u32::from_le_bytes(four(VECTOR_SUM))));
+                let scale = f32::from_le_bytes(four(masks_end..masks_end + FINE_HEADER));
+                self.push_fine(scale, Some(&bytes[masks_end + FINE_HEADER..]));
                 NEEDED
             }
             (true, true) => REPRODUCED,
@@ -466,46 +518,73 @@ impl StoredCodes {
     }
 
     /// The rows, given the vectors of the `unreproduced` rows in that order (`dim` floats
-    /// each): each must have the checksum its code recorded, and a row whose code was damaged
-    /// is coded again from its vector. Err: the rows whose vector fails its checksum.
-    pub fn into_rows(mut self, needed: Vec<f32>) -> Result<CodedRows, Vec<usize>> {
+    /// each), every one of them held: each must have the checksum its code recorded, and a row
+    /// whose code was damaged is coded again from its vector. Err: the rows whose vector fails
+    /// its checksum.
+    pub fn into_rows(self, needed: Vec<f32>) -> Result<CodedRows, Vec<usize>> {
+        self.finish(needed, true)
+    }
+
+    /// The rows holding the fine codes of the `unreproduced` rows instead of their vectors,
+    /// given the vectors of the `damaged` rows only (in that order, checked as `into_rows`
+    /// checks them), which give them their codes again.
+    pub fn into_fine_rows(self, damaged: Vec<f32>) -> Result<CodedRows, Vec<usize>> {
+        self.finish(damaged, false)
+    }
+
+    fn finish(mut self, given: Vec<f32>, hold: bool) -> Result<CodedRows, Vec<usize>> {
         let dim = self.dim;
-        let count = |kind: u32| self.kinds.iter().filter(|&&k| k == kind).count();
+        let rows = self.unreproduced();
+        // The place among the `NEEDED` rows of each vector given.
+        let which: Vec<usize> = if hold {
+            (0..rows.len()).collect()
+        } else {
+            let mut damaged = self.damaged.iter().peekable();
+            (0..rows.len())
+                .filter(|&i| damaged.next_if_eq(&&rows[i]).is_some())
+                .collect()
+        };
         assert_eq!(
-            needed.len(),
-            count(NEEDED) * dim,
-            "one vector per row its code does not reproduce"
+            given.len(),
+            which.len() * dim,
+            "one vector per row asked for"
         );
-        // Every needed vector is hashed (a model's store: all of them), on every core.
-        let rows = self.sums.len();
-        let parts = cores().min(rows.div_ceil(4096)).max(1);
-        let per = rows.div_ceil(parts).max(1);
+        // Every given vector is hashed (a model's store held whole: all of them), on every core.
+        let parts = cores().min(which.len().div_ceil(4096)).max(1);
+        let per = which.len().div_ceil(parts).max(1);
         let failed: Vec<usize> = fan_out(parts, |p| {
-            let end = rows.min((p + 1) * per);
+            let end = which.len().min((p + 1) * per);
             (p * per..end)
-                .filter(|&i| self.sums[i] != Some(vector_sum(&needed[i * dim..(i + 1) * dim])))
+                .filter(|&g| {
+                    self.sums[which[g]] != Some(vector_sum(&given[g * dim..(g + 1) * dim]))
+                })
                 .collect::<Vec<usize>>()
         })
         .concat();
         if !failed.is_empty() {
-            let rows = self.unreproduced();
-            return Err(failed.into_iter().map(|i| rows[i]).collect());
+            return Err(failed.into_iter().map(|g| rows[which[g]]).collect());
         }
         if !self.damaged.is_empty() {
             let stride = MASKS * words_for(dim);
-            let rows = self.unreproduced();
             let mut damaged = self.damaged.iter().peekable();
-            for (i, &row) in rows.iter().enumerate() {
+            for (g, &n) in which.iter().enumerate() {
+                let row = rows[n];
                 if damaged.next_if_eq(&&row).is_some() {
+                    let vector = &given[g * dim..(g + 1) * dim];
                     let masks = &mut self.codes[row * stride..(row + 1) * stride];
                     masks.fill(0);
-                    let unit = encode_into(&needed[i * dim..(i + 1) * dim], masks);
+                    let unit = encode_into(vector, masks);
                     self.units[row] = if unit.is_finite() { unit } else { 0.0 };
+                    let fine = &mut self.fine[n * dim..(n + 1) * dim];
+                    self.scales[n] = crate::fine::encode(vector, fine);
                 }
             }
         }
-        let (mut listed, mut needed) = (self.listed.chunks_exact(dim), needed.chunks_exact(dim));
-        let mut data = Vec::with_capacity((count(NEEDED) + count(LISTED)) * dim);
+        let count = |kind: u32| self.kinds.iter().filter(|&&k| k == kind).count();
+        let held_rows = count(LISTED) + if hold { count(NEEDED) } else { 0 };
+        let mut data = Vec::with_capacity(held_rows * dim);
+        let (mut listed, mut given) = (self.listed.chunks_exact(dim), given.chunks_exact(dim));
+        let mut needed = 0u32;
         let held = self
             .kinds
             .iter()
@@ -513,18 +592,35 @@ impl StoredCodes {
                 let row = match kind {
                     REPRODUCED => return REPRODUCED,
                     LISTED => listed.next(),
-                    _ => needed.next(),
+                    _ if hold => given.next(),
+                    _ => {
+                        needed += 1;
+                        return FINE | (needed - 1);
+                    }
                 };
                 data.extend_from_slice(row.expect("counted above"));
                 (data.len() / dim - 1) as u32
             })
             .collect();
+        let (fine, scales, sums) = if hold {
+            (Vec::new(), Vec::new(), Vec::new())
+        } else {
+            let sums = self
+                .sums
+                .iter()
+                .map(|s| s.expect("checked above"))
+                .collect();
+            (self.fine, self.scales, sums)
+        };
         Ok(CodedRows {
             dim,
             codes: self.codes,
             units: self.units,
             held,
             data,
+            fine,
+            scales,
+            sums,
         })
     }
 
@@ -551,6 +647,8 @@ impl StoredCodes {
         self.kinds.extend_from_slice(&other.kinds);
         self.listed.extend_from_slice(&other.listed);
         self.sums.extend_from_slice(&other.sums);
+        self.fine.extend_from_slice(&other.fine);
+        self.scales.extend_from_slice(&other.scales);
         self.damaged.extend(other.damaged.iter().map(|&r| r + at));
     }
 }

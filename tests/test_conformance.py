@@ -162,6 +162,31 @@ def test_search_judges_the_same_way(store: Store) -> None:
     assert [c for c, _ in out["dense"]] and out["generation"] >= 1
 
 
+def model_rows(n: int, dim: int, seed: int) -> np.ndarray:
+    """Unit rows with every component set, as a model's vectors are (no 3-bit code gives one
+    back)."""
+    rows = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    unit: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return unit
+
+
+def test_the_dense_leg_returns_the_exact_top_k_of_a_models_vectors(store: Store) -> None:
+    """The dense leg holds a model's rows as codes and reads back the vectors it rescores: what
+    it returns is the exact scan's top k, with the exact cosines."""
+    rows = model_rows(300, 32, seed=7)
+    store.begin("test-32", 32, "fp32")
+    store.use_server_clock(False)
+    for i, v in enumerate(rows):
+        store.put_document(document(f"notes/n{i:03}.md", f"Note {i}.", v), now=NOW)
+    store.commit(NOW)
+    for q in model_rows(12, 32, seed=8):
+        out = search(store, q, "note")
+        exact = np.sort(rows @ q)[::-1][:10]
+        assert [s for _, s in out["dense"]] == pytest.approx(exact.tolist(), abs=1e-6)
+        hit = max(out["hits"], key=lambda h: h["score"])
+        assert hit["score"] == pytest.approx(float(exact[0]), abs=1e-6)
+
+
 def test_explain_names_the_edge_and_nothing_for_an_unknown_file(store: Store) -> None:
     written(store, RATES, RATES_V2)
     args: Any = dict(

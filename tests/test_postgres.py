@@ -23,10 +23,13 @@ from typer.testing import CliRunner
 
 import recall
 from recall import _core
+from recall.backends import locate
 from recall.calibration import RECORD_PREFIX as RECORD
 from recall.cli import app
+from recall.errors import StoreDamagedError
 from recall.migrate import migrate
 
+from . import test_conformance as contract
 from .conftest import EXAMPLES, pg_target, write_corpus
 
 psycopg = pytest.importorskip("psycopg")
@@ -643,6 +646,32 @@ def test_counts_that_disagree_are_read_again(corpus: Path, pg_url: str) -> None:
                 " WHERE key = 'generation'"
             )
         assert "n2.md" not in {p for p, _ in _legs(mem, "payroll day 2")[2]}
+
+
+def test_a_vector_changed_behind_the_readers_codes_is_refused(pg_url: str) -> None:
+    """A reader holds a model's rows as codes and reads back the vectors a query rescores, each
+    checked against the vector it loaded: one changed where the change log cannot see it is
+    refused as damage, never ranked."""
+    store = locate(pg_target(pg_url, "behind")).open(create=True)
+    assert store is not None
+    rows = contract.model_rows(40, 16, seed=3)
+    store.begin("test-16", 16, "fp16")
+    store.use_server_clock(False)
+    for i, v in enumerate(rows):
+        store.put_document(contract.document(f"n{i}.md", f"Note {i}.", v), now=contract.NOW)
+    store.commit(contract.NOW)
+    try:
+        first = contract.search(store, rows[5], "note")
+        assert first["dense"][0][1] == pytest.approx(1.0, abs=1e-6)
+        namespace = f"t{os.getpid()}_behind"
+        with psycopg.connect(pg_url, autocommit=True) as con, con.transaction():
+            con.execute("SET LOCAL session_replication_role = replica")
+            other = "[" + ",".join(["0.25"] * 16) + "]"
+            con.execute(f"UPDATE {namespace}.chunks SET embedding = %s::vector", (other,))
+        with pytest.raises(StoreDamagedError, match="not the ones this process loaded"):
+            contract.search(store, rows[5], "note")
+    finally:
+        store.close()
 
 
 def test_a_namespace_a_newer_release_wrote_is_searched_and_not_written(

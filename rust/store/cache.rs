@@ -13,8 +13,9 @@ use crate::memory::huge_vec;
 use super::lexical_files::Lexical;
 use super::Store;
 
-/// Everything a search needs in memory, loaded once per store generation (SPEC §1: vectors are
-/// loaded once per open store, not per query, and kept in step with writes).
+/// Everything a search needs in memory, loaded once per store generation (SPEC §1: the dense
+/// rows are loaded once per open store, not per query, and kept in step with writes; a query
+/// reads back only the few vectors of a model's rows it rescores exactly).
 pub(crate) struct SearchCache {
     pub(crate) generation: i64,
     pub(crate) dense: DenseIndex,

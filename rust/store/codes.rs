@@ -8,13 +8,13 @@
 use rusqlite::types::ValueRef;
 use rustc_hash::FxHashSet;
 
-use crate::dense::DenseIndex;
+use crate::dense::{DenseIndex, Unread};
 use crate::errors::{CoreError, Result};
 use crate::row_code::{code_bytes, StoredCodes};
 
 use super::doctor::{check, some, Check};
-use super::vectors::Loaded;
-use super::Store;
+use super::vectors::{Declared, Loaded};
+use super::{SearchCache, Store};
 
 /// The dense index with (chunk id, document id) per row.
 pub(super) type Dense = (Vec<(i64, i64)>, DenseIndex);
@@ -23,15 +23,17 @@ pub(super) type Dense = (Vec<(i64, i64)>, DenseIndex);
 /// how many code rows there are in all (the rows of documents left out included).
 type ReadCodes = (Vec<(i64, i64)>, StoredCodes, u64);
 
-/// Meta `vector_codes` once every stored vector has its code, of the checked layout
-/// (`code_bytes`). An earlier value ("complete": codes without checksums) is rewritten whole by
-/// the next write.
-const CHECKED: &str = "checked";
+/// Meta `vector_codes` once every stored vector has its code, of the checked layout with fine
+/// codes (`code_bytes`). An earlier value ("complete": codes without checksums; "checked":
+/// without fine codes) is rewritten whole by the next write.
+const CHECKED: &str = "checked-fine";
 
 impl Store {
     /// The dense index of every vector whose document `known` accepts, in chunk-id order, with
     /// (chunk id, document id) per row: from the stored codes when they are complete, checked
-    /// as they are read (`load_codes`), else by coding every vector.
+    /// as they are read (`load_codes`), else by coding every vector. A store whose vectors can
+    /// be read back one by one (`Declared::PointBlocks`) holds the fine codes of a model's rows,
+    /// not their vectors: a search reads the few it rescores (`Store::read_rows`).
     pub(super) fn load_dense(&self, dim: usize, known: impl Fn(i64) -> bool) -> Result<Dense> {
         if self.meta("vector_codes")?.as_deref() == Some(CHECKED) {
             return self.load_codes(dim, &known);
@@ -46,14 +48,19 @@ impl Store {
     /// recorded, and there must be one code per chunk. Damage that leaves no sound copy is
     /// `CoreError::Damaged`, never a different answer.
     fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Dense> {
-        let (ids, codes, rows) = read_codes(&self.conn, dim, known, false)?.expect("read whole");
+        let (ids, codes, rows) = read_codes(&self.conn, dim, known, Stop::Never)?.expect("whole");
         let chunks = chunk_count(&self.conn)?;
         if rows != chunks {
             return Err(damaged(format!(
                 "{chunks} chunks but {rows} codes: every chunk has one"
             )));
         }
-        let need = codes.unreproduced();
+        let fine = Store::vectors_declared(&self.conn, dim) == Some(Declared::PointBlocks);
+        let need = if fine {
+            codes.damaged().to_vec()
+        } else {
+            codes.unreproduced()
+        };
         let mut data = Vec::new();
         if !need.is_empty() {
             let wanted: FxHashSet<i64> = need.iter().map(|&i| ids[i].0).collect();
@@ -73,7 +80,12 @@ impl Store {
             }
             data = vectors;
         }
-        match DenseIndex::from_stored(codes, data) {
+        let index = if fine {
+            DenseIndex::from_stored_fine(codes, data)
+        } else {
+            DenseIndex::from_stored(codes, data)
+        };
+        match index {
             Ok(index) => Ok((ids, index)),
             Err(rows) => {
                 let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
@@ -88,9 +100,10 @@ impl Store {
 
     /// The index of every stored code, read through a connection of its own so that another
     /// thread reads it while this one reads the documents: only when that connection's
-    /// snapshot is at `generation` too, the codes are complete, one per chunk, and every one
-    /// passes its checksum and reproduces its vector (a model's rows need their vectors, read
-    /// by `load_dense`). None otherwise.
+    /// snapshot is at `generation` too, the codes are complete, one per chunk, every one passes
+    /// its checksum, and no vector need be read (every code reproduces its vector, or the
+    /// store's vectors are read back one by one as a search needs them: a model's rows in a
+    /// store of `Declared::PointBlocks`). None otherwise: `load_dense` reads the vectors.
     pub(super) fn codes_apart(path: &str, generation: i64, dim: usize) -> Option<Dense> {
         let conn = super::open_read_only(path).ok()?;
         conn.execute_batch("BEGIN").ok()?;
@@ -100,16 +113,24 @@ impl Store {
             {
                 return Ok(None);
             }
-            // A model's codes need their vectors: stop at the first such code.
-            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, true)? else {
+            let fine = Store::vectors_declared(&conn, dim) == Some(Declared::PointBlocks);
+            let stop = if fine {
+                Stop::Damaged
+            } else {
+                Stop::Unreproduced
+            };
+            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, stop)? else {
                 return Ok(None);
             };
             if rows != chunk_count(&conn)? {
                 return Ok(None);
             }
-            Ok(DenseIndex::from_stored(codes, Vec::new())
-                .ok()
-                .map(|index| (ids, index)))
+            let index = if fine {
+                DenseIndex::from_stored_fine(codes, Vec::new())
+            } else {
+                DenseIndex::from_stored(codes, Vec::new())
+            };
+            Ok(index.ok().map(|index| (ids, index)))
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()
@@ -159,6 +180,57 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The `k` best cached rows for `query` with exact cosines (`DenseIndex::top_k_reading`):
+    /// a row whose fine code alone is held has its vector read back when it may place.
+    pub(super) fn cached_top(
+        &self,
+        cache: &SearchCache,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<(usize, f32)>> {
+        let mut read = |rows: &[usize]| self.read_cached(cache, rows);
+        cache
+            .dense
+            .top_k_reading(query, k, &mut read)
+            .map_err(|e| unread(&cache.row_chunk, e))
+    }
+
+    /// The exact cosine of cached row `row` with `query`.
+    pub(super) fn cached_score(
+        &self,
+        cache: &SearchCache,
+        row: usize,
+        query: &[f32],
+    ) -> Result<f32> {
+        let mut read = |rows: &[usize]| self.read_cached(cache, rows);
+        cache
+            .dense
+            .score_reading(row, query, &mut read)
+            .map_err(|e| unread(&cache.row_chunk, e))
+    }
+
+    fn read_cached(&self, cache: &SearchCache, rows: &[usize]) -> Result<Vec<f32>> {
+        let chunks: Vec<i64> = rows.iter().map(|&r| cache.row_chunk[r]).collect();
+        self.read_rows(&chunks, cache.dense.dim())
+    }
+}
+
+/// A failed read of rows' vectors as the error a search returns (`row_chunk`: each row's chunk).
+fn unread(row_chunk: &[i64], e: Unread<CoreError>) -> CoreError {
+    match e {
+        Unread::Read(e) => e,
+        Unread::Sum(rows) => {
+            let chunks: Vec<i64> = rows.iter().map(|&r| row_chunk[r]).collect();
+            damaged(format!(
+                "{} vectors do not match the checksum their code recorded (chunks {})",
+                chunks.len(),
+                some(&chunks, 5)
+            ))
+        }
+    }
+}
+
 /// Damage to the dense data, with the way out.
 fn damaged(detail: String) -> CoreError {
     CoreError::Damaged {
@@ -173,15 +245,24 @@ fn chunk_count(conn: &rusqlite::Connection) -> rusqlite::Result<u64> {
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
+/// Where `read_codes` gives up (None): at no code, at the first code that fails its checksum,
+/// or at the first that fails it or does not reproduce its vector.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Never,
+    Damaged,
+    Unreproduced,
+}
+
 /// Every stored code whose document `known` accepts, in chunk-id order, with (chunk id,
 /// document id) per row, and the number of code rows in all. A code that fails its checksum
-/// is read as a row its vector must fill in (`StoredCodes::push`); with `codes_only`, reading
-/// stops there, or at the first code that does not reproduce its vector (None).
+/// is read as a row its vector must fill in (`StoredCodes::push`); reading stops as `stop`
+/// says (None).
 fn read_codes(
     conn: &rusqlite::Connection,
     dim: usize,
     known: &impl Fn(i64) -> bool,
-    codes_only: bool,
+    stop: Stop,
 ) -> rusqlite::Result<Option<ReadCodes>> {
     // Room for every row before the first is read: the chunk ids are at most the largest.
     let rows: i64 = conn.query_row(
@@ -208,8 +289,10 @@ fn read_codes(
             ValueRef::Blob(b) | ValueRef::Text(b) => b,
             _ => &[],
         };
-        codes.push(chunk, doc, code);
-        if codes_only && codes.needs_vectors() {
+        let sound = codes.push(chunk, doc, code);
+        if (stop == Stop::Damaged && !sound)
+            || (stop == Stop::Unreproduced && codes.needs_vectors())
+        {
             return Ok(None);
         }
         ids.push((chunk, doc));
@@ -310,12 +393,37 @@ mod tests {
         (ids, DenseIndex::from_data(DIM, data))
     }
 
-    fn same(a: &Dense, b: &Dense) {
+    /// Rows' vectors as a search reads them back.
+    fn reader<'a>(
+        store: &'a Store,
+        ids: &'a [(i64, i64)],
+    ) -> impl FnMut(&[usize]) -> Result<Vec<f32>> + 'a {
+        move |rows: &[usize]| {
+            let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
+            store.read_rows(&chunks, DIM)
+        }
+    }
+
+    /// Row `row`'s cosine with `query`, as a search scores it.
+    fn score(store: &Store, dense: &Dense, row: usize, query: &[f32]) -> Result<f32> {
+        let row_chunk: Vec<i64> = dense.0.iter().map(|p| p.0).collect();
+        dense
+            .1
+            .score_reading(row, query, &mut reader(store, &dense.0))
+            .map_err(|e| unread(&row_chunk, e))
+    }
+
+    /// The same rows with the same vectors: each component is the cosine with its axis.
+    fn same(store: &Store, a: &Dense, b: &Dense) {
         assert_eq!(a.0, b.0);
         assert_eq!(a.1.len(), b.1.len());
-        for row in 0..a.1.len() {
-            let bits = |d: &DenseIndex| d.row(row).iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&a.1), bits(&b.1), "row {row}");
+        for axis in 0..DIM {
+            let mut unit = vec![0.0f32; DIM];
+            unit[axis] = 1.0;
+            for row in 0..a.1.len() {
+                let (x, y) = (score(store, a, row, &unit), score(store, b, row, &unit));
+                assert_eq!(x.unwrap().to_bits(), y.unwrap().to_bits(), "row {row}");
+            }
         }
     }
 
@@ -323,9 +431,37 @@ mod tests {
         store.conn.execute_batch(sql).unwrap();
     }
 
-    /// The load fails as damage to the dense index, naming what and the way out.
+    /// Declare the vectors' table as earlier builds did (sqlite-vec's default blocks).
+    fn earlier_blocks(store: &Store) {
+        run(
+            store,
+            &format!(
+                "CREATE TEMP TABLE kept AS SELECT chunk_id, embedding FROM vec_chunks;
+                 DROP TABLE vec_chunks;
+                 CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY,
+                     embedding float[{DIM}] distance_metric=cosine);
+                 INSERT INTO vec_chunks(chunk_id, embedding) SELECT * FROM kept;
+                 DROP TABLE kept;"
+            ),
+        );
+        assert_eq!(
+            Store::vectors_declared(&store.conn, DIM),
+            Some(Declared::DefaultBlocks)
+        );
+    }
+
+    /// The damage a search meets, as the dense index loads or as a row's vector is read back
+    /// for its exact cosine: named, with the way out.
     fn assert_refused(store: &Store, says: &str) {
-        let err = store.load_dense(DIM, |_| true).unwrap_err();
+        let err = match store.load_dense(DIM, |_| true) {
+            Err(e) => e,
+            Ok(dense) => {
+                let query = vec![1.0f32; DIM];
+                (0..dense.1.len())
+                    .find_map(|row| score(store, &dense, row, &query).err())
+                    .expect("neither the load nor a read refused")
+            }
+        };
         let text = err.to_string();
         assert!(matches!(err, CoreError::Damaged { .. }), "{text}");
         assert!(text.contains(says) && text.contains("--db"), "{text}");
@@ -339,10 +475,17 @@ mod tests {
             Some(CHECKED)
         );
         let from_codes = store.load_codes(DIM, &|_| true).unwrap();
-        same(&from_codes, &coded(&store));
+        same(&store, &from_codes, &coded(&store));
         assert_eq!(from_codes.0.len(), 5);
-        // a.md's three rows and b.md's row with a listed component keep their vectors.
-        assert_eq!(from_codes.1.vectors_held(), 4);
+        // b.md's row with a listed component keeps its vector; a.md's three rows their fine
+        // codes, their vectors read back as a search needs them.
+        assert_eq!(from_codes.1.vectors_held(), 1);
+        // A store of earlier builds cannot read one vector back cheaply: a.md's rows keep
+        // their vectors there.
+        earlier_blocks(&store);
+        let held = store.load_codes(DIM, &|_| true).unwrap();
+        same(&store, &held, &from_codes);
+        assert_eq!(held.1.vectors_held(), 4);
         // A document the corpus does not know is left out, as the vectors path leaves it.
         let b = from_codes.0[4].1;
         let known = |doc: i64| doc != b;
@@ -367,7 +510,7 @@ mod tests {
             let before = coded(&store);
             run(&store, sql);
             // Until then the vectors are coded as they are read.
-            same(&store.load_dense(DIM, |_| true).unwrap(), &before);
+            same(&store, &store.load_dense(DIM, |_| true).unwrap(), &before);
             let read = store.load_vectors(DIM, |_, _| true).unwrap();
             assert_eq!(
                 store.check_codes(Some(&(DIM, read))).status,
@@ -385,7 +528,7 @@ mod tests {
                 .query_row("SELECT count(*) FROM vector_codes", [], |r| r.get(0))
                 .unwrap();
             assert_eq!(count, 5, "{case}");
-            same(&store.load_codes(DIM, &|_| true).unwrap(), &before);
+            same(&store, &store.load_codes(DIM, &|_| true).unwrap(), &before);
             let read = store.load_vectors(DIM, |_, _| true).unwrap();
             assert_eq!(store.check_codes(Some(&(DIM, read))).status, "ok", "{case}");
         }
@@ -393,19 +536,12 @@ mod tests {
 
     #[test]
     fn codes_read_apart_only_when_they_are_all_a_store_needs_at_that_generation() {
-        // a.md's rows need their vectors: the codes alone do not make the index.
+        // a.md's rows hold their fine codes: the codes alone make the index.
         let (_dir, store) = store("codes-apart");
         let generation = store.generation().unwrap();
-        assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
-        run(
-            &store,
-            "PRAGMA foreign_keys = OFF;
-             DELETE FROM chunks WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');
-             DELETE FROM vector_codes WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');",
-        );
         let apart = Store::codes_apart(&store.path, generation, DIM).expect("read apart");
-        same(&apart, &store.load_codes(DIM, &|_| true).unwrap());
-        assert_eq!(apart.0.len(), 2);
+        same(&store, &apart, &store.load_codes(DIM, &|_| true).unwrap());
+        assert_eq!(apart.0.len(), 5);
         assert!(Store::codes_apart(&store.path, generation + 1, DIM).is_none());
         // Not when a code fails its checksum, nor when a chunk has no code.
         run(
@@ -415,6 +551,25 @@ mod tests {
         assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
         run(&store, "DELETE FROM vector_codes WHERE chunk_id = 4");
         assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
+        // In a store of earlier builds a.md's rows need their vectors, read by `load_dense`;
+        // without them the codes alone make the index.
+        let (_dir, earlier) = super::tests::store("codes-apart-earlier");
+        earlier_blocks(&earlier);
+        let generation = earlier.generation().unwrap();
+        assert!(Store::codes_apart(&earlier.path, generation, DIM).is_none());
+        run(
+            &earlier,
+            "PRAGMA foreign_keys = OFF;
+             DELETE FROM chunks WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');
+             DELETE FROM vector_codes WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');",
+        );
+        let apart = Store::codes_apart(&earlier.path, generation, DIM).expect("read apart");
+        same(
+            &earlier,
+            &apart,
+            &earlier.load_codes(DIM, &|_| true).unwrap(),
+        );
+        assert_eq!(apart.0.len(), 2);
     }
 
     #[test]
@@ -449,9 +604,10 @@ mod tests {
         let (_dir, store) = store("codes-damaged");
         let before = coded(&store);
         let results = |store: &Store| {
-            let (_, index) = store.load_dense(DIM, |_| true).unwrap();
+            let (ids, index) = store.load_dense(DIM, |_| true).unwrap();
             let q: Vec<f32> = (0..DIM).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
-            index.top_k(&q, 5)
+            let top = index.top_k_reading(&q, 5, &mut reader(store, &ids));
+            top.unwrap()
         };
         let sound = results(&store);
         // A flipped mask bit in a hashed row's code (reproduced: no vector is read for it
@@ -461,7 +617,7 @@ mod tests {
             "UPDATE vector_codes SET code = substr(code, 1, 20) || x'ff' || substr(code, 22)
              WHERE chunk_id IN (2, 4)",
         );
-        same(&store.load_dense(DIM, |_| true).unwrap(), &before);
+        same(&store, &store.load_dense(DIM, |_| true).unwrap(), &before);
         assert_eq!(results(&store), sound);
         // Its vector gone too: nothing sound is left for that row.
         run(&store, "DELETE FROM vec_chunks WHERE chunk_id = 4");
@@ -500,9 +656,12 @@ mod tests {
             )
             .unwrap();
         assert_refused(&negated, "(chunks 1)");
-        // A model row's vector that is gone.
+        // A model row's vector that is gone: refused as it is read back, or as the index
+        // loads in a store of earlier builds.
         let (_dir, gone) = store("codes-vector-gone");
         run(&gone, "DELETE FROM vec_chunks WHERE chunk_id = 2");
+        assert_refused(&gone, "chunk 2 has no vector");
+        earlier_blocks(&gone);
         assert_refused(&gone, "a code but no vector (chunks 2)");
     }
 }

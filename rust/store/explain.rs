@@ -51,11 +51,11 @@ impl Store {
         // The best chunk by cosine among those holding the identifiers the query asks for, if
         // any does, as search judges a lookup (judgment::shortlist).
         let best_chunk = if query.len() == cache.dense.dim() {
-            let scored = || {
-                cache
-                    .rows_of(d)
-                    .map(|row| (cache.row_chunk[row], cache.dense.score(row, query)))
-            };
+            let scores = cache
+                .rows_of(d)
+                .map(|row| Ok((cache.row_chunk[row], self.cached_score(cache, row, query)?)))
+                .collect::<Result<Vec<(i64, f32)>>>()?;
+            let scored = || scores.iter().copied();
             let holding = scored()
                 .filter(|&(chunk, _)| {
                     ev.identifiers().is_empty()
@@ -80,9 +80,8 @@ impl Store {
             cand.lacks = None;
         }
         let mut e = explanation::explain(&cache.corpus, d, best_chunk, &cand, &ev, policy);
-        e.dense_rank = cache
-            .dense
-            .top_k(query, EXPLAIN_DEPTH)
+        e.dense_rank = self
+            .cached_top(cache, query, EXPLAIN_DEPTH)?
             .iter()
             .position(|&(row, _)| cache.row_doc[row] == d)
             .map(|i| i + 1);

@@ -205,7 +205,7 @@ impl Store {
             )));
         }
         let t1 = std::time::Instant::now();
-        let top = cache.dense.top_k(query, candidates);
+        let top = self.cached_top(cache, query, candidates)?;
         let t2 = std::time::Instant::now();
         let dense: Vec<(i64, f32)> = top
             .iter()
@@ -241,6 +241,15 @@ impl Store {
             }
             c
         };
+        // A vector that cannot be read back for its exact cosine is damage: the first such
+        // failure ends the search once the trust layer returns.
+        let fault = std::cell::RefCell::new(None);
+        let exact = |row: usize| {
+            self.cached_score(cache, row, query).unwrap_or_else(|e| {
+                fault.borrow_mut().get_or_insert(e);
+                f32::NEG_INFINITY
+            })
+        };
         let (cands, retrieval) = judgment::shortlist(
             &fused,
             k,
@@ -249,14 +258,14 @@ impl Store {
                 let row = cache.row_of(f.chunk).expect("shortlisted chunks are held");
                 let score = dense
                     .get(f.dense_rank.map_or(usize::MAX, |r| r - 1))
-                    .map_or_else(|| cache.dense.score(row, query), |&(_, s)| s);
+                    .map_or_else(|| exact(row), |&(_, s)| s);
                 candidate(doc, f.chunk, score)
             },
         );
         let fetch = |d: usize| {
             cache
                 .rows_of(d)
-                .map(|row| (row, cache.dense.score(row, query)))
+                .map(|row| (row, exact(row)))
                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|(row, score)| candidate(d, cache.row_chunk[row], score))
         };
@@ -267,6 +276,9 @@ impl Store {
             policy,
             fetch,
         );
+        if let Some(e) = fault.into_inner() {
+            return Err(e);
+        }
         let mut read = read.into_inner();
         let mut hits = Vec::with_capacity(judged.len());
         for h in judged {

@@ -42,16 +42,44 @@ struct Block {
     vectors: bool,
 }
 
-/// Whether `sql`, from `sqlite_master`, declares `VEC_TABLE` as `Store::begin` creates it (one
-/// float32 column of `dim` components keyed by chunk id): only that table has the storage read
-/// here. Whitespace is not significant.
-fn declared_as_written(sql: &str, dim: usize) -> bool {
+/// Vectors per sqlite-vec block in a store this build makes: a block of eight 384-d vectors
+/// (12 KiB) fits one 16 KiB page, so reading one vector back reads one page (~6 µs). A block of
+/// sqlite-vec's default 1,024 spans a hundred overflow pages walked in turn (~110 µs a vector),
+/// which earlier builds wrote.
+pub(super) const POINT_BLOCK: usize = 8;
+
+/// How `VEC_TABLE` was declared, when `Store::begin` declared it: by this build, with blocks
+/// small enough to read one vector back by its chunk id (`Store::read_rows`), or by an earlier
+/// one, with sqlite-vec's default blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Declared {
+    PointBlocks,
+    DefaultBlocks,
+}
+
+/// The declaration of `VEC_TABLE` for `dim` components, as `Store::begin` writes it.
+pub(super) fn declaration(dim: usize) -> String {
+    format!(
+        "CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(chunk_id INTEGER PRIMARY KEY,
+         embedding float[{dim}] distance_metric=cosine, chunk_size={POINT_BLOCK})"
+    )
+}
+
+/// Whether `sql`, from `sqlite_master`, declares `VEC_TABLE` as `Store::begin` creates it, or
+/// as earlier builds did (without the block size): one float32 column of `dim` components
+/// keyed by chunk id. Only those tables have the storage read here. Whitespace is not
+/// significant.
+pub(super) fn declared_as_written(sql: &str, dim: usize) -> Option<Declared> {
     let squeeze = |s: &str| s.split_whitespace().collect::<String>();
-    squeeze(sql)
-        == squeeze(&format!(
-            "CREATE VIRTUAL TABLE {VEC_TABLE} USING vec0(chunk_id INTEGER PRIMARY KEY,
-             embedding float[{dim}] distance_metric=cosine)"
-        ))
+    let sql = squeeze(sql);
+    let now = squeeze(&declaration(dim));
+    if sql == now {
+        Some(Declared::PointBlocks)
+    } else if sql == now.replace(&format!(",chunk_size={POINT_BLOCK}"), "") {
+        Some(Declared::DefaultBlocks)
+    } else {
+        None
+    }
 }
 
 /// Stored rows: (chunk id, document id) of each, in chunk-id order, and their vectors
@@ -66,6 +94,53 @@ fn floats_into(blob: &[u8], out: &mut [f32]) {
 }
 
 impl Store {
+    /// How `VEC_TABLE` is declared (None: not yet, or not as any build of recall declares it).
+    pub(super) fn vectors_declared(conn: &rusqlite::Connection, dim: usize) -> Option<Declared> {
+        conn.query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [VEC_TABLE],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()
+        .and_then(|sql| declared_as_written(&sql, dim))
+    }
+
+    /// The vectors of `chunks`, in that order (`dim` floats each), each read by its chunk id:
+    /// one page a vector in a table of `Declared::PointBlocks`. A chunk without a vector of
+    /// `dim` components is damage.
+    pub(super) fn read_rows(&self, chunks: &[i64], dim: usize) -> Result<Vec<f32>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT embedding FROM {VEC_TABLE} WHERE chunk_id = ?1"
+        ))?;
+        let mut out = vec![0.0f32; chunks.len() * dim];
+        for (&chunk, to) in chunks.iter().zip(out.chunks_exact_mut(dim)) {
+            let read = stmt.query_row([chunk], |r| {
+                Ok(match r.get_ref(0)?.as_blob() {
+                    Ok(blob) if blob.len() == dim * 4 => {
+                        floats_into(blob, to);
+                        true
+                    }
+                    _ => false,
+                })
+            });
+            match read {
+                Ok(true) => {}
+                Ok(false) | Err(rusqlite::Error::QueryReturnedNoRows) => {
+                    return Err(CoreError::Damaged {
+                        part: "vector storage",
+                        detail: format!(
+                            "chunk {chunk} has no vector of {dim} components in {VEC_TABLE}; \
+                             re-index into a new --db"
+                        ),
+                    })
+                }
+                Err(e) if is_busy(&e) => return Err(self.busy(e)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(out)
+    }
+
     /// Every stored vector that `keep` accepts (given its chunk and document), in chunk-id
     /// order. Vectors that are
     /// not float32 blobs of the store's dimension (hand-edited) are left out rather than
@@ -145,7 +220,10 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        if !declared.is_some_and(|sql| declared_as_written(&sql, dim)) {
+        if declared
+            .and_then(|sql| declared_as_written(&sql, dim))
+            .is_none()
+        {
             return layout(format!(
                 "{VEC_TABLE} is not declared as this store writes it"
             ));
@@ -462,19 +540,19 @@ mod tests {
 
     #[test]
     fn declaration_is_checked_up_to_whitespace() {
-        let as_begin_writes = "CREATE VIRTUAL TABLE vec_chunks USING vec0(
+        let earlier = "CREATE VIRTUAL TABLE vec_chunks USING vec0(
                              chunk_id INTEGER PRIMARY KEY,
                              embedding float[4] distance_metric=cosine)";
+        let now = declaration(4);
         let cases = [
-            (as_begin_writes, 4, true),
-            (as_begin_writes, 8, false),
-            (&as_begin_writes.replace("float[4]", "int8[4]"), 4, false),
-            (&as_begin_writes.replace("cosine", "l2"), 4, false),
-            (
-                &as_begin_writes.replace("cosine)", "cosine, doc integer)"),
-                4,
-                false,
-            ),
+            (now.as_str(), 4, Some(Declared::PointBlocks)),
+            (&now.replace('\n', " "), 4, Some(Declared::PointBlocks)),
+            (earlier, 4, Some(Declared::DefaultBlocks)),
+            (&now.replace("chunk_size=8", "chunk_size=16"), 4, None),
+            (earlier, 8, None),
+            (&earlier.replace("float[4]", "int8[4]"), 4, None),
+            (&earlier.replace("cosine", "l2"), 4, None),
+            (&earlier.replace("cosine)", "cosine, doc integer)"), 4, None),
         ];
         for (sql, dim, expected) in cases {
             assert_eq!(
@@ -504,7 +582,7 @@ mod tests {
             &store,
             "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 5 * 16 + 3)",
         );
-        assert_falls_back(&store, "83 bytes for 1024 slots");
+        assert_falls_back(&store, "83 bytes for 8 slots");
     }
 
     #[test]
@@ -514,7 +592,7 @@ mod tests {
             &store,
             "UPDATE vec_chunks_vector_chunks00 SET vectors = substr(vectors, 1, 4 * 16 + 8)",
         );
-        assert_declined_layout(&store, "72 bytes for 1024 slots");
+        assert_declined_layout(&store, "72 bytes for 8 slots");
         assert_refused(&store, "cannot be read");
     }
 
@@ -539,13 +617,10 @@ mod tests {
 
     #[test]
     fn row_moved_to_a_free_or_missing_slot_is_refused() {
-        // Slot 2 is free (vector zeroed, row cleared); 1024 and -1 are outside the block.
+        // Slot 2 is free (vector zeroed, row cleared); 8 and -1 are outside the block.
         let cases = [
             (2, "row 4 is at slot 2 of block 1, which belongs to row 0"),
-            (
-                1024,
-                "row 4 is at offset 1024 of block 1, which has 1024 slots",
-            ),
+            (8, "row 4 is at offset 8 of block 1, which has 8 slots"),
             (-1, "row 4 is at offset -1 of block 1"),
         ];
         for (offset, because) in cases {

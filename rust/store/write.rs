@@ -114,12 +114,8 @@ impl Store {
                     self.set_meta("embedder_fingerprint", &embedder.fingerprint)?;
                     // vectors.rs reads this table's storage directly only while it is declared
                     // exactly so (`declared_as_written`).
-                    self.conn.execute_batch(&format!(
-                        "CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0(
-                             chunk_id INTEGER PRIMARY KEY,
-                             embedding float[{}] distance_metric=cosine)",
-                        embedder.dim
-                    ))?;
+                    self.conn
+                        .execute_batch(&super::vectors::declaration(embedder.dim))?;
                     Ok(())
                 }
             }

@@ -1,5 +1,7 @@
 """What a process holds of a namespace to search it: the trust layer's corpus (documents and
-their declarations) and each chunk's vector and analysed terms, as of one committed generation.
+their declarations) and each chunk's vector codes (`_core.Vectors`: a model's vectors as fine
+codes, read back from the namespace for the few a query rescores) and analysed terms, as of one
+committed generation.
 
 Owns: reading them once, then after each commit only what it changed, by the change log
 (schema 3, `schema.change_log_ddl`): the documents it wrote (`changed` past the generation

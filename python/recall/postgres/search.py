@@ -1,16 +1,18 @@
 """The read path of a query on PostgreSQL: both legs' retrieval, the candidates' rows, explain.
 
 Owns: both legs over what the process holds of the namespace (`replica.py`): the dense leg's
-exact scan of the vectors (the file store's scan) and the lexical leg's BM25 over the chunks'
-terms, weighted by the lexicon's document frequencies (as the file store's index scores them);
-reading the rows the trust layer and the caller need, and handing them to the Rust core
-(`_core.Corpus`), which fuses and judges with the code the single-file store judges with.
+scan of the vectors' codes (the file store's scan), reading back the few vectors it rescores
+exactly, and the lexical leg's BM25 over the chunks' terms, weighted by the lexicon's document
+frequencies (as the file store's index scores them); reading the rows the trust layer and the
+caller need, and handing them to the Rust core (`_core.Corpus`), which fuses and judges with
+the code the single-file store judges with.
 Does not own: any rule, or the connection (base.py).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from recall import _core
@@ -20,6 +22,7 @@ from recall.postgres.base import (
     Namespace,
     bound_of,
     freshness_of,
+    le_vector,
 )
 from recall.postgres.replica import SHOWN, Replica
 
@@ -92,17 +95,18 @@ class Searching(Namespace):
             else:
                 read = self._lexicon(c, text)  # unless `search_state` read it with the state
             generation, term_dfs, chunk_count, tokens = read
+            read = self._reader(c)
             t_sent = time.perf_counter()
             with self._replica_lock:
                 replica = self._replica_for(c, generation, vectors=True)
                 t_loaded = time.perf_counter()
                 assert replica.vectors is not None
-                dense = [i for i, _ in replica.vectors.nearest(query, candidates)]
+                dense = [i for i, _ in replica.vectors.nearest(query, candidates, read)]
                 t_dense = time.perf_counter()
                 lexical = replica.postings.rank(text, term_dfs, chunk_count, tokens, candidates)
                 corpus = replica.corpus
             t_lexical = time.perf_counter()
-            # One round trip: the rows of both legs' chunks (their vectors are held here).
+            # One round trip: the rows of both legs' chunks, with their vectors.
             ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
             rows = self._chunk_rows(c, replica, "id = ANY(%s)", (ids,))
 
@@ -174,19 +178,40 @@ class Searching(Namespace):
         with self._replica_lock:
             return _rows(found, replica.documents)
 
+    def _reader(self, c: Any) -> Callable[[list[int]], bytes]:
+        """What the held codes read back their vectors with: the chunks' vectors as
+        little-endian float32 bytes, in the order asked, one round trip."""
+
+        def read(ids: list[int]) -> bytes:
+            found = dict(
+                c.execute(
+                    f"SELECT id, vector_send(embedding) FROM {self._t('chunks')}"
+                    " WHERE id = ANY(%s)",
+                    (ids,),
+                ).fetchall()
+            )
+            # A chunk that is not there reads as nothing: the core refuses the read.
+            return b"".join(le_vector(bytes(found[i])) for i in ids if i in found)
+
+        return read
+
     def _judged(
         self, replica: Replica, rows: dict[int, dict[str, Any]]
     ) -> dict[int, tuple[int, bytes, str]]:
-        """Chunk id → (document id, vector, lexical body) as the core judges a chunk, the
-        vector from those the process holds (`replica`); a chunk committed after them is left
-        out (its document is not in the corpus they go with either)."""
+        """Chunk id → (document id, vector, lexical body) as the core judges a chunk: the vector
+        as the process's scan scores it (the one its code gives back, as the file store's scan
+        scores it) where it holds one, else the one read with the row. A chunk committed after
+        what the process holds (`replica`) is left out (its document is not in the corpus they
+        go with either)."""
         with self._replica_lock:
             vectors = replica.vectors
-            held = {i: vectors.get(i) for i in rows} if vectors is not None else {}
+            if vectors is None:
+                return {}
+            held = {i: vectors.get(i) for i in rows if i in vectors}
         return {
-            i: (r["doc_id"], v, r["body"])
+            i: (r["doc_id"], held[i] or r["vector"], r["body"])
             for i, r in rows.items()
-            if (v := held.get(i)) is not None
+            if i in held
         }
 
     def explain(
@@ -212,7 +237,7 @@ class Searching(Namespace):
             with self._replica_lock:
                 replica = self._replica_for(c, vectors=True)
                 assert replica.vectors is not None
-                dense = [i for i, _ in replica.vectors.nearest(query, depth)]
+                dense = [i for i, _ in replica.vectors.nearest(query, depth, self._reader(c))]
                 ranked = replica.postings.rank(text, term_dfs, chunk_count, tokens, depth)
                 lexical = [i for i, _ in ranked]
             rows = self._chunk_rows(c, replica, "doc_id = %s", (doc_id,))
@@ -256,7 +281,7 @@ class Searching(Namespace):
 
 #: The columns of a chunk's row a search reads (`_rows`); its document's come from what the
 #: process holds (`Replica.documents`).
-_ROW = "id, doc_id, ordinal, text, heading_path, line_start, line_end"
+_ROW = "id, doc_id, ordinal, text, heading_path, line_start, line_end, vector_send(embedding)"
 
 #: (generation, each term's document frequency, chunks, tokens): what the lexicon counts.
 _Counted = tuple[int, list[tuple[str, int]], int, int]
@@ -281,13 +306,14 @@ def _rows(
     """Chunk id → the row a search reads (`_ROW`'s columns, with its document's held row), as
     the judge and the hit take them; a chunk whose document is not held is left out."""
     rows: dict[int, dict[str, Any]] = {}
-    for chunk, doc_id, ordinal, text, heading_path, line_start, line_end in found:
+    for chunk, doc_id, ordinal, text, heading_path, line_start, line_end, vector in found:
         d = documents.get(doc_id)
         if d is None:
             continue
         title, state = d[_TITLE], d[_STATE]
         rows[int(chunk)] = {
             "doc_id": int(doc_id),
+            "vector": le_vector(bytes(vector)),
             "body": _core.lexical_body(title, heading_path, text),
             "retired": (
                 (state, d[_SINCE], d[_VOCABULARY] or "", d[_LINE], d[_STATEMENT] or "")
