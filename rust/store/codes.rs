@@ -8,7 +8,7 @@
 use rusqlite::types::ValueRef;
 use rustc_hash::FxHashSet;
 
-use crate::dense::{DenseIndex, Unread};
+use crate::dense::{DenseIndex, ReadRows, Unread};
 use crate::errors::{CoreError, Result};
 use crate::row_code::{code_bytes, StoredCodes};
 
@@ -189,11 +189,7 @@ impl Store {
         query: &[f32],
         k: usize,
     ) -> Result<Vec<(usize, f32)>> {
-        let mut read = |rows: &[usize]| self.read_cached(cache, rows);
-        cache
-            .dense
-            .top_k_reading(query, k, &mut read)
-            .map_err(|e| unread(&cache.row_chunk, e))
+        self.reading(cache, |read| cache.dense.top_k_reading(query, k, read))
     }
 
     /// The exact cosine of cached row `row` with `query`.
@@ -203,16 +199,28 @@ impl Store {
         row: usize,
         query: &[f32],
     ) -> Result<f32> {
-        let mut read = |rows: &[usize]| self.read_cached(cache, rows);
-        cache
-            .dense
-            .score_reading(row, query, &mut read)
-            .map_err(|e| unread(&cache.row_chunk, e))
+        self.reading(cache, |read| cache.dense.score_reading(row, query, read))
     }
 
-    fn read_cached(&self, cache: &SearchCache, rows: &[usize]) -> Result<Vec<f32>> {
-        let chunks: Vec<i64> = rows.iter().map(|&r| cache.row_chunk[r]).collect();
-        self.read_rows(&chunks, cache.dense.dim())
+    /// `scan` with a reader of the cached rows' vectors from sqlite-vec's storage, and again
+    /// through its virtual table when a vector read so fails its checksum: damage only when the
+    /// source of truth fails it too.
+    fn reading<T>(
+        &self,
+        cache: &SearchCache,
+        scan: impl Fn(&mut ReadRows<'_, CoreError>) -> std::result::Result<T, Unread<CoreError>>,
+    ) -> Result<T> {
+        let chunks =
+            |rows: &[usize]| -> Vec<i64> { rows.iter().map(|&r| cache.row_chunk[r]).collect() };
+        let dim = cache.dense.dim();
+        let mut fast = |rows: &[usize]| self.read_rows(&chunks(rows), dim);
+        match scan(&mut fast) {
+            Err(Unread::Sum(_)) => {
+                let mut table = |rows: &[usize]| self.read_rows_table(&chunks(rows), dim);
+                scan(&mut table).map_err(|e| unread(&cache.row_chunk, e))
+            }
+            other => other.map_err(|e| unread(&cache.row_chunk, e)),
+        }
     }
 }
 
