@@ -212,21 +212,7 @@ impl QueryPlanes {
 
 #[inline]
 fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
-    // Eight independent accumulators let the compiler keep a full vector register busy.
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
+    crate::scan::dot_lanes(a, b, |y| y)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -310,7 +296,7 @@ impl DenseIndex {
     /// from stored codes hold the same rows; only the vectors their codes do not reproduce are
     /// kept.
     pub fn from_data(dim: usize, data: Vec<f32>) -> DenseIndex {
-        let (codes, needed) = DenseIndex::code_rows(dim, &data);
+        let (codes, needed) = DenseIndex::code_rows(dim, &data, false);
         DenseIndex::from_stored(codes, needed)
             .expect("the rows just coded match their own checksums")
     }
@@ -318,14 +304,14 @@ impl DenseIndex {
     /// `from_data` holding the fine codes of the rows their codes do not reproduce, not their
     /// vectors: exact scores then read them back (`top_k_reading`).
     pub fn from_data_fine(dim: usize, data: &[f32]) -> DenseIndex {
-        let (codes, _) = DenseIndex::code_rows(dim, data);
+        let (codes, _) = DenseIndex::code_rows(dim, data, true);
         DenseIndex::from_stored_fine(codes, Vec::new())
             .expect("the rows just coded match their own checksums")
     }
 
     /// The codes of `data`'s rows made on all cores, as the store keeps them, with the vectors
-    /// of the rows their codes do not reproduce.
-    fn code_rows(dim: usize, data: &[f32]) -> (StoredCodes, Vec<f32>) {
+    /// of the rows their codes do not reproduce (`fine`: their fine codes kept too).
+    fn code_rows(dim: usize, data: &[f32], fine: bool) -> (StoredCodes, Vec<f32>) {
         assert!(
             dim > 0 && data.len().is_multiple_of(dim),
             "data must hold whole rows"
@@ -333,12 +319,12 @@ impl DenseIndex {
         let rows = data.len() / dim;
         let per = rows.div_ceil(cores()).max(4096);
         let parts: Vec<(StoredCodes, Vec<f32>)> = if rows <= per {
-            vec![StoredCodes::of_rows(dim, data)]
+            vec![StoredCodes::of_rows(dim, data, fine)]
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = data
                     .chunks(per * dim)
-                    .map(|part| scope.spawn(move || StoredCodes::of_rows(dim, part)))
+                    .map(|part| scope.spawn(move || StoredCodes::of_rows(dim, part, fine)))
                     .collect();
                 handles
                     .into_iter()
@@ -1055,7 +1041,7 @@ impl DenseIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row_code::fixtures::{hashed_row, xorshift};
+    use crate::row_code::fixtures::{hashed_row, unit_rows, xorshift};
 
     fn planes_of(query: &[f32]) -> QueryPlanes {
         let (level, planes) = query_levels(query);
@@ -1226,28 +1212,14 @@ mod tests {
         }
     }
 
-    /// Unit rows of a model's shape (every component set), row-major.
-    fn model_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
-        let mut next = xorshift(seed);
-        (0..rows)
-            .flat_map(|_| {
-                let v: Vec<f32> = (0..dim)
-                    .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
-                    .collect();
-                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
-                v.into_iter().map(move |a| a / norm)
-            })
-            .collect()
-    }
-
     #[test]
     fn holding_fine_codes_returns_what_holding_the_vectors_does() {
         let dim = 384;
         // Below the size of the code pass (every row estimated), and above it.
         for rows in [1500, 6000] {
-            let data = model_rows(rows, dim, rows as u64);
+            let data = unit_rows(rows, dim, rows as u64);
             let held = DenseIndex::from_data(dim, data.clone());
-            let (codes, _) = StoredCodes::of_rows(dim, &data);
+            let (codes, _) = StoredCodes::of_rows(dim, &data, true);
             let fine = DenseIndex::from_stored_fine(codes, Vec::new()).unwrap();
             assert_eq!((fine.len(), fine.vectors_held()), (rows, 0));
             let reads = std::cell::Cell::new(0usize);
@@ -1258,7 +1230,7 @@ mod tests {
                     .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
                     .collect())
             };
-            let queries = model_rows(20, dim, 7 + rows as u64);
+            let queries = unit_rows(20, dim, 7 + rows as u64);
             for (n, q) in queries.chunks_exact(dim).enumerate() {
                 // A row's own vector as the query too: its top score stands far above the rest.
                 let own = &data[n * dim..(n + 1) * dim];
@@ -1289,8 +1261,8 @@ mod tests {
     #[test]
     fn a_vector_read_back_wrong_is_refused_by_its_checksum() {
         let dim = 64;
-        let data = model_rows(300, dim, 3);
-        let (codes, _) = StoredCodes::of_rows(dim, &data);
+        let data = unit_rows(300, dim, 3);
+        let (codes, _) = StoredCodes::of_rows(dim, &data, true);
         let fine = DenseIndex::from_stored_fine(codes, Vec::new()).unwrap();
         let query = data[..dim].to_vec();
         let mut nudged = |asked: &[usize]| -> Result<Vec<f32>, ()> {

@@ -76,24 +76,9 @@ pub(crate) fn estimate(query: &[f32], code: &[i8], scale: f32) -> f32 {
     dot_portable(query, code) * scale
 }
 
-/// Σ q·c in eight lanes: the same sum on every path (each lane adds its own components in
-/// order), so the estimate does not depend on the CPU.
 #[inline(always)]
 fn dot_portable(q: &[f32], c: &[i8]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (qc, cc) = (q.chunks_exact(8), c.chunks_exact(8));
-    let tail: f32 = qc
-        .remainder()
-        .iter()
-        .zip(cc.remainder())
-        .map(|(a, &b)| a * f32::from(b))
-        .sum();
-    for (a, b) in qc.zip(cc) {
-        for i in 0..8 {
-            acc[i] = a[i].mul_add(f32::from(b[i]), acc[i]);
-        }
-    }
-    acc.iter().sum::<f32>() + tail
+    crate::scan::dot_lanes(q, c, f32::from)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -105,17 +90,16 @@ unsafe fn dot_avx2(q: &[f32], c: &[i8]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row_code::fixtures::xorshift;
 
-    fn unit_rows(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-        let mut next = xorshift(seed);
+    /// Unit vectors with every component set, from a seed.
+    fn unit_vectors(n: usize, dim: usize, seed: usize) -> Vec<Vec<f32>> {
         (0..n)
-            .map(|_| {
+            .map(|i| {
                 let v: Vec<f32> = (0..dim)
-                    .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+                    .map(|j| ((seed + i * 7919 + j * 104_729) as f32).sin())
                     .collect();
                 let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
-                v.into_iter().map(|a| a / norm).collect()
+                v.iter().map(|a| a / norm).collect()
             })
             .collect()
     }
@@ -123,14 +107,14 @@ mod tests {
     #[test]
     fn every_estimate_lies_within_its_bound_of_the_exact_cosine() {
         for dim in [7, 64, 384, 768] {
-            let rows = unit_rows(300, dim, 11 + dim as u64);
-            let queries = unit_rows(20, dim, 97 + dim as u64);
+            let rows = unit_vectors(300, dim, 11 + dim);
+            let queries = unit_vectors(20, dim, 97 + dim);
             let mut code = vec![0i8; dim];
             for q in &queries {
                 let norms = Norms::of(q);
                 for row in &rows {
                     let scale = encode(row, &mut code);
-                    let exact = crate::dense::dot(row, q);
+                    let exact = crate::scan::dot_lanes(row, q, |y| y);
                     let off = (estimate(q, &code, scale) - exact).abs();
                     let bound = norms.bound(scale, dim);
                     assert!(off <= bound, "dim {dim}: off by {off}, bound {bound}");
@@ -157,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_vector_path_sums_as_the_portable_one() {
-        let rows = unit_rows(50, 384, 5);
+        let rows = unit_vectors(50, 384, 5);
         let mut code = vec![0i8; 384];
         for (row, q) in rows.iter().zip(rows.iter().rev()) {
             let scale = encode(row, &mut code);

@@ -334,6 +334,8 @@ pub struct StoredCodes {
     /// Rows `with_capacity` made room for: the fine codes get theirs at the first `NEEDED` row
     /// (a hashed store has none).
     room: usize,
+    /// Set when the rows will hold their vectors (`into_rows`): the fine codes are not kept.
+    no_fine: bool,
     /// Rows whose code failed its checksum: their vector gives them their code again.
     damaged: Vec<usize>,
 }
@@ -384,9 +386,19 @@ impl StoredCodes {
         }
     }
 
+    /// The same, keeping no fine code: for rows that will hold their vectors (`into_rows`), so
+    /// reading them does not hold a byte per component besides.
+    pub fn holding_vectors(mut self) -> StoredCodes {
+        self.no_fine = true;
+        self
+    }
+
     /// Append the fine code of the next `NEEDED` row (`bytes`: `dim` signed bytes; None: a
     /// zero code that its vector fills in).
     fn push_fine(&mut self, scale: f32, bytes: Option<&[u8]>) {
+        if self.no_fine {
+            return;
+        }
         if self.fine.capacity() == 0 && self.room > 0 {
             self.fine = crate::memory::huge_vec(self.room * self.dim);
         }
@@ -533,6 +545,10 @@ impl StoredCodes {
     }
 
     fn finish(mut self, given: Vec<f32>, hold: bool) -> Result<CodedRows, Vec<usize>> {
+        assert!(
+            hold || !self.no_fine,
+            "rows read holding their vectors keep no fine code"
+        );
         let dim = self.dim;
         let rows = self.unreproduced();
         // The place among the `NEEDED` rows of each vector given.
@@ -575,8 +591,10 @@ impl StoredCodes {
                     masks.fill(0);
                     let unit = encode_into(vector, masks);
                     self.units[row] = if unit.is_finite() { unit } else { 0.0 };
-                    let fine = &mut self.fine[n * dim..(n + 1) * dim];
-                    self.scales[n] = crate::fine::encode(vector, fine);
+                    if !hold {
+                        let fine = &mut self.fine[n * dim..(n + 1) * dim];
+                        self.scales[n] = crate::fine::encode(vector, fine);
+                    }
                 }
             }
         }
@@ -625,9 +643,11 @@ impl StoredCodes {
     }
 
     /// The stored form of `rows` (row-major, `dim` floats each) read back, and the vectors of
-    /// the rows their codes do not reproduce: what `into_rows` takes.
-    pub fn of_rows(dim: usize, rows: &[f32]) -> (StoredCodes, Vec<f32>) {
+    /// the rows their codes do not reproduce: what `into_rows` takes (`fine`: the fine codes
+    /// kept too, for `into_fine_rows`).
+    pub fn of_rows(dim: usize, rows: &[f32], fine: bool) -> (StoredCodes, Vec<f32>) {
         let mut codes = StoredCodes::new(dim);
+        codes.no_fine = !fine;
         let mut needed = Vec::new();
         for (i, row) in rows.chunks_exact(dim).enumerate() {
             let stored = codes.push(i as i64, 0, &code_bytes(i as i64, 0, row));
@@ -674,6 +694,20 @@ pub(crate) mod fixtures {
         }
         let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
         v.into_iter().map(|a| a / norm).collect()
+    }
+
+    /// Unit rows of a model's shape (every component set), row-major.
+    pub(crate) fn unit_rows(rows: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut next = xorshift(seed);
+        (0..rows)
+            .flat_map(|_| {
+                let v: Vec<f32> = (0..dim)
+                    .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+                    .collect();
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+                v.into_iter().map(move |a| a / norm)
+            })
+            .collect()
     }
 
     pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
@@ -782,7 +816,7 @@ mod tests {
         let mut stored = StoredCodes::new(dim);
         assert!(!stored.push(3, 8, &bytes));
         let rows = stored.into_rows(row.clone()).unwrap();
-        let (fresh, needed) = StoredCodes::of_rows(dim, &row);
+        let (fresh, needed) = StoredCodes::of_rows(dim, &row, true);
         let fresh = fresh.into_rows(needed).unwrap();
         assert_eq!(
             (rows.codes, rows.units),

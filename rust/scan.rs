@@ -1,6 +1,7 @@
-//! What every scan of the rows shares: the k best rows seen so far, and the threads a scan fans
-//! out over. Used by the full code pass (dense.rs), the sliced pass (sliced.rs) and the checks
-//! of stored codes (row_code.rs); depends on none of them.
+//! What every scan of the rows shares: the k best rows seen so far, the threads a scan fans
+//! out over, and the dot product in eight lanes. Used by the full code pass (dense.rs), the
+//! sliced pass (sliced.rs), the checks of stored codes (row_code.rs) and the fine estimates
+//! (fine.rs); depends on none of them.
 
 use std::cmp::Ordering;
 
@@ -96,4 +97,25 @@ impl TopK {
         self.kept.iter_mut().for_each(|p| p.0 += base);
         self.kept
     }
+}
+
+/// Σ a·f(b) in eight lanes, each adding its own components in order: the same sum whatever
+/// code the compiler makes of it (it does not fuse a multiply and an add unless asked).
+#[inline(always)]
+pub(crate) fn dot_lanes<T: Copy>(a: &[f32], b: &[T], f: impl Fn(T) -> f32) -> f32 {
+    // Eight independent accumulators let the compiler keep a full vector register busy.
+    let mut acc = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, &y)| x * f(y))
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * f(y[i]);
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }

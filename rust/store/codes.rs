@@ -48,14 +48,15 @@ impl Store {
     /// recorded, and there must be one code per chunk. Damage that leaves no sound copy is
     /// `CoreError::Damaged`, never a different answer.
     fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Dense> {
-        let (ids, codes, rows) = read_codes(&self.conn, dim, known, Stop::Never)?.expect("whole");
+        let fine = Store::vectors_declared(&self.conn, dim) == Some(Declared::PointBlocks);
+        let (ids, codes, rows) =
+            read_codes(&self.conn, dim, known, Stop::Never, fine)?.expect("read whole");
         let chunks = chunk_count(&self.conn)?;
         if rows != chunks {
             return Err(damaged(format!(
                 "{chunks} chunks but {rows} codes: every chunk has one"
             )));
         }
-        let fine = Store::vectors_declared(&self.conn, dim) == Some(Declared::PointBlocks);
         let need = if fine {
             codes.damaged().to_vec()
         } else {
@@ -119,7 +120,7 @@ impl Store {
             } else {
                 Stop::Unreproduced
             };
-            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, stop)? else {
+            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, stop, fine)? else {
                 return Ok(None);
             };
             if rows != chunk_count(&conn)? {
@@ -265,12 +266,13 @@ enum Stop {
 /// Every stored code whose document `known` accepts, in chunk-id order, with (chunk id,
 /// document id) per row, and the number of code rows in all. A code that fails its checksum
 /// is read as a row its vector must fill in (`StoredCodes::push`); reading stops as `stop`
-/// says (None).
+/// says (None). The fine codes are kept only with `fine` (the rows will not hold their vectors).
 fn read_codes(
     conn: &rusqlite::Connection,
     dim: usize,
     known: &impl Fn(i64) -> bool,
     stop: Stop,
+    fine: bool,
 ) -> rusqlite::Result<Option<ReadCodes>> {
     // Room for every row before the first is read: the chunk ids are at most the largest.
     let rows: i64 = conn.query_row(
@@ -280,6 +282,9 @@ fn read_codes(
     )?;
     let rows = usize::try_from(rows).unwrap_or(0).min(1 << 28);
     let mut codes = StoredCodes::with_capacity(dim, rows);
+    if !fine {
+        codes = codes.holding_vectors();
+    }
     let mut ids = crate::memory::huge_vec(rows);
     let mut stmt =
         conn.prepare("SELECT chunk_id, doc_id, code FROM vector_codes ORDER BY chunk_id")?;
@@ -605,6 +610,31 @@ mod tests {
         );
         run(&store, "DELETE FROM meta WHERE key = 'vector_codes'");
         assert_eq!(status(&store).status, "warning");
+    }
+
+    #[test]
+    fn a_search_refuses_a_vector_changed_after_its_codes_loaded() {
+        let (_dir, mut store) = store("codes-search-behind");
+        let policy = crate::store::fixtures::policy();
+        let query = coded(&store).1.row(1).to_vec();
+        let first = store.search(&query, "chunk", 5, 20, &policy).unwrap();
+        assert_eq!(first.dense[0].0, 2);
+        // Chunk 2's vector changed behind its code, its generation the same: the held codes
+        // stay, and its vector read back for its exact cosine fails the checksum both ways.
+        store
+            .conn
+            .execute(
+                "UPDATE vec_chunks SET embedding = ?1 WHERE chunk_id = 2",
+                [crate::store::f32_blob(&[0.5; DIM])],
+            )
+            .unwrap();
+        let err = store.search(&query, "chunk", 5, 20, &policy).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, CoreError::Damaged { .. }), "{text}");
+        assert!(
+            text.contains("(chunks 2)") && text.contains("--db"),
+            "{text}"
+        );
     }
 
     #[test]
