@@ -1,8 +1,10 @@
 //! The dense leg's codes as the store keeps them (`vector_codes`, one per vector).
 //!
 //! Owns: reading the dense index from the stored codes (and only the vectors they do not
-//! reproduce), and writing the codes of vectors stored before the table existed. Does not own:
-//! the code itself (row_code.rs), reading vectors (vectors.rs) or writing a document's rows
+//! reproduce, or none where the store can read one back cheaply: a model's rows are then held
+//! as their fine codes), the exact scores of cached rows with the vectors they read back, and
+//! writing the codes of vectors stored before the table existed. Does not own: the codes
+//! themselves (row_code.rs, fine.rs), reading vectors (vectors.rs) or writing a document's rows
 //! (write.rs, which writes each code with its vector).
 
 use rusqlite::types::ValueRef;

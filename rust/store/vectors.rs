@@ -1,9 +1,11 @@
 //! Reading the stored vectors out of sqlite-vec.
 //!
-//! Owns: visiting every vector with its chunk and document, from sqlite-vec's own storage when
-//! every check on it passes and through the virtual table otherwise, and refusing storage whose
-//! positions contradict each other. Does not own: writing vectors (write.rs) or what the cache
-//! does with them (cache.rs).
+//! Owns: how the table is declared (with blocks small enough to read one vector back as one
+//! page), visiting every vector with its chunk and document, from sqlite-vec's own storage when
+//! every check on it passes and through the virtual table otherwise, refusing storage whose
+//! positions contradict each other, and reading back the vectors of given chunks (`read_rows`).
+//! Does not own: writing vectors (write.rs) or what the cache does with them (cache.rs,
+//! codes.rs).
 
 use rustc_hash::FxHashMap as HashMap;
 
