@@ -95,13 +95,13 @@ class Searching(Namespace):
             else:
                 read = self._lexicon(c, text)  # unless `search_state` read it with the state
             generation, term_dfs, chunk_count, tokens = read
-            read = self._reader(c)
+            reader = self._reader(c)
             t_sent = time.perf_counter()
             with self._replica_lock:
                 replica = self._replica_for(c, generation, vectors=True)
                 t_loaded = time.perf_counter()
                 assert replica.vectors is not None
-                dense = [i for i, _ in replica.vectors.nearest(query, candidates, read)]
+                dense = [i for i, _ in replica.vectors.nearest(query, candidates, reader)]
                 t_dense = time.perf_counter()
                 lexical = replica.postings.rank(text, term_dfs, chunk_count, tokens, candidates)
                 corpus = replica.corpus
