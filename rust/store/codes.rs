@@ -587,6 +587,17 @@ mod tests {
         assert_eq!(apart.0.len(), 2);
     }
 
+    /// Chunk 2's stored vector replaced behind its code (a model's row of a.md).
+    fn change_vector_of_chunk_2(store: &Store) {
+        store
+            .conn
+            .execute(
+                "UPDATE vec_chunks SET embedding = ?1 WHERE chunk_id = 2",
+                [crate::store::f32_blob(&[0.5; DIM])],
+            )
+            .unwrap();
+    }
+
     #[test]
     fn doctor_finds_a_vector_changed_behind_its_code() {
         let (_dir, store) = store("codes-doctor");
@@ -595,13 +606,7 @@ mod tests {
             store.check_codes(Some(&(DIM, read)))
         };
         assert_eq!(status(&store).status, "ok", "{}", status(&store).detail);
-        store
-            .conn
-            .execute(
-                "UPDATE vec_chunks SET embedding = ?1 WHERE chunk_id = 2",
-                [crate::store::f32_blob(&[0.5; DIM])],
-            )
-            .unwrap();
+        change_vector_of_chunk_2(&store);
         let found = status(&store);
         assert_eq!(found.status, "damaged");
         assert!(found.detail.contains("(chunks 2)"), "{}", found.detail);
@@ -623,13 +628,7 @@ mod tests {
         assert_eq!(first.dense[0].0, 2);
         // Chunk 2's vector changed behind its code, its generation the same: the held codes
         // stay, and its vector read back for its exact cosine fails the checksum both ways.
-        store
-            .conn
-            .execute(
-                "UPDATE vec_chunks SET embedding = ?1 WHERE chunk_id = 2",
-                [crate::store::f32_blob(&[0.5; DIM])],
-            )
-            .unwrap();
+        change_vector_of_chunk_2(&store);
         let err = store.search(&query, "chunk", 5, 20, &policy).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, CoreError::Damaged { .. }), "{text}");
