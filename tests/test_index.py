@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -366,6 +367,34 @@ def test_pipelined_batches_store_each_chunk_with_its_own_vector(
         for chunk, got in zip(d["chunks"], vectors):
             want = embedder.embed([f"{d['title']}\n{chunk[1]}"])[0]
             np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_the_progress_moves_while_a_small_runs_only_batch_is_embedded(
+    backend: Callable[[str], str], corpus: Path
+) -> None:
+    """A run of fewer chunks than a batch is embedded a slice at a time, and the progress is
+    told while it is: the count of embedded chunks climbs after every file is read, not only
+    at the end (a model takes seconds over a batch)."""
+
+    calls: list[int] = []
+
+    class Slow(HashingEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(len(texts))
+            time.sleep(0.3)  # a model's pace; the worker releases the GIL as onnxruntime does
+            return super().embed(texts)
+
+    total = recall.indexing.EMBED_SLICE * 2 + 7
+    write_corpus(corpus, {f"n{i:03}.md": f"# Note {i}\nbody{i} term{i % 7}" for i in range(total)})
+    ticks: list[tuple[int, ...]] = []
+    with recall.open(backend("m.db"), embedder=Slow(64)) as mem:
+        report = mem.index(corpus, now=T0, progress=lambda *t: ticks.append(t), calibrate=False)
+    assert report.embedded == total < recall.indexing.EMBED_BATCH
+    assert calls == [recall.indexing.EMBED_SLICE] * 2 + [7]
+    # Every file read, the embedded count is told at each slice's end, not only the last.
+    told = sorted({t[2] for t in ticks if t[0] == total})
+    assert told[-1] == total
+    assert {recall.indexing.EMBED_SLICE, 2 * recall.indexing.EMBED_SLICE} <= set(told)
 
 
 def test_an_embedder_failure_rolls_the_run_back(

@@ -23,7 +23,7 @@ import pytest
 import recall
 from recall import HashingEmbedder
 from recall.embedding_journal import Journal, journal_path
-from recall.indexing import EMBED_BATCH
+from recall.indexing import EMBED_BATCH, EMBED_SLICE
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
 DIM = 64
@@ -122,8 +122,8 @@ def test_a_rerun_embeds_only_what_the_interrupted_run_did_not(
 ) -> None:
     db = tmp_path / "m.db"
     first = _interrupted(db, notes, stop_at)
-    # Every batch finished before the interruption is journaled, and only those.
-    assert first.texts == (stop_at - 1) * EMBED_BATCH
+    # Every embedder call finished before the interruption is journaled, and only those.
+    assert first.texts == (stop_at - 1) * EMBED_SLICE
     assert _records(db, first) == first.texts
     assert not db.exists()  # a first run that failed leaves no store; its journal stays
 
@@ -151,7 +151,7 @@ def test_an_interruption_from_the_progress_callback_keeps_the_finished_batches(
     with recall.open(db, embedder=Counting()) as mem, pytest.raises(KeyboardInterrupt):
         mem.index(notes, now=T0, progress=stop)
     kept = _records(db, Counting())
-    assert kept >= 2 * EMBED_BATCH and kept % EMBED_BATCH == 0
+    assert kept >= 2 * EMBED_BATCH and kept % EMBED_SLICE == 0
     again = Counting()
     with recall.open(db, embedder=again) as mem:
         report = mem.index(notes, now=T0)
@@ -167,7 +167,7 @@ def test_a_search_while_a_journal_exists_sees_the_last_commit(tmp_path: Path, no
         before = (mem.stats().documents, mem.stats().generation)
     seen = _hits(db, "billing region 3 owner 5")
     _interrupted(db, notes, stop_at=3)
-    assert _records(db, Counting()) == 2 * EMBED_BATCH
+    assert _records(db, Counting()) == 2 * EMBED_SLICE
     with recall.open(db, read_only=True) as mem:
         assert (mem.stats().documents, mem.stats().generation) == before
     assert _hits(db, "billing region 3 owner 5") == seen
@@ -183,19 +183,20 @@ def test_a_cut_last_record_is_ignored_and_the_next_records_follow_the_whole_ones
     record = 16 + 4 * DIM + 8  # digest, vector, checksum
     with open(journal, "r+b") as f:  # a kill in the middle of the last record
         f.truncate(journal.stat().st_size - record // 2)
-    assert _records(db, Counting()) == 2 * EMBED_BATCH - 1
-    # A run that appends after the cut one, and is interrupted in its turn...
+    assert _records(db, Counting()) == 2 * EMBED_SLICE - 1
+    # A run that appends after the cut one, and is interrupted in its turn: the cut record's
+    # text is embedded again with the first batch's others, two calls, stopped in the third...
     second = Counting(stop_at=3)
     with recall.open(db, embedder=second) as mem, pytest.raises(KeyboardInterrupt):
         mem.index(notes, now=T0)
-    # The cut record's text (batch 1), nothing for batch 2, batch 3; stopped in batch 4.
-    assert second.texts == EMBED_BATCH + 1
-    assert _records(db, Counting()) == 3 * EMBED_BATCH
+    assert second.texts == 2 * EMBED_SLICE
+    kept = 4 * EMBED_SLICE - 1
+    assert _records(db, Counting()) == kept
     # ...leaves records the next run reads whole.
     third = Counting()
     with recall.open(db, embedder=third) as mem:
         report = mem.index(notes, now=T0)
-    assert (third.texts, report.reused) == (2400 - 3 * EMBED_BATCH, 3 * EMBED_BATCH)
+    assert (third.texts, report.reused) == (2400 - kept, kept)
     assert _contents(db) == _contents(whole)
 
 
@@ -291,7 +292,7 @@ def test_damaged_journal_records_are_discarded_and_embedded_again(
     with recall.open(db, embedder=again) as mem:
         report = mem.index(notes, now=T0)
     assert report.journal_discarded == damaged
-    assert report.reused == 2 * EMBED_BATCH - damaged
+    assert report.reused == 2 * EMBED_SLICE - damaged
     assert again.texts == 2400 - report.reused
     assert _contents(db) == _contents(whole)
 

@@ -59,6 +59,10 @@ __all__ = ["IndexReport", "Progress", "Skipped", "run_index"]
 #: Chunks embedded per batch: bounds memory on large corpora.
 EMBED_BATCH = 512
 
+#: Chunks per embedder call within a batch: the progress moves and the journal grows a slice at
+#: a time (a model embeds about a hundred chunks a second here), not a batch at a time.
+EMBED_SLICE = 64
+
 #: The version of the declarations reader (`recall.vocabularies`): a store whose documents were
 #: declared by another version has them read again on its next index run.
 DECLARATIONS_VERSION = "5"
@@ -340,9 +344,12 @@ class IndexRun:
                             self._write(previous[0], _awaited(previous[1], tell))
                         raise_if_stopped()
                 tell()
+            # The last batch goes to the worker too, so that the progress is told while it is
+            # embedded (on a small run it is the only batch).
+            last = worker.submit(_embed, embedder, pending, counts, log)
             if inflight is not None:
                 self._write(inflight[0], _awaited(inflight[1], tell))
-            self._write(pending, _embed(embedder, pending, counts, log))
+            self._write(pending, _awaited(last, tell))
             tell()
         except BaseException:
             # An interrupted or failed run does not wait for the batch being embedded (the
@@ -609,8 +616,8 @@ def _embed(
 ) -> _Vectors:
     """The vectors of every chunk of `pending`, in order, and how many were reused (runs on the
     worker thread): a copied document's from the store, those in the journal, and the
-    embedder's for the rest, journaled before this returns. What is left goes to the embedder in
-    one call, so that a model groups its texts by length across all of it."""
+    embedder's for the rest, journaled and counted a slice of `EMBED_SLICE` at a time (longest
+    first, so that a model's slices are of even lengths)."""
     total = sum(len(d.chunks) for d in pending)
     vectors = np.empty((total, embedder.dim), dtype="<f4")
     rows: list[int] = []
@@ -639,20 +646,20 @@ def _embed(
             rows = [rows[i] for i in missing]
             texts = [texts[i] for i in missing]
             keys = [keys[i] for i in missing]
-    if texts:
-        computed = np.ascontiguousarray(embedder.embed(texts), dtype="<f4")
-        if computed.shape != (len(texts), embedder.dim):
+    counts.embedded += total - len(texts)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    for at in range(0, len(order), EMBED_SLICE):
+        part = order[at : at + EMBED_SLICE]
+        computed = np.ascontiguousarray(embedder.embed([texts[i] for i in part]), dtype="<f4")
+        if computed.shape != (len(part), embedder.dim):
             raise UsageError(
                 f"recall embedder: {embedder.name} returned shape {computed.shape} for "
-                f"{len(texts)} texts of dimension {embedder.dim}"
+                f"{len(part)} texts of dimension {embedder.dim}"
             )
-        if len(texts) == total:
-            vectors = computed
-        else:
-            vectors[rows] = computed
+        vectors[[rows[i] for i in part]] = computed
         if journal is not None:
-            journal.append(keys, computed)
-    counts.embedded += total
+            journal.append([keys[i] for i in part], computed)
+        counts.embedded += len(part)
     return vectors, total - len(texts)
 
 
