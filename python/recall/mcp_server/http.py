@@ -171,7 +171,7 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
-#: The host names an `Origin` may carry (SPEC: a page served from this machine).
+#: The host names an `Origin` may carry: a page served from this machine.
 _LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 
 
