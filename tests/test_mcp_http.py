@@ -380,3 +380,23 @@ def test_the_help_names_the_transports_defaults() -> None:
     text = " ".join(res.output.split())
     assert f"default {DEFAULT_HOST}" in text and f"default {DEFAULT_PORT}" in text
     assert f"${TOKEN_ENV}" in text
+
+
+def test_http_without_the_sdk_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # `import mcp` raises ImportError
+    token_file = tmp_path / "token"
+    res = serve(tmp_path, "--http", "--port", "0", "--token-file", str(token_file))
+    assert res.exit_code == 2
+    assert "pip install 'recall-memory[mcp]'" in res.output
+    assert not token_file.exists(), "nothing is made before the SDK is found"
+
+
+def test_the_http_module_imports_no_server_library() -> None:
+    code = (
+        "import recall.mcp_server.http, sys; "
+        "print(sorted(m for m in ('mcp', 'uvicorn', 'starlette') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
