@@ -47,6 +47,7 @@ __all__ = [
     "opened",
     "run",
     "token_path",
+    "url_of",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
