@@ -1,14 +1,19 @@
-"""The MCP `search` tool's round trip over stdio, warm, on a ~10k-chunk store (SPEC §10, §8.3).
+"""The MCP `search` tool's round trip over stdio and over streamable HTTP, warm, on a ~10k-chunk
+store (SPEC §10, §8.3).
 
 `recall serve --db DB` (strict mode, on a calibrated store) runs as a subprocess driven by the
 MCP SDK's own stdio client; each figure is one `call_tool("search", {"query": Q, "k": 5})`
 timed in the client, from the request written to the result parsed (JSON-RPC framing, both
 processes' event loops, the server's worker thread, `Memory.search`, `Result.to_dict` and the
-JSON text). The baseline, in the same run and interleaved query by query on the same store and
-queries: `Memory.search(Q, k=5, mode="strict")` in this process. Also printed: the overhead
-(round trip minus in-process, at p50), what encoding the result costs in process
-(`to_dict` + `json.dumps`), and the server's start-up: spawn to `initialize` answered, and to
-the first search answered.
+JSON text). Beside it, on the same store, `recall serve --http --port 0 --db DB` runs as a
+second subprocess driven by the SDK's streamable HTTP client (one keep-alive connection, the
+bearer token checked on each request); the same queries go to both servers in turns, and the
+HTTP round trip is printed beside the stdio one with their ratio at p50 and p95. The baseline,
+in the same run and interleaved query by query on the same store and queries:
+`Memory.search(Q, k=5, mode="strict")` in this process. Also printed: the overhead (round trip
+minus in-process, at p50), what encoding the result costs in process (`to_dict` +
+`json.dumps`), and the servers' start-up: spawn to `initialize` answered (stdio), to the first
+search answered, and spawn to listening (HTTP).
 
 The store: `ZipfCorpus` notes sized to about N chunks (1.6 chunks per note), `hashing-512`,
 calibrated from labelled queries (answerable: 6 of one note's rarer words; unanswerable: words
@@ -33,18 +38,24 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+from collections.abc import AsyncIterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
+import anyio.to_thread  # noqa: E402
+import httpx2  # noqa: E402
 from machine import cpu_model  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from search_latency import negatives  # noqa: E402
 from zipf_corpus import ZipfCorpus  # noqa: E402
 
@@ -102,16 +113,67 @@ def checked(result: Any) -> dict[str, Any]:
     return payload
 
 
+@contextlib.asynccontextmanager
+async def http_session(
+    db: Path, env: dict[str, str], errlog: Any, out: dict[str, Any]
+) -> AsyncIterator[ClientSession]:
+    """`recall serve --http --port 0` on `db` (its token in a file beside the store), and an
+    initialised SDK session on it; `out["http_listen_ms"]`: spawn to listening."""
+    token_file = db.parent / "serve-token"
+    t0 = time.perf_counter()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "recall.cli", "serve", "--http", "--port", "0", "--db", str(db)]
+        + ["--token-file", str(token_file)],
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        text=True,
+        env=env,
+        cwd=str(db.parent),
+    )
+    try:
+        assert server.stdout is not None
+        url = None
+        while url is None:
+            line = await anyio.to_thread.run_sync(server.stdout.readline)
+            if not line:
+                raise SystemExit("recall serve --http exited before listening; see its log")
+            if "listening on " in line:
+                url = line.split("listening on ", 1)[1].split()[0]
+        out["http_listen_ms"] = (time.perf_counter() - t0) * 1e3
+        token = token_file.read_text(encoding="ascii").strip()
+        async with (
+            httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0)
+            ) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+    finally:
+        server.terminate()
+        if server.wait(timeout=30) != 0:
+            raise SystemExit(f"recall serve --http exited with {server.returncode}")
+
+
 async def measure(db: Path, root: Path, queries: list[str], log: Path) -> dict[str, Any]:
-    """Start the server, time the round trips and the in-process searches in turns, then the
-    watch latency of notes written into the corpus."""
+    """Start the servers, time the round trips (stdio, HTTP) and the in-process searches in
+    turns, then the watch latency of notes written into the corpus."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECALL_")}
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "recall.cli", "serve", "--db", str(db), "--corpus", str(root), "--watch"],
-        env={k: v for k, v in os.environ.items() if not k.startswith("RECALL_")},
+        env=env,
         cwd=str(db.parent),
     )
-    out: dict[str, Any] = {"rt": [], "local": [], "encode": [], "ok_hits": 0, "watch": []}
+    out: dict[str, Any] = {
+        "rt": [],
+        "http": [],
+        "local": [],
+        "encode": [],
+        "ok_hits": 0,
+        "watch": [],
+    }
     mem = recall.open(db)
     try:
         with open(log, "w") as errlog:
@@ -125,25 +187,30 @@ async def measure(db: Path, root: Path, queries: list[str], log: Path) -> dict[s
                 checked(await session.call_tool("search", {"query": queries[0], "k": K}))
                 t2 = time.perf_counter()
                 out["init_ms"], out["first_ms"] = (t1 - t0) * 1e3, (t2 - t0) * 1e3
-                for q in queries[1:WARMUP]:
-                    checked(await session.call_tool("search", {"query": q, "k": K}))
-                    mem.search(q, k=K, mode="strict")
-                # Interleaved, so drift on a noisy machine falls on both alike.
-                for q in queries[WARMUP:]:
-                    t0 = time.perf_counter()
-                    res = await session.call_tool("search", {"query": q, "k": K})
-                    t1 = time.perf_counter()
-                    local = mem.search(q, k=K, mode="strict")
-                    t2 = time.perf_counter()
-                    json.dumps(local.to_dict(), ensure_ascii=False)
-                    t3 = time.perf_counter()
-                    payload = checked(res)
-                    if len(payload["hits"]) != len(local.hits):
-                        raise SystemExit(f"the server and the store disagree on {q!r}")
-                    out["rt"].append((t1 - t0) * 1e3)
-                    out["local"].append((t2 - t1) * 1e3)
-                    out["encode"].append((t3 - t2) * 1e3)
-                    out["ok_hits"] += any(h["verdict"] == "ok" for h in payload["hits"])
+                async with http_session(db, env, errlog, out) as over_http:
+                    for q in queries[:WARMUP]:
+                        checked(await session.call_tool("search", {"query": q, "k": K}))
+                        checked(await over_http.call_tool("search", {"query": q, "k": K}))
+                        mem.search(q, k=K, mode="strict")
+                    # Interleaved, so drift on a noisy machine falls on all three alike.
+                    for q in queries[WARMUP:]:
+                        t0 = time.perf_counter()
+                        res = await session.call_tool("search", {"query": q, "k": K})
+                        t1 = time.perf_counter()
+                        local = mem.search(q, k=K, mode="strict")
+                        t2 = time.perf_counter()
+                        json.dumps(local.to_dict(), ensure_ascii=False)
+                        t3 = time.perf_counter()
+                        res_http = await over_http.call_tool("search", {"query": q, "k": K})
+                        t4 = time.perf_counter()
+                        payload, payload_http = checked(res), checked(res_http)
+                        if not len(payload["hits"]) == len(payload_http["hits"]) == len(local.hits):
+                            raise SystemExit(f"the servers and the store disagree on {q!r}")
+                        out["rt"].append((t1 - t0) * 1e3)
+                        out["local"].append((t2 - t1) * 1e3)
+                        out["encode"].append((t3 - t2) * 1e3)
+                        out["http"].append((t4 - t3) * 1e3)
+                        out["ok_hits"] += any(h["verdict"] == "ok" for h in payload["hits"])
                 for j in range(WATCH_NOTES):
                     word = f"qxwatch{j}zq"
                     name = f"watch-{j}.md"
@@ -177,14 +244,16 @@ def main() -> None:
         print(line)
         print(
             "command: python -m recall.cli serve --db DB --corpus NOTES --watch (strict mode), "
-            "MCP SDK stdio client"
+            "MCP SDK stdio client; beside it python -m recall.cli serve --http --port 0 --db DB, "
+            "MCP SDK streamable HTTP client"
         )
         res = anyio.run(measure, db, root, queries, Path(tmp) / "server.log")
-    rt, local, encode = res["rt"], res["local"], res["encode"]
+    rt, local, encode, http = res["rt"], res["local"], res["encode"], res["http"]
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     print(
         f"server start-up: spawn to initialize answered {res['init_ms']:.0f} ms; "
-        f"to the first search answered {res['first_ms']:.0f} ms"
+        f"to the first search answered {res['first_ms']:.0f} ms; "
+        f"--http spawn to listening {res['http_listen_ms']:.0f} ms"
     )
     print(
         f"{len(rt)} searches (k = {K}) after {WARMUP} warm-up, in turns; "
@@ -192,6 +261,10 @@ def main() -> None:
     )
     print(f"  {'':44} {'p50 ms':>8} {'p95 ms':>8}")
     print(f"  {'search tool round trip over stdio':44} {pct(rt, 50):8.3f} {pct(rt, 95):8.3f}")
+    print(
+        f"  {'search tool round trip over HTTP (--http)':44} "
+        f"{pct(http, 50):8.3f} {pct(http, 95):8.3f}"
+    )
     print(
         f"  {'baseline: Memory.search in process':44} {pct(local, 50):8.3f} {pct(local, 95):8.3f}"
     )
@@ -204,6 +277,11 @@ def main() -> None:
         f"  overhead of the MCP round trip at p50: {overhead:.3f} ms "
         f"({pct(rt, 50) / pct(local, 50):.1f}x the in-process search; "
         f"mean {statistics.fmean(rt) - statistics.fmean(local):.3f} ms)"
+    )
+    print(
+        f"  HTTP / stdio: {pct(http, 50) / pct(rt, 50):.2f}x at p50, "
+        f"{pct(http, 95) / pct(rt, 95):.2f}x at p95 "
+        f"(+{pct(http, 50) - pct(rt, 50):.3f} ms at p50)"
     )
     watch = res["watch"]
     print(

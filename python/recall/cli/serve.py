@@ -1,5 +1,5 @@
 """`recall serve`, `recall watch` and `recall log`: the memory kept running, for agents over MCP
-and for folders that change, and what it told agents.
+(stdio, or streamable HTTP with `--http`) and for folders that change, and what it told agents.
 
 Owns: the commands' arguments, one line per re-indexed batch (one JSON object per line with
 `--json`), a server's logged calls shown, and their exit codes. Does not own: the MCP server
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -56,16 +56,74 @@ def serve(
         help="Append each call to this file, one JSON line with the hits, verdicts and "
         "calibration it answered with (rotated past 10 MiB). Read it with 'recall log'.",
     ),
+    http: bool = typer.Option(
+        False,
+        "--http",
+        help="Serve over MCP's streamable HTTP transport instead of stdio: one warm server "
+        "(one store, one model, one --watch) for every agent that connects, each request "
+        "carrying the access token.",
+    ),
+    host: Optional[str] = typer.Option(
+        None,
+        "--host",
+        help="With --http: the address to listen on (default 127.0.0.1, this machine "
+        "only). Another needs --allow-remote.",
+    ),
+    port: Optional[int] = typer.Option(
+        None,
+        "--port",
+        min=0,
+        max=65535,
+        help="With --http: the port to listen on (default 7749; 0 takes any free one).",
+    ),
+    token_file: Optional[Path] = typer.Option(
+        None,
+        "--token-file",
+        help="With --http: where the access token is kept (made on the first start, readable "
+        "by its owner only). Default: $RECALL_TOKEN_FILE, else "
+        "$XDG_CONFIG_HOME/recall/serve-token (~/.config/recall/serve-token).",
+    ),
+    allow_remote: bool = typer.Option(
+        False,
+        "--allow-remote",
+        help="With --http: let --host name an address other machines reach. The server "
+        "speaks plain HTTP, so the token crosses the network unencrypted.",
+    ),
 ) -> None:
-    """Serve the memory to agents over MCP (stdio): search, explain, stats, lint, index,
-    remember."""
+    """Serve the memory to agents over MCP (stdio, or --http for several agents at once):
+    search, explain, stats, lint, index, remember."""
     from recall.errors import RecallError
+    from recall.mcp_server import Listen
     from recall.mcp_server import serve as run_server
 
+    given = [
+        name
+        for name, value in (
+            ("--host", host),
+            ("--port", port),
+            ("--token-file", token_file),
+            ("--allow-remote", allow_remote or None),
+        )
+        if value is not None
+    ]
+    if given and not http:
+        fail(f"recall serve: {', '.join(given)} only apply with --http; add --http")
+    chosen: dict[str, Any] = {"host": host, "port": port, "token_file": token_file}
+    listen = (
+        Listen(**{k: v for k, v in chosen.items() if v is not None}, remote=allow_remote)
+        if http
+        else None
+    )
     try:
         target = store_named(db, namespace)
         run_server(
-            target, [str(p) for p in corpus or []], mode=mode, judge=judge, watch=watch, log=log
+            target,
+            [str(p) for p in corpus or []],
+            mode=mode,
+            judge=judge,
+            watch=watch,
+            log=log,
+            http=listen,
         )
     except RecallError as err:
         fail(str(err))

@@ -1,8 +1,10 @@
-"""The MCP server over stdio (SPEC §8.3): `recall serve`, one module per job.
+"""The MCP server (SPEC §8.3): `recall serve`, over stdio or streamable HTTP, one module per job.
 
 Owns: `serve` (the store opened once, `--watch` following the roots on a thread of its own, the
-SDK's server answering with `Tools`, one call at a time off the event loop) and `INSTALL_HINT`.
-The rest lives in the package's modules, which import one another and never this one: `tools`
+SDK's server answering with `Tools`, one call at a time off the event loop, over stdio for one
+client or over HTTP for as many as connect) and `INSTALL_HINT`. The rest lives in the package's
+modules, which import one another and never this one: `http` (the HTTP transport: the access
+token, the origin and token guard, the listening socket), `tools`
 (`Tools`: a call checked and run, the read tools' handlers), `specs` (the instructions and each
 tool's name, input schema and description written for a model), `arguments` (the bounds and the
 check of one argument), `paths` (every path confined to the corpus roots), `remember` (the note
@@ -24,6 +26,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 from recall.errors import RecallError, UsageError
+from recall.mcp_server.http import Listen
 from recall.mcp_server.remember import slug
 from recall.mcp_server.replies import NEXT_STEP, Reply
 from recall.mcp_server.specs import INSTRUCTIONS, ToolSpec
@@ -33,6 +36,7 @@ __all__ = [
     "INSTALL_HINT",
     "INSTRUCTIONS",
     "NEXT_STEP",
+    "Listen",
     "Reply",
     "ToolSpec",
     "Tools",
@@ -118,8 +122,11 @@ def serve(
     judge: str | os.PathLike[str] | None = None,
     watch: bool = False,
     log: str | os.PathLike[str] | None = None,
+    http: Listen | None = None,
 ) -> None:
-    """Serve the tools over stdio until the client closes the connection (SPEC §8.3).
+    """Serve the tools over stdio until the client closes the connection (SPEC §8.3), or, with
+    `http`, over MCP's streamable HTTP transport until interrupted: every client session is
+    answered by the one server, so the store, the model and the watch are shared by all.
 
     `log`: a file each call is appended to, one JSON line with what it answered
     (`recall.call_log`).
@@ -128,7 +135,8 @@ def serve(
     store handle: searches are answered from the last committed generation meanwhile.
 
     The store opens once and stays open; strict mode unless `mode` (or $RECALL_TRUST_MODE)
-    says development. Raises `UsageError` with `INSTALL_HINT` when the SDK is not installed.
+    says development. Raises `UsageError` with `INSTALL_HINT` when the SDK is not installed, and
+    for an HTTP host, port or token file that cannot be used (`recall.mcp_server.http`).
     """
     try:
         import anyio
@@ -137,6 +145,9 @@ def serve(
         from mcp.server.lowlevel import Server
         from mcp.server.stdio import stdio_server
         from mcp.shared.exceptions import MCPError
+
+        if http is not None:
+            import uvicorn  # noqa: F401
     except ImportError as err:
         raise UsageError(INSTALL_HINT) from err
 
@@ -149,6 +160,31 @@ def serve(
     has_judge = available(judge)
     if watch and not corpus:
         raise UsageError("recall serve: --watch needs at least one --corpus folder to follow")
+    if http is not None:
+        from recall.mcp_server import http as transport
+
+        # Before the store opens: a taken port or a bad token file is said at once.
+        token, sock, loopback = transport.opened(http)
+        if token.made:
+            print(
+                f"recall serve: made an access token, kept in {token.path} (readable by you "
+                f"only); it is shown this once:\n\n    {token.value}\n\nClients send it as "
+                "the header 'Authorization: Bearer TOKEN'.",
+                flush=True,
+            )
+        else:
+            print(
+                f"recall serve: the access token is kept in {token.path}; clients send it as "
+                "the header 'Authorization: Bearer TOKEN'.",
+                flush=True,
+            )
+        if not loopback:
+            print(
+                f"recall serve: listening on {http.host}, which other machines reach, over "
+                "plain HTTP: the token crosses the network unencrypted",
+                file=sys.stderr,
+                flush=True,
+            )
     memory = recall.open(db, judge=judge)
     stop = threading.Event()
     try:
@@ -218,6 +254,18 @@ def serve(
             on_call_tool=call_tool,
         )
 
+        if http is not None:
+            url = transport.url_of(sock)
+
+            def ready() -> None:
+                print(
+                    f"recall serve: listening on {url} (MCP streamable HTTP); Ctrl-C stops",
+                    flush=True,
+                )
+
+            transport.run(server, sock, token=token.value, remote=not loopback, ready=ready)
+            return
+
         async def run() -> None:
             async with stdio_server(stdin=cast(Any, _Stdin())) as (read, write):
                 await server.run(read, write, server.create_initialization_options())
@@ -226,3 +274,5 @@ def serve(
     finally:
         stop.set()
         memory.close()
+        if http is not None:
+            sock.close()
