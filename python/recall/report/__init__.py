@@ -79,6 +79,10 @@ def write_report(
         raise UsageError(
             f"recall report: {target} is a folder; give a file name such as report.html"
         )
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise UsageError(
+            f"recall report: cannot write {target}: {folder} is not a folder; give another --out"
+        )
     if not os.path.isdir(folder):
         raise UsageError(
             f"recall report: cannot write {target}: folder {folder} does not exist; create it "

@@ -18,11 +18,11 @@ __all__ = ["Box", "Grid", "Lineage", "Placed", "grid", "lineages"]
 #: The drawing's width in SVG units; the page scales it to the window.
 WIDTH = 1360
 PAD = 12
-NODE_W, NODE_H = 184, 58
+NODE_W, NODE_H = 176, 58
 #: A note a later one replaced, drawn as one line: the chain's last note carries the detail.
-SMALL_W, SMALL_H = 150, 28
+SMALL_W, SMALL_H = 176, 28
 #: Room between two steps of a chain, for the arrow and the date of the edge.
-STEP_GAP = 58
+STEP_GAP = 56
 ROW_GAP = 12
 #: Between the rows of a chain wrapped at the page's edge.
 WRAP_GAP = 26
@@ -30,7 +30,7 @@ WRAP_GAP = 26
 CAPTION = 18
 SIDE_GAP = 20
 SHELF_GAP = 18
-TILE_W, TILE_H, TILE_GAP = 160, 22, 5
+TILE_W, TILE_H, TILE_GAP = 185, 24, 5
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ _BY_VERDICT = {
     "not_yet_known": "not-yet-known",
 }
 #: Rough advance of one character at the drawing's font sizes, to cut labels to their box.
-_CHAR_BOLD, _CHAR = 6.7, 6.1
+_CHAR_BOLD, _CHAR = 7.0, 6.2
 #: Findings and files listed in full on the page; past that, the counts and the command.
 _LISTED = 400
 
@@ -142,6 +142,18 @@ def _detail(note: Note, state: str) -> str:
     if state == "invalid":
         return f"invalid metadata: {note.metadata_error or ''}"
     return note.path
+
+
+def _tag(note: Note, state: str) -> str:
+    """The word a one-line box carries for its mark; none for a current or superseded note
+    (the box's style and the arrows say those)."""
+    if state in ("current", "superseded"):
+        return ""
+    if state == "retired" and note.retired is not None:
+        return shown(note.retired[0])[:14]
+    if state == "not-yet-valid" and note.valid_from:
+        return f"from {note.valid_from}"[:16]
+    return STATES[state][0].split()[0]
 
 
 def _tooltip(note: Note, state: str) -> str:
@@ -241,7 +253,8 @@ def _badges(note: Note, box: layout.Box) -> str:
 def _node(note: Note, box: layout.Box, *, lines: int) -> str:
     """One note's box: its title (up to `lines` lines) and the line saying where it stands."""
     state = _state(note)
-    room = box.w - 20
+    # The text starts 12 units in, past the stripe, and stops 6 before the right edge.
+    room = box.w - 18
     attrs = (
         f'class="note s-{state}" data-state="{state}" data-path="{_text(note.path)}" '
         f'data-title="{_text(note.title)}" data-file="{_text(note.file_state or "unknown")}"'
@@ -254,13 +267,21 @@ def _node(note: Note, box: layout.Box, *, lines: int) -> str:
         'class="stripe"/>'
     )
     if lines == 1:
-        label = _middle(shown(note.title), room - 6, _CHAR_BOLD)
+        # A note alone in its row says in words what stands against it, at its right end.
+        tag = _tag(note, state)
+        room -= len(tag) * _CHAR + (8 if tag else 0)
+        label = _middle(shown(note.title), room, _CHAR_BOLD)
         text = (
             f'<text x="{box.x + 12:.1f}" y="{box.y + box.h / 2 + 4:.1f}" class="t1">'
             f"{escape(label)}</text>"
         )
+        if tag:
+            text += (
+                f'<text x="{box.x + box.w - 6:.1f}" y="{box.y + box.h / 2 + 4:.1f}" '
+                f'class="t3" text-anchor="end">{escape(tag)}</text>'
+            )
     else:
-        title = _wrap(shown(note.title), room - 6, _CHAR_BOLD, lines)
+        title = _wrap(shown(note.title), room, _CHAR_BOLD, lines)
         spans = "".join(
             f'<tspan x="{box.x + 12:.1f}" dy="{0 if k == 0 else 14}">{escape(line)}</tspan>'
             for k, line in enumerate(title)
@@ -363,13 +384,13 @@ def _legend() -> str:
         if state == "not-yet-known":
             continue
         items.append(
-            f'<li><svg width="34" height="18" aria-hidden="true"><g class="note s-{state} sample">'
+            f'<li><svg width="34" height="18" aria-hidden="true"><g class="key s-{state}">'
             '<rect x="1" y="1" width="32" height="16" rx="3" class="box"/>'
             '<rect x="1" y="1" width="4" height="16" rx="2" class="stripe"/></g></svg>'
             f"<b>{words}</b> <span>{meaning}</span></li>"
         )
     items += [
-        '<li><svg width="34" height="18" aria-hidden="true"><g class="unread sample">'
+        '<li><svg width="34" height="18" aria-hidden="true"><g class="unread key">'
         '<rect x="1" y="1" width="32" height="16" rx="3"/></g></svg><b>unread</b> '
         "<span>a note file the memory does not hold (refused, forgotten, not indexed)</span></li>",
         '<li><svg width="34" height="18" aria-hidden="true"><g class="edge e-resolved">'
@@ -696,10 +717,11 @@ font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:brea
 .cal table{max-width:660px}
 .plot{background:#fff;border:1px solid var(--line);border-radius:6px;max-width:100%;height:auto}
 svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
-.note .box{fill:#fff;stroke:#52606d;stroke-width:1}
-.note .stripe{fill:#2f855a}
+.note .box,.key .box{fill:#fff;stroke:#52606d;stroke-width:1}
+.note .stripe,.key .stripe{fill:#2f855a}
 .note .t1{font-size:12px;font-weight:600;fill:#1f2933}
 .t2{font-size:11px;fill:#52606d}
+.t3{font-size:10.5px;fill:#52606d;font-style:italic}
 .s-superseded .box{fill:#eef1f4;stroke:#9aa5b1;stroke-dasharray:4 3}
 .s-superseded .stripe{fill:#9aa5b1}.s-superseded .t1{fill:#616e7c}
 .s-retired .box{fill:#fde8e8;stroke:#c53030;stroke-width:1.5}.s-retired .stripe{fill:#c53030}
@@ -716,7 +738,7 @@ svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
 .edge.e-passed path{stroke:#9aa5b1;stroke-dasharray:5 4}
 .edge.e-later path{opacity:.45}
 .arrowhead{fill:#334e68}.arrowhead-faint{fill:#9aa5b1}
-.when{font-size:10px;fill:#616e7c}
+.when{font-size:9.5px;fill:#616e7c}
 .caption{font-size:11.5px;fill:#486581;font-weight:600}
 .badge-changed{fill:#dd6b20;stroke:#fff}.badge-missing{fill:#c53030;stroke:#fff}
 .badge-dangling{fill:#805ad5}
