@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 import recall
 from recall.cli import app
 from recall.report import layout, write_report
+from tests.conftest import EXAMPLES
 from tests.report_pages import MARKUP_TITLE, NOW, example_store, note_nodes
 
 runner = CliRunner()
@@ -47,6 +49,21 @@ def test_lineage_gives_each_note_the_cores_standing(
     assert notes[path].standing == standing
     assert notes[path].superseded_by == superseded_by
     assert notes[path].file_state == "current"
+
+
+def test_lineage_reads_alike_on_every_backend(
+    backend: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The lineage is read through the store contract: a PostgreSQL store gives the same."""
+    target = backend("lineage")
+    with recall.open(target, embedder="hashing-512") as mem:
+        mem.index(EXAMPLES)
+        notes = {n.path: n for n in mem.lineage(now=NOW)}
+        written = write_report(mem, tmp_path / "r.html", now=NOW)
+    assert notes["rate-limits-v1.md"].standing == "superseded"
+    assert notes["rate-limits-v1.md"].superseded_by == "rate-limits-v2.md"
+    assert notes["teams/search/runbook.md"].standing == "ambiguous_supersession"
+    assert written.notes == len(notes) == 10 and written.edges == 3
 
 
 def test_lineage_keeps_claims_retirements_and_what_moved(store: tuple[Path, Path]) -> None:

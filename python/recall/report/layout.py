@@ -30,7 +30,7 @@ WRAP_GAP = 26
 CAPTION = 18
 SIDE_GAP = 20
 SHELF_GAP = 18
-TILE_W, TILE_H, TILE_GAP = 185, 24, 5
+TILE_W, TILE_H, TILE_GAP = 216, 24, 6
 
 
 @dataclass(frozen=True)
@@ -207,12 +207,18 @@ def lineages(
     rank = {i: r for r, i in enumerate(order)}
     groups = []
     singles = []
-    for nodes in _components(n, edges):
+    components = _components(n, edges)
+    # Each lineage is laid out with its own edges only: linear in the notes and edges.
+    home = {i: k for k, nodes in enumerate(components) for i in nodes}
+    own: dict[int, list[tuple[int, int]]] = {}
+    for a, b in edges:
+        own.setdefault(home[a], []).append((a, b))
+    for k, nodes in enumerate(components):
         if len(nodes) == 1:
             singles.append(nodes[0])
             continue
         group = Lineage(nodes=nodes)
-        _place(group, edges, rank, sizes)
+        _place(group, own.get(k, []), rank, sizes)
         groups.append(group)
     singles.sort(key=rank.__getitem__)
     marked = set(i for i, m in enumerate(first) if m)

@@ -47,8 +47,29 @@ _BY_VERDICT = {
     "invalid_metadata": "invalid",
     "not_yet_known": "not-yet-known",
 }
-#: Rough advance of one character at the drawing's font sizes, to cut labels to their box.
-_CHAR_BOLD, _CHAR = 7.0, 6.2
+#: Advance of characters at the drawing's bold 12-unit labels, measured on DejaVu Sans (the
+#: widest of the fonts `system-ui` picks; narrower ones leave room): labels are cut to fit
+#: their box, and each box clips what still overflows.
+_WIDE = {c: 10.3 for c in "MWmw<>=+~^&%@#_"}
+_NARROW = {c: 4.6 for c in " .,:;'|!iljfrt()[]{}-/\\"}
+#: Regular 11-unit text (paths, states) is this much narrower.
+_REGULAR = 0.86
+
+
+def _advance(ch: str) -> float:
+    if ch in _WIDE:
+        return _WIDE[ch]
+    if ch in _NARROW:
+        return _NARROW[ch]
+    if ch.isdigit():
+        return 8.9
+    return 9.6 if ch.isupper() else 8.2
+
+
+def _width(text: str, bold: bool = True) -> float:
+    return sum(_advance(c) for c in text) * (1.0 if bold else _REGULAR)
+
+
 #: Findings and files listed in full on the page; past that, the counts and the command.
 _LISTED = 400
 
@@ -80,38 +101,50 @@ def _text(value: object) -> str:
     return escape(shown(str(value)), quote=True)
 
 
-def _cut(text: str, room: float, advance: float) -> str:
-    most = max(4, int(room / advance))
-    return text if len(text) <= most else text[: most - 1].rstrip() + "…"
+def _fits(text: str, room: float, bold: bool) -> int:
+    """How many of `text`'s first characters fit in `room`."""
+    used, scale = 0.0, 1.0 if bold else _REGULAR
+    for k, ch in enumerate(text):
+        used += _advance(ch) * scale
+        if used > room:
+            return k
+    return len(text)
 
 
-def _middle(text: str, room: float, advance: float) -> str:
-    """`text` cut in its middle, so both its start and its end (a revision's number) show."""
-    most = max(6, int(room / advance))
-    if len(text) <= most:
+def _cut(text: str, room: float, bold: bool = True) -> str:
+    if _width(text, bold) <= room:
         return text
-    head = (most - 1) // 2
-    return text[:head].rstrip() + "…" + text[len(text) - (most - 1 - head) :].lstrip()
+    return text[: max(1, _fits(text, room - 8, bold))].rstrip() + "…"
 
 
-def _tail(text: str, room: float, advance: float) -> str:
-    most = max(4, int(room / advance))
-    return text if len(text) <= most else "…" + text[-(most - 1) :]
+def _middle(text: str, room: float, bold: bool = True) -> str:
+    """`text` cut in its middle, so both its start and its end (a revision's number) show."""
+    if _width(text, bold) <= room:
+        return text
+    half = (room - 8) / 2
+    head = text[: max(1, _fits(text, half, bold))].rstrip()
+    tail = text[len(text) - max(1, _fits(text[::-1], half, bold)) :].lstrip()
+    return head + "…" + tail
 
 
-def _wrap(text: str, room: float, advance: float, lines: int) -> list[str]:
+def _tail(text: str, room: float, bold: bool = False) -> str:
+    if _width(text, bold) <= room:
+        return text
+    return "…" + text[len(text) - max(1, _fits(text[::-1], room - 8, bold)) :]
+
+
+def _wrap(text: str, room: float, lines: int) -> list[str]:
     """`text` in at most `lines` lines of `room` width, cut with … where it does not fit."""
-    most = max(4, int(room / advance))
     out: list[str] = []
     rest = text.split()
     while rest and len(out) < lines:
         line = rest.pop(0)
-        while rest and len(line) + 1 + len(rest[0]) <= most:
+        while rest and _width(line + " " + rest[0]) <= room:
             line += " " + rest.pop(0)
         out.append(line)
     if rest:
         out[-1] = out[-1] + " " + " ".join(rest)
-    return [_cut(line, room, advance) for line in out] or [""]
+    return [_cut(line, room) for line in out] or [""]
 
 
 def _state(note: Note) -> str:
@@ -235,65 +268,66 @@ _DEFS = (
 )
 
 
-def _badges(note: Note, box: layout.Box) -> str:
+def _badges(note: Note, w: float, h: float) -> str:
     out = []
     if note.file_state in ("changed", "missing"):
-        out.append(
-            f'<circle cx="{box.x + box.w - 8:.1f}" cy="{box.y + 8:.1f}" r="4.5" '
-            f'class="badge-{note.file_state}"/>'
-        )
+        out.append(f'<circle cx="{w - 8:.1f}" cy="8" r="4.5" class="badge-{note.file_state}"/>')
     if any(c.resolution in ("dangling", "self") for c in note.claims):
         out.append(
-            f'<rect x="{box.x + box.w - 12:.1f}" y="{box.y + box.h - 12:.1f}" width="8" '
-            'height="8" class="badge-dangling"/>'
+            f'<rect x="{w - 12:.1f}" y="{h - 12:.1f}" width="8" height="8" class="badge-dangling"/>'
         )
     return "".join(out)
 
 
 def _node(note: Note, box: layout.Box, *, lines: int) -> str:
-    """One note's box: its title (up to `lines` lines) and the line saying where it stands."""
+    """One note's box: its title (up to `lines` lines) and the line saying where it stands,
+    drawn in a viewport of the box's size, which clips whatever a label still overflows."""
     state = _state(note)
+    w, h = box.w, box.h
     # The text starts 12 units in, past the stripe, and stops 6 before the right edge.
-    room = box.w - 18
+    room = w - 18
     attrs = (
         f'class="note s-{state}" data-state="{state}" data-path="{_text(note.path)}" '
         f'data-title="{_text(note.title)}" data-file="{_text(note.file_state or "unknown")}"'
     )
-    head = f"<g {attrs}><title>{_text(_tooltip(note, state))}</title>"
+    head = (
+        f"<g {attrs}><title>{_text(_tooltip(note, state))}</title>"
+        f'<svg x="{box.x:.1f}" y="{box.y:.1f}" width="{w:.1f}" height="{h:.1f}">'
+    )
     frame = (
-        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="5" '
-        'class="box"/>'
-        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="5" height="{box.h:.1f}" rx="2" '
-        'class="stripe"/>'
+        f'<rect x="0.5" y="0.5" width="{w - 1:.1f}" height="{h - 1:.1f}" rx="5" class="box"/>'
+        f'<rect x="0.5" y="0.5" width="5" height="{h - 1:.1f}" rx="2" class="stripe"/>'
     )
     if lines == 1:
         # A note alone in its row says in words what stands against it, at its right end.
         tag = _tag(note, state)
-        room -= len(tag) * _CHAR + (8 if tag else 0)
-        label = _middle(shown(note.title), room, _CHAR_BOLD)
+        if tag:
+            room -= _width(tag, bold=False) + 8
+        if _badges(note, w, h):
+            room -= 12
+        label = _middle(shown(note.title), room)
         text = (
-            f'<text x="{box.x + 12:.1f}" y="{box.y + box.h / 2 + 4:.1f}" class="t1">'
-            f"{escape(label)}</text>"
+            f'<svg x="12" y="0" width="{room:.1f}" height="{h:.1f}">'
+            f'<text x="0" y="{h / 2 + 4:.1f}" class="t1">{escape(label)}</text></svg>'
         )
         if tag:
             text += (
-                f'<text x="{box.x + box.w - 6:.1f}" y="{box.y + box.h / 2 + 4:.1f}" '
-                f'class="t3" text-anchor="end">{escape(tag)}</text>'
+                f'<text x="{w - 6:.1f}" y="{h / 2 + 4:.1f}" class="t3" text-anchor="end">'
+                f"{escape(tag)}</text>"
             )
     else:
-        title = _wrap(shown(note.title), room, _CHAR_BOLD, lines)
+        title = _wrap(shown(note.title), room, lines)
         spans = "".join(
-            f'<tspan x="{box.x + 12:.1f}" dy="{0 if k == 0 else 14}">{escape(line)}</tspan>'
+            f'<tspan x="12" dy="{0 if k == 0 else 14}">{escape(line)}</tspan>'
             for k, line in enumerate(title)
         )
         words = shown(_detail(note, state))
-        detail = _tail(words, room, _CHAR) if state == "current" else _cut(words, room, _CHAR)
+        detail = _tail(words, room) if state == "current" else _cut(words, room, bold=False)
         text = (
-            f'<text x="{box.x + 12:.1f}" y="{box.y + 16:.1f}" class="t1">{spans}</text>'
-            f'<text x="{box.x + 12:.1f}" y="{box.y + box.h - 8:.1f}" class="t2">'
-            f"{escape(detail)}</text>"
+            f'<text x="12" y="16" class="t1">{spans}</text>'
+            f'<text x="12" y="{h - 8:.1f}" class="t2">{escape(detail)}</text>'
         )
-    return head + frame + text + _badges(note, box) + "</g>"
+    return head + frame + text + _badges(note, w, h) + "</svg></g>"
 
 
 def _edge_svg(edge: _Edge, a: layout.Box, b: layout.Box) -> str:
@@ -341,8 +375,12 @@ def _lineage_svg(notes: Sequence[Note], edges: Sequence[_Edge], placed: layout.P
         f'height="{placed.height:.0f}" role="img" aria-label="lineages of the notes">'
     ]
     boxes = {i: b for g in placed.groups for i, b in g.boxes.items()}
+    group_of = {i: k for k, g in enumerate(placed.groups) for i in g.nodes}
+    edges_of: dict[int, list[_Edge]] = {}
+    for e in edges:
+        edges_of.setdefault(group_of.get(e.before, -1), []).append(e)
     for k, group in enumerate(placed.groups, 1):
-        inside = [e for e in edges if e.before in group.boxes]
+        inside = edges_of.get(k - 1, [])
         dates = sorted(e.when for e in inside if e.when)
         newest = max(group.nodes, key=lambda i: (group.columns[i], notes[i].first_indexed_at))
         caption = (
@@ -353,7 +391,7 @@ def _lineage_svg(notes: Sequence[Note], edges: Sequence[_Edge], placed: layout.P
         )
         parts.append(
             f'<g class="lineage-group"><text x="{group.x:.1f}" y="{group.y + 12:.1f}" '
-            f'class="caption">{escape(_cut(caption, group.w, 6.9))}</text></g>'
+            f'class="caption">{escape(_cut(caption, group.w))}</text></g>'
         )
     for e in edges:
         if e.before in boxes and e.after in boxes:
@@ -436,7 +474,7 @@ def _unread_svg(facts: Facts) -> str:
         f'height="{grid.height:.0f}" role="img" aria-label="note files the memory does not hold">'
     ]
     for u, box in zip(shownfiles, grid.boxes):
-        label = _tail(shown(f"{u.kind}: {os.path.basename(u.path)}"), box.w - 16, _CHAR)
+        label = _tail(shown(f"{u.kind}: {os.path.basename(u.path)}"), box.w - 16)
         parts.append(
             f'<g class="unread k-{u.kind.replace(" ", "-")}" data-path="{_text(u.path)}">'
             f"<title>{_text(u.path)}\n{_text(u.reason)}</title>"
@@ -793,7 +831,7 @@ def render(facts: Facts, *, title: str | None = None) -> tuple[str, Drawn]:
     sections = [
         "<header>",
         f"<h1>{_text(name)}</h1>",
-        f'<p class="muted">Written {when} · {st.documents} notes, {st.chunks} chunks, '
+        f'<p class="muted">As of {when} · {st.documents} notes, {st.chunks} chunks, '
         f"generation {st.generation} · embedder {_text(st.embedder or 'none')}</p>",
         _summary(facts, counts, len(edges)),
         '<nav><a href="#lineage">Lineage</a><a href="#calibration">Calibration</a>'
