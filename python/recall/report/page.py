@@ -868,7 +868,7 @@ def render(facts: Facts, *, title: str | None = None) -> tuple[str, Drawn]:
     page = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; img-src data:\">"
+        "style-src 'unsafe-inline'\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_text(name)}</title><style>{_CSS}</style></head><body>"
         + _DEFS
