@@ -27,7 +27,7 @@ def report(
     db: Optional[str] = DbOption,
     namespace: Optional[str] = NamespaceOption,
     out: Path = typer.Option(
-        Path("recall-report.html"), "--out", "-o", help="The HTML file to write."
+        Path("recall-report.html"), "--out", "-o", metavar="FILE", help="The HTML file to write."
     ),
     evaluate: bool = typer.Option(
         False,
@@ -38,6 +38,7 @@ def report(
     questions: Optional[Path] = typer.Option(
         None,
         "--questions",
+        metavar="FILE",
         help="With --eval: run these labelled questions (JSONL) against this store instead.",
     ),
     as_of: Optional[str] = typer.Option(
