@@ -75,6 +75,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.authoring",
             "recall.authoring.corpus",
             "recall.authoring.lint",
+            "recall.lineage",
         },
     ),
     (
@@ -91,6 +92,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.authoring.check",
             "recall.authoring.fix",
             "recall.authoring.predecessors",
+            "recall.report",
         },
     ),
 ]
@@ -102,6 +104,7 @@ ROOMS = (
     "recall.postgres",
     "recall.mcp_server",
     "recall.evaluation",
+    "recall.report",
 )
 
 

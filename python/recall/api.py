@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from recall.forgetting import ForgetReport, Forgotten
     from recall.indexing import IndexReport, Progress, Skipped
     from recall.judge import EntailmentJudge
+    from recall.lineage import Note
 
 __all__ = ["IndexReport", "Memory", "Skipped", "StoreStats", "open"]
 
@@ -264,6 +265,16 @@ class Memory:
         from recall.doctor import diagnose
 
         return diagnose(self._store, self.path)
+
+    def lineage(self, *, now: dt.datetime | None = None) -> list[Note]:
+        """Every stored note with what it declares, how each declaration resolves, the chain
+        it ends in and where the trust layer stands on it at `now` with no question asked
+        (SPEC §2.4, §5.2), and whether its file is still the one indexed: what `recall report`
+        draws. Reads only."""
+        from recall.lineage import read
+
+        now = instant_arg("lineage", "now", now)
+        return read(self._store, now=utc(now) if now is not None else _now())
 
     def __repr__(self) -> str:
         return f"Memory({self.path!r})"

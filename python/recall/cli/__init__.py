@@ -4,8 +4,8 @@ Owns: the `recall` app (`--version`, the commands in the order help lists them) 
 console script's entry point. Each command family lives in a module named after its first
 command (`index`, `stats` with `doctor`, `search` with `explain`, `calibrate`, `evaluate` with
 `quickstart`, `serve` with `watch` and `log`, `models`, `lint` with `fix`, `check`, `forget`,
-`migrate`), which adds its commands through `register(app)` and imports none of the others'
-helpers: what they share is `options` (what every command reads), `exits` (how every command
+`migrate`, `report`), which adds its commands through `register(app)` and imports none of the
+others' helpers: what they share is `options` (what every command reads), `exits` (how every command
 ends), `showing` (how a judgment reads in a terminal) and `group` (help and argument errors).
 Holds no logic of its own: everything the command line prints comes from `recall.api` and the
 modules it names.
@@ -29,6 +29,7 @@ from recall.cli import (
     lint,
     migrate,
     models,
+    report,
     search,
     serve,
     stats,
@@ -68,6 +69,7 @@ def _options(
 # In the order `recall --help` lists them (a group of commands, `models`, comes last there).
 index.register(app)
 stats.register(app)
+report.register(app)
 search.register(app)
 calibrate.register(app)
 evaluate.register(app)

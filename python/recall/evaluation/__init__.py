@@ -17,7 +17,7 @@ a second, development-mode search at k = 100 reads each leg's ranks.
 from __future__ import annotations
 
 from recall.evaluation.estimates import Estimate, mean, rate, wilson
-from recall.evaluation.formats import format_markdown, format_table
+from recall.evaluation.formats import format_markdown, format_table, table_cells
 from recall.evaluation.measures import CATEGORIES, METRICS, EvalReport, evaluate_store
 from recall.evaluation.observation import LEGS, Row
 from recall.evaluation.questions import Question, load_questions
@@ -40,5 +40,6 @@ __all__ = [
     "load_questions",
     "mean",
     "rate",
+    "table_cells",
     "wilson",
 ]

@@ -15,7 +15,7 @@ from recall.evaluation.estimates import Estimate
 from recall.evaluation.measures import METRICS, EvalReport
 from recall.evaluation.observation import LEGS
 
-__all__ = ["format_markdown", "format_table"]
+__all__ = ["format_markdown", "format_table", "table_cells"]
 
 _RETRIEVAL_LABELS = {"mrr": "MRR", "recall@5": "recall@5"}
 _SEPARATION_LABELS = {
@@ -91,12 +91,19 @@ def _setup(reports: Sequence[EvalReport]) -> str:
     return f"at {first.now[:10]} (k={first.k})"
 
 
+def table_cells(reports: Sequence[EvalReport]) -> list[tuple[str, list[str]]]:
+    """The table as (label, one cell per report): the columns' names first, then the setup,
+    then one row per measurement. What `format_table` lays out, and `recall report` draws."""
+    table = [("", [_column(r) for r in reports]), *_header(reports)]
+    table += [(label, [_cell(e) for e in cells]) for label, cells in _lines(reports)]
+    return table
+
+
 def format_table(reports: Sequence[EvalReport]) -> str:
     """Plain text for a terminal: one row per measurement, one column per embedder."""
     if not reports:
         return "recall eval: nothing evaluated"
-    table = [("", [_column(r) for r in reports]), *_header(reports)]
-    table += [(label, [_cell(e) for e in cells]) for label, cells in _lines(reports)]
+    table = table_cells(reports)
     label_width = max(len(label) for label, _ in table)
     widths = [max(len(cells[i]) for _, cells in table) for i in range(len(reports))]
     out = [f"recall eval {_setup(reports)}; 95 % intervals in brackets", ""]
