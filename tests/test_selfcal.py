@@ -89,9 +89,7 @@ def test_a_near_topic_question_asks_the_subject_of_a_title(title: str, asked: st
 
 
 def _note(path: str, title: str, key: str = "", names: tuple[str, ...] = ()) -> selfcal._Note:
-    return selfcal._Note(
-        "root", path, title, (), frozenset(), frozenset({key or path}), frozenset(names)
-    )
+    return selfcal._Note("root", path, title, 0, (key or path,), names)
 
 
 def test_notes_that_share_a_subject_are_left_out_together() -> None:
@@ -110,10 +108,11 @@ def test_notes_that_share_a_subject_are_left_out_together() -> None:
         _note("rates-v1.md", "Rate limits", key="rates-v1"),
         _note("rates-v2.md", "Public API quotas", key="rates-v2", names=("rates-v1",)),
     ]
-    relatives = selfcal._relatives(notes)
+    relatives = selfcal._Relatives(notes)
+    by_path = {n.path: n for n in notes}
 
     def of(path: str) -> set[str]:
-        return {p for _, p in relatives[("root", path)]}
+        return {p for _, p in relatives.of(by_path[path])}
 
     assert of("alrt-103.md") == {"alrt-104.md"}
     # CREATE and DROP head most titles: a form, and what follows is the subject.

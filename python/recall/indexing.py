@@ -216,7 +216,19 @@ def run_index(
             run.journal.close()  # kept for the next run
         raise
     run.report.seconds = round(time.perf_counter() - started, 3)
+    if run.report.chunks >= EMBED_BATCH:
+        _give_back_freed_memory()
     return run.report
+
+
+def _give_back_freed_memory() -> None:
+    """Hand the heap a large run freed back to the system (glibc keeps it otherwise): the
+    calibration or the searches that follow in the same process would stack on it. A no-op
+    where the C library has no `malloc_trim`."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class IndexRun:

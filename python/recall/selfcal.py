@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from recall import _core
 
@@ -103,25 +103,37 @@ class Probe:
         return hit["path"] in self.relevant or (hit["source"], hit["path"]) in self.relevant
 
 
-@dataclass(frozen=True)
-class _Note:
+class _Note(NamedTuple):
+    """A note as the questions need it, small enough to hold for every note of a large store:
+    its place, title and how many headings it has (their texts are read again only when a
+    store is so small that its questions ask about them, `_headings`)."""
+
     source: str
     path: str
     title: str
-    headings: tuple[str, ...]
-    identifiers: frozenset[str]
+    headings: int
     #: The keys the note is known by (its file key, its identifier-family alias) and the keys
     #: its declarations name (supersedes, replaced by): a subject it shares with those notes.
-    keys: frozenset[str] = frozenset()
-    names: frozenset[str] = frozenset()
+    keys: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
     @property
     def place(self) -> tuple[str, str]:
         return (self.source, self.path)
 
 
-def _notes(store: Store) -> Iterator[_Note]:
-    """Every document of the store, in id order (its title, headings and identifiers)."""
+def _headings(doc: Mapping[str, Any]) -> list[str]:
+    """A document's headings, in order, without its title's."""
+    out: list[str] = []
+    for chunk in doc["chunks"]:
+        last = str(chunk[6]).split(" > ")[-1].strip()
+        if last and last != doc["title"] and last not in out:
+            out.append(last)
+    return out
+
+
+def _documents(store: Store) -> Iterator[Mapping[str, Any]]:
+    """Every document of the store, in id order, a page at a time."""
     after = 0
     while True:
         page = store.export(after, 128)
@@ -129,27 +141,71 @@ def _notes(store: Store) -> Iterator[_Note]:
             return
         for doc in page:
             after = max(after, int(doc["id"]))
-            headings: list[str] = []
-            found: set[str] = set()
-            for chunk in doc["chunks"]:
-                last = str(chunk[6]).split(" > ")[-1].strip()
-                if last and last != doc["title"] and last not in headings:
-                    headings.append(last)
-                text = str(chunk[1])
-                for ident in _core.identifiers(text):
-                    # Asked as the note writes it (identifiers are compared without case).
-                    written = re.search(re.escape(ident), text, re.IGNORECASE)
-                    found.add(written.group(0) if written else ident)
-            alias = doc.get("alias")
-            yield _Note(
-                source=str(doc["source"]),
-                path=str(doc["path"]),
+            yield doc
+
+
+class _Identifiers:
+    """The identifiers a user would look up (`_lookup`), each with how many notes hold it (up to
+    one past `MAX_HOLDERS`) and the form it is asked in: as the first note to hold it writes it,
+    in the order the notes are given (the first form in sorted order within one note)."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, list[Any]] = {}
+
+    def add(self, order: Any, texts: Iterable[str]) -> None:
+        """The identifiers of one note's chunks, the note at `order`."""
+        forms: dict[str, str] = {}
+        for text in texts:
+            for ident in _core.identifiers(text):
+                # Asked as the note writes it (identifiers are compared without case).
+                written = re.search(re.escape(ident), text, re.IGNORECASE)
+                form = written.group(0) if written else ident
+                key = form.lower()
+                if key not in forms or form < forms[key]:
+                    forms[key] = form
+        for key, form in forms.items():
+            held = self._held.get(key)
+            if held is None:
+                if _lookup(key):
+                    self._held[key] = [1, order, form]
+            else:
+                held[0] = min(held[0] + 1, MAX_HOLDERS + 1)
+                if order < held[1]:
+                    held[1], held[2] = order, form
+
+    def questions(self, rng: random.Random) -> list[Probe]:
+        rare = sorted(key for key, held in self._held.items() if held[0] <= MAX_HOLDERS)
+        chosen = rng.sample(rare, min(MAX_IDENTIFIERS, len(rare)))
+        # Any hit that holds the identifier answers (`Probe.relevant` empty): the holders' chunks.
+        return [
+            Probe(rng.choice(IDENTIFIER_FORMS).format(id=self._held[key][2]), True, "identifier")
+            for key in sorted(chosen)
+        ]
+
+
+def _notes(store: Store, found: _Identifiers | None = None) -> list[_Note]:
+    """Every document of the store as a `_Note`, in id order; with `found`, their identifiers
+    collected there, each note at its place (source, path) in the order of notes."""
+    notes: list[_Note] = []
+    sources: dict[str, str] = {}
+    for doc in _documents(store):
+        source = sources.setdefault(str(doc["source"]), str(doc["source"]))
+        path = str(doc["path"])
+        if found is not None:
+            found.add((source, path), (str(chunk[1]) for chunk in doc["chunks"]))
+        alias = doc.get("alias")
+        names = tuple(sorted({str(edge[1]) for edge in doc["edges"] if edge[1]}))
+        notes.append(
+            _Note(
+                source=source,
+                path=path,
                 title=str(doc["title"]).strip(),
-                headings=tuple(headings),
-                identifiers=frozenset(found),
-                keys=frozenset({str(doc["key"])} | ({str(alias)} if alias else set())),
-                names=frozenset(str(edge[1]) for edge in doc["edges"] if edge[1]),
+                headings=len(_headings(doc)),
+                keys=tuple(sorted({str(doc["key"])} | ({str(alias)} if alias else set()))),
+                names=names,
             )
+        )
+    return notes
 
 
 def copies(store: Store, note: _Note) -> set[tuple[str, str]]:
@@ -190,32 +246,40 @@ def _offtopic() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def _about(note: _Note, rng: random.Random) -> list[str]:
-    """The questions a note's title and headings make: one from the title, one per heading."""
-    if not note.title:
-        return []
-    out = [rng.choice(TITLE_FORMS).format(title=note.title)]
-    out += [
-        rng.choice(HEADING_FORMS).format(title=note.title, heading=heading)
-        for heading in note.headings
-    ]
-    return out
-
-
-def _identifier_questions(notes: list[_Note], rng: random.Random) -> list[Probe]:
-    holders: dict[str, set[tuple[str, str]]] = {}
-    written: dict[str, str] = {}
-    for note in notes:
-        for ident in sorted(note.identifiers):
-            holders.setdefault(ident.lower(), set()).add((note.source, note.path))
-            written.setdefault(ident.lower(), ident)
-    rare = sorted(i for i, held in holders.items() if len(held) <= MAX_HOLDERS and _lookup(i))
-    chosen = rng.sample(rare, min(MAX_IDENTIFIERS, len(rare)))
-    # Any hit that holds the identifier answers (`Probe.relevant` empty): the holders' chunks.
-    return [
-        Probe(rng.choice(IDENTIFIER_FORMS).format(id=written[ident]), True, "identifier")
-        for ident in sorted(chosen)
-    ]
+def _answerable(kept: list[_Note], store: Store, rng: random.Random) -> list[Probe]:
+    """The answerable questions of the kept notes, in their order: one from each title, then
+    one per heading, at most `MAX_ANSWERABLE` (every note's title first, so a large store asks
+    about many notes). The phrasing draws on `rng` for every title and heading of every kept
+    note, asked or not, so that the questions drawn after these stay as they are."""
+    if len(kept) >= MAX_ANSWERABLE:
+        out = []
+        for i, note in enumerate(kept):
+            form = rng.choice(TITLE_FORMS)
+            if i < MAX_ANSWERABLE:
+                out.append(
+                    Probe(form.format(title=note.title), True, "title", frozenset({note.place}))
+                )
+            for _ in range(note.headings):
+                rng.choice(HEADING_FORMS)
+        return out
+    # So few notes that their headings are asked about too: read them again.
+    wanted = {note.place for note in kept}
+    headings = {
+        (str(doc["source"]), str(doc["path"])): _headings(doc)
+        for doc in _documents(store)
+        if (str(doc["source"]), str(doc["path"])) in wanted
+    }
+    titles: list[Probe] = []
+    asked: list[Probe] = []
+    for note in kept:
+        relevant = frozenset({note.place})
+        titles.append(
+            Probe(rng.choice(TITLE_FORMS).format(title=note.title), True, "title", relevant)
+        )
+        for heading in headings.get(note.place, ()):
+            question = rng.choice(HEADING_FORMS).format(title=note.title, heading=heading)
+            asked.append(Probe(question, True, "heading", relevant))
+    return (titles + asked)[:MAX_ANSWERABLE]
 
 
 #: A number with one of these after it is an ordinal or a measure (`15th`, `4-month`,
@@ -244,7 +308,10 @@ def _lookup(ident: str) -> bool:
 def identifier_probes(store: Store) -> list[Probe]:
     """Identifier lookups made from the notes: fitted beside a user's labelled questions that
     hold none, so that a labelled set never switches identifier lookups off (SPEC §7)."""
-    return _identifier_questions(list(_notes(store)), random.Random(SEED))
+    found = _Identifiers()
+    for order, doc in enumerate(_documents(store)):
+        found.add(order, (str(chunk[1]) for chunk in doc["chunks"]))
+    return found.questions(random.Random(SEED))
 
 
 def subject(title: str) -> str:
@@ -266,45 +333,56 @@ def _words(title: str) -> frozenset[str]:
     return frozenset(re.findall(r"[^\W_]+", subject(title).lower()))
 
 
-def _subjects(notes: list[_Note]) -> dict[tuple[str, str], frozenset[str]]:
-    """What each title names once the words of the corpus's title forms are set aside: a word
-    in at least `FORM_SHARE` of the titles (and `FORM_MIN` of them) is a form (`CREATE`,
-    `ALTER` and `DROP` in `CREATE DOMAIN`, `ALTER DOMAIN`, `DROP DOMAIN`; `Runbook` in
-    `Runbook: …`), the rest is the subject (`domain`). Empty when nothing is left."""
-    words = {n.place: _words(n.title) for n in notes}
-    counts: dict[str, int] = {}
-    for held in words.values():
-        for word in held:
-            counts[word] = counts.get(word, 0) + 1
-    floor = max(FORM_MIN, FORM_SHARE * len(notes))
-    forms = {w for w, c in counts.items() if c >= floor}
-    return {place: held - forms for place, held in words.items()}
+class _Relatives:
+    """Which notes share a note's subject by what they declare or how they are titled (SPEC
+    §7, near-topic questions kept honest): a declared edge in either direction (a successor
+    states what its predecessor did), or the same subject once identifiers, numbering and the
+    corpus's title forms are set aside (`ALRT-103: public API error rate` and `ALRT-104: public
+    API error rate`; `CREATE DOMAIN` and `DROP DOMAIN`). A title word in at least `FORM_SHARE`
+    of the titles (and `FORM_MIN` of them) is a form (`CREATE`, `ALTER` and `DROP` in `CREATE
+    DOMAIN`, `ALTER DOMAIN`, `DROP DOMAIN`; `Runbook` in `Runbook: …`), the rest is the
+    subject (`domain`). Indexes every note once; a note's relatives are found when asked."""
 
+    def __init__(self, notes: list[_Note]) -> None:
+        self._notes = notes
+        counts: dict[str, int] = {}
+        for note in notes:
+            for word in _words(note.title):
+                counts[word] = counts.get(word, 0) + 1
+        floor = max(FORM_MIN, FORM_SHARE * len(notes))
+        self._forms = frozenset(w for w, c in counts.items() if c >= floor)
+        self._by_key: dict[str, list[int]] = {}
+        self._by_name: dict[str, list[int]] = {}
+        # By the subject's hash: the subjects compared again when asked (a hash is all a note
+        # costs here, not a set of its words).
+        self._by_subject: dict[int, list[int]] = {}
+        for i, note in enumerate(notes):
+            for key in note.keys:
+                self._by_key.setdefault(key, []).append(i)
+            for name in note.names:
+                self._by_name.setdefault(name, []).append(i)
+            held = self.subject(note)
+            if held:
+                self._by_subject.setdefault(hash(held), []).append(i)
 
-def _relatives(notes: list[_Note]) -> dict[tuple[str, str], set[tuple[str, str]]]:
-    """For each note, the notes that share its subject by what they declare or how they are
-    titled (SPEC §7, near-topic questions kept honest): a declared edge in either direction
-    (a successor states what its predecessor did), or the same subject once identifiers,
-    numbering and the corpus's title forms are set aside (`ALRT-103: public API error rate`
-    and `ALRT-104: public API error rate`; `CREATE DOMAIN` and `DROP DOMAIN`)."""
-    by_key: dict[str, set[tuple[str, str]]] = {}
-    by_title: dict[frozenset[str], set[tuple[str, str]]] = {}
-    subjects = _subjects(notes)
-    for note in notes:
-        for key in note.keys:
-            by_key.setdefault(key, set()).add(note.place)
-        if subjects[note.place]:
-            by_title.setdefault(subjects[note.place], set()).add(note.place)
-    out: dict[tuple[str, str], set[tuple[str, str]]] = {n.place: set() for n in notes}
-    for note in notes:
-        for key in note.names:
-            for other in by_key.get(key, ()):
-                out[note.place].add(other)
-                out[other].add(note.place)
-        out[note.place] |= by_title.get(subjects[note.place], set())
-    for place, group in out.items():
-        group.discard(place)
-    return out
+    def subject(self, note: _Note) -> frozenset[str]:
+        """The words of `note`'s title that name its subject; empty when none is left."""
+        return _words(note.title) - self._forms
+
+    def of(self, note: _Note) -> set[tuple[str, str]]:
+        """The notes that share `note`'s subject, `note` left out."""
+        notes = self._notes
+        found = {notes[i].place for name in note.names for i in self._by_key.get(name, ())}
+        found |= {notes[i].place for key in note.keys for i in self._by_name.get(key, ())}
+        held = self.subject(note)
+        if held:
+            found |= {
+                notes[i].place
+                for i in self._by_subject.get(hash(held), ())
+                if self.subject(notes[i]) == held
+            }
+        found.discard(note.place)
+        return found
 
 
 def probes(store: Store) -> list[Probe]:
@@ -312,12 +390,17 @@ def probes(store: Store) -> list[Probe]:
     notes: near-topic notes are drawn first (a quarter of the notes, at most `MAX_NEAR`, among
     those whose title still names a subject without its identifiers), the answerable questions
     come from the other notes. A near-topic question leaves out its note and every note that
-    shares its subject (`_relatives`); `copies` adds those whose text is the same."""
+    shares its subject (`_Relatives`); `copies` adds those whose text is the same. What is held
+    for each note is a `_Note` and a few index entries, so a million notes fit in a few hundred
+    megabytes."""
     rng = random.Random(SEED)
-    notes = sorted(_notes(store), key=lambda n: (n.source, n.path))
+    found = _Identifiers()
+    notes = _notes(store, found)
+    notes.sort(key=lambda n: (n.source, n.path))
     titled = [n for n in notes if n.title]
     shuffled = rng.sample(titled, len(titled))
-    relatives = _relatives(notes)
+    del titled
+    relatives = _Relatives(notes)
     # Each near-topic question asks about a subject of its own: a note in the group another
     # question left out is not asked about again.
     near_notes: list[tuple[_Note, frozenset[tuple[str, str]]]] = []
@@ -327,28 +410,16 @@ def probes(store: Store) -> list[Probe]:
             break
         if note.place in grouped or not subject(note.title):
             continue
-        group = frozenset({note.place} | relatives[note.place] | copies(store, note))
+        group = frozenset({note.place} | relatives.of(note) | copies(store, note))
         near_notes.append((note, group))
         grouped |= group
+    del relatives
     chosen = {n.place for n, _ in near_notes}
     kept = [n for n in shuffled if n.place not in chosen]
+    del shuffled, notes
 
-    out: list[Probe] = []
-    answerable: list[Probe] = []
-    for note in kept:
-        for i, query in enumerate(_about(note, rng)):
-            answerable.append(
-                Probe(
-                    query,
-                    True,
-                    "title" if i == 0 else "heading",
-                    relevant=frozenset({(note.source, note.path)}),
-                )
-            )
-    # Every note's title first, then headings, so a large store asks about many notes.
-    answerable.sort(key=lambda p: p.kind != "title")
-    out += answerable[:MAX_ANSWERABLE]
-    out += _identifier_questions(notes, random.Random(SEED))
+    out = _answerable(kept, store, rng)
+    out += found.questions(random.Random(SEED))
     for note, group in near_notes:
         question = rng.choice(TITLE_FORMS).format(title=subject(note.title))
         out.append(Probe(question, False, "near_topic", left_out=group))
