@@ -112,7 +112,7 @@ def test_notes_that_share_a_subject_are_left_out_together() -> None:
     by_path = {n.path: n for n in notes}
 
     def of(path: str) -> set[str]:
-        return {p for _, p in relatives.of(by_path[path])}
+        return {p for _, p in relatives.of([by_path[path]])[0]}
 
     assert of("alrt-103.md") == {"alrt-104.md"}
     # CREATE and DROP head most titles: a form, and what follows is the subject.
@@ -368,3 +368,24 @@ def test_a_made_lookup_asks_for_a_code_not_an_ordinal_or_a_measure(
     """ "What does 3rd refer to?" and "What is 4-month?" were asked of real decision records:
     nobody looks those up, and the lookups raised the identifier weight on them."""
     assert selfcal._lookup(ident.lower()) is looked_up
+
+
+@pytest.mark.skipif(not SQLITE.exists(), reason="the sqlite evaluation set is not there")
+def test_the_questions_do_not_depend_on_how_far_the_plan_reaches(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The notes are planned before the searches for copies and read again when the plan falls
+    short: a reach of one note at a time asks the same questions as the default one (SQLite's
+    pages, whose families leave many notes out together)."""
+    with recall.open(tmp_path / "s.db", embedder="hashing-512") as mem:
+        mem.index(SQLITE, calibrate=False)
+        default = selfcal.probes(mem._store)
+        monkeypatch.setattr(selfcal, "NEAR_REACH", 0)
+        reads: list[int] = []
+        plan = selfcal._plan
+        monkeypatch.setattr(
+            selfcal, "_plan", lambda s, reach: reads.append(reach) or plan(s, reach)
+        )
+        assert selfcal.probes(mem._store) == default
+    assert len(reads) > 1 and reads[0] == 1, "the short plan was read again"
+    assert sum(p.kind == "near_topic" for p in default) == selfcal.MAX_NEAR

@@ -215,10 +215,12 @@ def run_index(
         if run.journal is not None:
             run.journal.close()  # kept for the next run
         raise
-    run.report.seconds = round(time.perf_counter() - started, 3)
-    if run.report.chunks >= EMBED_BATCH:
+    report = run.report
+    report.seconds = round(time.perf_counter() - started, 3)
+    del run  # what the run planned and read, before its heap is given back
+    if report.chunks >= EMBED_BATCH:
         _give_back_freed_memory()
-    return run.report
+    return report
 
 
 def _give_back_freed_memory() -> None:

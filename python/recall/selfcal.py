@@ -17,8 +17,10 @@ which notes share a near-topic question's subject, the phrasing, and the off-top
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +42,8 @@ OFFTOPIC = Path(__file__).parent / "data" / "offtopic.txt"
 MAX_ANSWERABLE = 120
 MAX_IDENTIFIERS = 20
 MAX_NEAR = 30
+#: How many notes with a subject a plan reaches for each near-topic question (`probes`).
+NEAR_REACH = 4
 #: An identifier held by more notes than this is a common word of the corpus, not a lookup.
 MAX_HOLDERS = 3
 #: A near-topic question's note is left out with the notes that hold a copy of one of its
@@ -246,24 +250,32 @@ def _offtopic() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def _answerable(kept: list[_Note], store: Store, rng: random.Random) -> list[Probe]:
-    """The answerable questions of the kept notes, in their order: one from each title, then
-    one per heading, at most `MAX_ANSWERABLE` (every note's title first, so a large store asks
-    about many notes). The phrasing draws on `rng` for every title and heading of every kept
-    note, asked or not, so that the questions drawn after these stay as they are."""
-    if len(kept) >= MAX_ANSWERABLE:
-        out = []
-        for i, note in enumerate(kept):
+def _answerable(plan: _Plan, chosen: set[int], store: Store) -> list[Probe]:
+    """The answerable questions of the notes not chosen for near-topic questions, in shuffled
+    order: one from each title, then one per heading, at most `MAX_ANSWERABLE` (every note's
+    title first, so a large store asks about many notes). The phrasing draws on the plan's
+    `rng` for every title and heading of every such note, asked or not, so that the questions
+    drawn after these stay as they are."""
+    rng = plan.rng
+    kept = [at for at in range(len(plan.front)) if at not in chosen]
+    if plan.total - len(chosen) >= MAX_ANSWERABLE:
+        out: list[Probe] = []
+        for at in range(plan.total):
+            if at in chosen:
+                continue
             form = rng.choice(TITLE_FORMS)
-            if i < MAX_ANSWERABLE:
+            if len(out) < MAX_ANSWERABLE:
+                note = plan.front[at]
                 out.append(
                     Probe(form.format(title=note.title), True, "title", frozenset({note.place}))
                 )
-            for _ in range(note.headings):
+            for _ in range(plan.headings[at]):
                 rng.choice(HEADING_FORMS)
         return out
-    # So few notes that their headings are asked about too: read them again.
-    wanted = {note.place for note in kept}
+    # So few notes that their headings are asked about too (every one is in the plan's front):
+    # read them again.
+    notes = [plan.front[at] for at in kept]
+    wanted = {note.place for note in notes}
     headings = {
         (str(doc["source"]), str(doc["path"])): _headings(doc)
         for doc in _documents(store)
@@ -271,7 +283,7 @@ def _answerable(kept: list[_Note], store: Store, rng: random.Random) -> list[Pro
     }
     titles: list[Probe] = []
     asked: list[Probe] = []
-    for note in kept:
+    for note in notes:
         relevant = frozenset({note.place})
         titles.append(
             Probe(rng.choice(TITLE_FORMS).format(title=note.title), True, "title", relevant)
@@ -341,7 +353,8 @@ class _Relatives:
     API error rate`; `CREATE DOMAIN` and `DROP DOMAIN`). A title word in at least `FORM_SHARE`
     of the titles (and `FORM_MIN` of them) is a form (`CREATE`, `ALTER` and `DROP` in `CREATE
     DOMAIN`, `ALTER DOMAIN`, `DROP DOMAIN`; `Runbook` in `Runbook: …`), the rest is the
-    subject (`domain`). Indexes every note once; a note's relatives are found when asked."""
+    subject (`domain`). Only the notes on a declared edge are indexed; notes titled alike are
+    found by one pass over the titles for all the notes asked about."""
 
     def __init__(self, notes: list[_Note]) -> None:
         self._notes = notes
@@ -351,48 +364,62 @@ class _Relatives:
                 counts[word] = counts.get(word, 0) + 1
         floor = max(FORM_MIN, FORM_SHARE * len(notes))
         self._forms = frozenset(w for w, c in counts.items() if c >= floor)
-        self._by_key: dict[str, list[int]] = {}
         self._by_name: dict[str, list[int]] = {}
-        # By the subject's hash: the subjects compared again when asked (a hash is all a note
-        # costs here, not a set of its words).
-        self._by_subject: dict[int, list[int]] = {}
         for i, note in enumerate(notes):
-            for key in note.keys:
-                self._by_key.setdefault(key, []).append(i)
             for name in note.names:
                 self._by_name.setdefault(name, []).append(i)
-            held = self.subject(note)
-            if held:
-                self._by_subject.setdefault(hash(held), []).append(i)
+        self._by_key: dict[str, list[int]] = {}
+        for i, note in enumerate(notes):
+            for key in note.keys:
+                if key in self._by_name:
+                    self._by_key.setdefault(key, []).append(i)
 
     def subject(self, note: _Note) -> frozenset[str]:
         """The words of `note`'s title that name its subject; empty when none is left."""
         return _words(note.title) - self._forms
 
-    def of(self, note: _Note) -> set[tuple[str, str]]:
-        """The notes that share `note`'s subject, `note` left out."""
+    def of(self, asked: list[_Note]) -> list[set[tuple[str, str]]]:
+        """For each note of `asked`, the notes that share its subject, itself left out."""
         notes = self._notes
-        found = {notes[i].place for name in note.names for i in self._by_key.get(name, ())}
-        found |= {notes[i].place for key in note.keys for i in self._by_name.get(key, ())}
-        held = self.subject(note)
-        if held:
-            found |= {
-                notes[i].place
-                for i in self._by_subject.get(hash(held), ())
-                if self.subject(notes[i]) == held
-            }
-        found.discard(note.place)
-        return found
+        out: list[set[tuple[str, str]]] = []
+        by_subject: dict[frozenset[str], list[int]] = {}
+        for j, note in enumerate(asked):
+            found = {notes[i].place for name in note.names for i in self._by_key.get(name, ())}
+            found |= {notes[i].place for key in note.keys for i in self._by_name.get(key, ())}
+            out.append(found)
+            held = self.subject(note)
+            if held:
+                by_subject.setdefault(held, []).append(j)
+        if by_subject:
+            for other in notes:
+                for j in by_subject.get(self.subject(other), ()):
+                    out[j].add(other.place)
+        for note, found in zip(asked, out):
+            found.discard(note.place)
+        return out
 
 
-def probes(store: Store) -> list[Probe]:
-    """The questions of a self-made calibration of `store`, the same on every call for the same
-    notes: near-topic notes are drawn first (a quarter of the notes, at most `MAX_NEAR`, among
-    those whose title still names a subject without its identifiers), the answerable questions
-    come from the other notes. A near-topic question leaves out its note and every note that
-    shares its subject (`_Relatives`); `copies` adds those whose text is the same. What is held
-    for each note is a `_Note` and a few index entries, so a million notes fit in a few hundred
-    megabytes."""
+@dataclass
+class _Plan:
+    """What the questions need of the notes once they are let go (so that a large store's notes
+    are not held while the searches that find copies run): the seeded draw as it stands after
+    the notes were shuffled; the first notes with a subject, in shuffled order, with where they
+    are and the notes that share it (`_Relatives`); whether they are all of them; the first
+    shuffled notes (those the answerable questions ask about); how many headings each shuffled
+    note has; and the identifiers found."""
+
+    rng: random.Random
+    candidates: list[tuple[int, _Note, set[tuple[str, str]]]]
+    complete: bool
+    front: list[_Note]
+    headings: array[int]
+    found: _Identifiers
+    total: int
+
+
+def _plan(store: Store, reach: int) -> _Plan:
+    """Read the notes once and plan the questions, computing the relatives of the first
+    `reach` notes with a subject."""
     rng = random.Random(SEED)
     found = _Identifiers()
     notes = _notes(store, found)
@@ -400,27 +427,58 @@ def probes(store: Store) -> list[Probe]:
     titled = [n for n in notes if n.title]
     shuffled = rng.sample(titled, len(titled))
     del titled
-    relatives = _Relatives(notes)
-    # Each near-topic question asks about a subject of its own: a note in the group another
-    # question left out is not asked about again.
-    near_notes: list[tuple[_Note, frozenset[tuple[str, str]]]] = []
-    grouped: set[tuple[str, str]] = set()
-    for note in shuffled:
-        if len(near_notes) == min(MAX_NEAR, len(shuffled) // 4):
-            break
-        if note.place in grouped or not subject(note.title):
-            continue
-        group = frozenset({note.place} | relatives.of(note) | copies(store, note))
-        near_notes.append((note, group))
-        grouped |= group
-    del relatives
-    chosen = {n.place for n, _ in near_notes}
-    kept = [n for n in shuffled if n.place not in chosen]
-    del shuffled, notes
+    picked = list(
+        itertools.islice(((i, n) for i, n in enumerate(shuffled) if subject(n.title)), reach + 1)
+    )
+    complete = len(picked) <= reach
+    picked = picked[:reach]
+    relatives = _Relatives(notes).of([n for _, n in picked])
+    return _Plan(
+        rng=rng,
+        candidates=[(i, n, r) for (i, n), r in zip(picked, relatives)],
+        complete=complete,
+        front=shuffled[: MAX_ANSWERABLE + MAX_NEAR],
+        headings=array("I", (n.headings for n in shuffled)),
+        found=found,
+        total=len(shuffled),
+    )
 
-    out = _answerable(kept, store, rng)
-    out += found.questions(random.Random(SEED))
-    for note, group in near_notes:
+
+def probes(store: Store) -> list[Probe]:
+    """The questions of a self-made calibration of `store`, the same on every call for the same
+    notes: near-topic notes are drawn first (a quarter of the notes, at most `MAX_NEAR`, among
+    those whose title still names a subject without its identifiers), the answerable questions
+    come from the other notes. A near-topic question leaves out its note and every note that
+    shares its subject (`_Relatives`); `copies` adds those whose text is the same.
+
+    The notes are read and planned first (`_plan`), then let go before the searches for copies
+    load the store's vectors: a store's notes and its searcher are not held at once. The plan
+    reaches `NEAR_REACH` notes with a subject for each near-topic question; where copies and
+    relatives leave out more than that, the notes are read again with a longer reach."""
+    reach = max(1, NEAR_REACH * MAX_NEAR)
+    while True:
+        plan = _plan(store, reach)
+        want = min(MAX_NEAR, plan.total // 4)
+        # Each near-topic question asks about a subject of its own: a note in the group
+        # another question left out is not asked about again.
+        near_notes: list[tuple[int, _Note, frozenset[tuple[str, str]]]] = []
+        grouped: set[tuple[str, str]] = set()
+        for at, note, relatives in plan.candidates:
+            if len(near_notes) == want:
+                break
+            if note.place in grouped:
+                continue
+            group = frozenset({note.place} | relatives | copies(store, note))
+            near_notes.append((at, note, group))
+            grouped |= group
+        if len(near_notes) == want or plan.complete:
+            break
+        reach *= 4
+    rng = plan.rng
+    chosen = {at for at, _, _ in near_notes}
+    out = _answerable(plan, chosen, store)
+    out += plan.found.questions(random.Random(SEED))
+    for _, note, group in near_notes:
         question = rng.choice(TITLE_FORMS).format(title=subject(note.title))
         out.append(Probe(question, False, "near_topic", left_out=group))
     # The whole bank, always: its 95th percentile places the threshold, so it is not sampled.
