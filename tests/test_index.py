@@ -397,6 +397,25 @@ def test_the_progress_moves_while_a_small_runs_only_batch_is_embedded(
     assert {recall.indexing.EMBED_SLICE, 2 * recall.indexing.EMBED_SLICE} <= set(told)
 
 
+def test_a_fast_embedder_takes_a_batch_in_one_call_after_the_first_slice(
+    backend: Callable[[str], str], corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slices are sized by the embedder's pace (`SLICE_SECONDS`): a hashing embedder, which
+    embeds a batch in milliseconds, gets the rest of the first batch and every later batch in
+    one call each, so that it is not slowed by calls it does not need."""
+    monkeypatch.setattr(recall.indexing, "EMBED_BATCH", 128)
+    monkeypatch.setattr(recall.indexing, "EMBED_SLICE", 16)
+    write_corpus(corpus, {f"n{i:03}.md": f"# Note {i}\nbody{i} term{i % 7}" for i in range(300)})
+    embedder = CountingEmbedder()
+    sizes: list[int] = []
+    inner = embedder.embed
+    embedder.embed = lambda texts: sizes.append(len(texts)) or inner(texts)  # type: ignore[method-assign]
+    with recall.open(backend("m.db"), embedder=embedder) as mem:
+        report = mem.index(corpus, now=T0, calibrate=False)
+    assert report.embedded == 300
+    assert sizes == [16, 112, 128, 44]
+
+
 def test_an_embedder_failure_rolls_the_run_back(
     backend: Callable[[str], str], corpus: Path
 ) -> None:

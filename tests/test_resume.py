@@ -21,12 +21,20 @@ import numpy.typing as npt
 import pytest
 
 import recall
+import recall.indexing
 from recall import HashingEmbedder
 from recall.embedding_journal import Journal, journal_path
 from recall.indexing import EMBED_BATCH, EMBED_SLICE
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.timezone.utc)
 DIM = 64
+
+
+@pytest.fixture(autouse=True)
+def _even_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every embedder call of a run in this process takes `EMBED_SLICE` chunks, however fast
+    the embedder: the counts below are in slices."""
+    monkeypatch.setattr(recall.indexing, "SLICE_SECONDS", 0.0)
 
 
 class Counting(HashingEmbedder):

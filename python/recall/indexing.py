@@ -59,9 +59,12 @@ __all__ = ["IndexReport", "Progress", "Skipped", "run_index"]
 #: Chunks embedded per batch: bounds memory on large corpora.
 EMBED_BATCH = 512
 
-#: Chunks per embedder call within a batch: the progress moves and the journal grows a slice at
-#: a time (a model embeds about a hundred chunks a second here), not a batch at a time.
+#: Chunks per embedder call within a batch, at least: the progress moves and the journal grows a
+#: slice at a time (a model embeds about a hundred chunks a second here), not a batch at a time.
 EMBED_SLICE = 64
+#: A slice is as many chunks as the embedder's last call says it embeds in this long, so that
+#: a fast embedder (hashing, a small model) is not slowed by calls it does not need.
+SLICE_SECONDS = 0.25
 
 #: The version of the declarations reader (`recall.vocabularies`): a store whose documents were
 #: declared by another version has them read again on its next index run.
@@ -594,6 +597,14 @@ class _Counts:
     files: int = 0
     read: int = 0
     embedded: int = 0
+    #: Chunks a second of the embedder's last call (None before the first).
+    rate: float | None = None
+
+    def slice(self) -> int:
+        """How many chunks the next embedder call takes (`EMBED_SLICE`, `SLICE_SECONDS`)."""
+        if self.rate is None:
+            return EMBED_SLICE
+        return max(EMBED_SLICE, int(self.rate * SLICE_SECONDS))
 
     def reporter(self, progress: Progress | None, total: int) -> Callable[[], None]:
         """A call that hands the counts to `progress` in the form it takes (see `Progress`)."""
@@ -630,7 +641,7 @@ def _embed(
 ) -> _Vectors:
     """The vectors of every chunk of `pending`, in order, and how many were reused (runs on the
     worker thread): a copied document's from the store, those in the journal, and the
-    embedder's for the rest, journaled and counted a slice of `EMBED_SLICE` at a time (longest
+    embedder's for the rest, journaled and counted a slice at a time (`_Counts.slice`; longest
     first, so that a model's slices are of even lengths)."""
     total = sum(len(d.chunks) for d in pending)
     vectors = np.empty((total, embedder.dim), dtype="<f4")
@@ -662,9 +673,13 @@ def _embed(
             keys = [keys[i] for i in missing]
     counts.embedded += total - len(texts)
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    for at in range(0, len(order), EMBED_SLICE):
-        part = order[at : at + EMBED_SLICE]
+    at = 0
+    while at < len(order):
+        part = order[at : at + counts.slice()]
+        at += len(part)
+        started = time.perf_counter()
         computed = np.ascontiguousarray(embedder.embed([texts[i] for i in part]), dtype="<f4")
+        counts.rate = len(part) / max(time.perf_counter() - started, 1e-6)
         if computed.shape != (len(part), embedder.dim):
             raise UsageError(
                 f"recall embedder: {embedder.name} returned shape {computed.shape} for "

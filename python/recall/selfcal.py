@@ -257,7 +257,6 @@ def _answerable(plan: _Plan, chosen: set[int], store: Store) -> list[Probe]:
     `rng` for every title and heading of every such note, asked or not, so that the questions
     drawn after these stay as they are."""
     rng = plan.rng
-    kept = [at for at in range(len(plan.front)) if at not in chosen]
     if plan.total - len(chosen) >= MAX_ANSWERABLE:
         out: list[Probe] = []
         for at in range(plan.total):
@@ -274,7 +273,7 @@ def _answerable(plan: _Plan, chosen: set[int], store: Store) -> list[Probe]:
         return out
     # So few notes that their headings are asked about too (every one is in the plan's front):
     # read them again.
-    notes = [plan.front[at] for at in kept]
+    notes = [note for at, note in enumerate(plan.front) if at not in chosen]
     wanted = {note.place for note in notes}
     headings = {
         (str(doc["source"]), str(doc["path"])): _headings(doc)
