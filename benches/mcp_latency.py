@@ -52,14 +52,14 @@ from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
 import anyio.to_thread  # noqa: E402
-import httpx2  # noqa: E402
 from machine import cpu_model  # noqa: E402
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from search_latency import negatives  # noqa: E402
 from zipf_corpus import ZipfCorpus  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import recall  # noqa: E402
+from tests.mcp_http_session import bearer_session  # noqa: E402
 
 EMBEDDER = "hashing-512"
 K = 5
@@ -141,14 +141,7 @@ async def http_session(
                 url = line.split("listening on ", 1)[1].split()[0]
         out["http_listen_ms"] = (time.perf_counter() - t0) * 1e3
         token = token_file.read_text(encoding="ascii").strip()
-        async with (
-            httpx2.AsyncClient(
-                headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0)
-            ) as http,
-            streamable_http_client(url, http_client=http) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with bearer_session(url, token) as session:
             yield session
     finally:
         server.terminate()

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from recall.cli import app
 
+from .mcp_http_session import bearer_session as client
 from .test_mcp import AS_OF, RATE_Q, Session, by_file, data, store  # noqa: F401
 
 pytest.importorskip("mcp")
@@ -103,24 +104,6 @@ def http_server(tmp_path: Path, args: list[str], token_file: Path) -> Iterator[S
             process.kill()
             raise
     assert code == 0, (tmp_path / "server.log").read_text()
-
-
-@contextlib.asynccontextmanager
-async def client(url: str, token: str) -> AsyncIterator[Session]:
-    """An initialised SDK session over streamable HTTP, sending `token` as its bearer."""
-    import httpx2
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-
-    async with (
-        httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(60.0)
-        ) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 def post(url: str, headers: dict[str, str]) -> Any:
