@@ -26,6 +26,7 @@ from recall.vocabularies import MAX_TARGETS, PARTIAL, UNREAD, Edge, Statement, i
 from recall.walk import MARKDOWN_SUFFIXES
 
 __all__ = [
+    "REFUSING",
     "RULES",
     "Finding",
     "LintReport",
@@ -55,6 +56,10 @@ RULES: dict[str, tuple[str, Severity]] = {
     "I001": ("overridden-header", "info"),
     "I002": ("partial-statement", "info"),
 }
+
+#: The rules whose note the indexer refuses (SPEC §2.6): a file or frontmatter it cannot read, a
+#: date it cannot parse, a window that holds no instant.
+REFUSING = frozenset({"E004", "E005", "E007", "E008"})
 
 # `x-v1`, `x_v2`, `x.v3`, `x v4`: a stem that differs from its siblings only by the version.
 _VERSIONED = re.compile(r"(?P<base>.*?\S)[-_. ]v(?P<version>[0-9]{1,6})", re.IGNORECASE)

@@ -62,13 +62,14 @@ class Facts:
 
 def _unread(mem: Memory, notes: list[Note], lint: LintReport | None) -> list[Unread]:
     """The note files under the memory's corpus roots that it does not hold."""
+    from recall.authoring.lint import REFUSING
     from recall.walk import discover
 
     held = {(n.source, n.path) for n in notes}
     forgotten = {(f.source, f.path) for f in mem.forgotten() if f.undone_at is None}
     refusals: dict[str, list[str]] = {}
     for finding in lint.findings if lint is not None else ():
-        if finding.severity == "error" and finding.code in ("E004", "E005", "E007", "E008"):
+        if finding.code in REFUSING:
             where = os.path.abspath(finding.file)
             refusals.setdefault(where, []).append(f"{finding.code} {finding.message}")
     found: list[Unread] = []
