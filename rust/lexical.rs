@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    FileHandle, FileSlice, RamDirectory, WatchCallback, WatchHandle, WritePtr,
+    FileHandle, FileSlice, OwnedBytes, RamDirectory, WatchCallback, WatchHandle, WritePtr,
 };
 use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
@@ -33,8 +33,12 @@ const MAX_QUERY_TERMS: usize = 64;
 /// damage, not data.
 const MAX_SEGMENT_ENTRIES: u64 = 1 << 28;
 
-/// Memory budget of the single indexing thread (Tantivy's minimum is 15 MB per thread).
+/// Memory budget of the single indexing thread (Tantivy's minimum is 15 MB per thread); the
+/// minimum in tests, so that a test's write flushes several segments as a large one does.
+#[cfg(not(test))]
 const WRITER_BUDGET: usize = 50_000_000;
+#[cfg(test)]
+const WRITER_BUDGET: usize = 15_000_000;
 /// A commit whose write added at least one in this many of the index's documents merges its
 /// segments into one.
 const MERGE_SHARE: u64 = 4;
@@ -175,8 +179,10 @@ impl Directory for TrackedDir {
     }
 }
 
-/// Files to persist after a commit: (name, bytes) written and names deleted.
-pub type FileChanges = (Vec<(String, Vec<u8>)>, Vec<String>);
+/// Files to persist after a commit: (name, bytes) written and names deleted. The bytes are
+/// the directory's own (no copy: at a million chunks a copy of the written files was a third
+/// of what a first index held at its commit).
+pub type FileChanges = (Vec<(String, OwnedBytes)>, Vec<String>);
 
 thread_local! {
     /// Tantivy's `en_stem`, built once per thread: a `TokenizerManager` builds every analyser
@@ -580,13 +586,30 @@ impl LexicalIndex {
             // when its bytes are copied into the store.
             w.wait_merging_threads().map_err(tantivy_err)?;
             self.reader.reload().map_err(tantivy_err)?;
+            // Tantivy deletes a merged-away segment's files only when no merge in flight still
+            // lists it, and the merges its policy started during a large write often do: with
+            // every merge done, delete every file of a segment the index no longer lists, so
+            // that none is saved, held or loaded again.
+            let mut living = self
+                .index
+                .load_metas()
+                .map_err(tantivy_err)?
+                .list_segment_files();
+            living.insert(PathBuf::from("meta.json"));
+            self.index
+                .directory_mut()
+                .garbage_collect(|| living)
+                .map_err(tantivy_err)?;
         }
         let changes =
             std::mem::take(&mut *self.dir.changes.lock().expect("lexical directory lock"));
         let mut written = Vec::with_capacity(changes.written.len());
         for path in changes.written {
-            match self.dir.atomic_read(&path) {
-                Ok(bytes) => written.push((path.to_string_lossy().into_owned(), bytes)),
+            match self.dir.open_read(&path) {
+                Ok(file) => {
+                    let bytes = file.read_bytes().map_err(tantivy_err)?;
+                    written.push((path.to_string_lossy().into_owned(), bytes));
+                }
                 Err(OpenReadError::FileDoesNotExist(_)) => {}
                 Err(e) => return Err(tantivy_err(e)),
             }
@@ -802,7 +825,8 @@ mod tests {
         // Stemming: "backup" matches "Backups".
         assert_eq!(idx.search("backup", 5).unwrap()[0].0, 2);
 
-        let files: Vec<(String, Vec<u8>)> = written;
+        let files: Vec<(String, Vec<u8>)> =
+            written.into_iter().map(|(n, b)| (n, b.to_vec())).collect();
         let mut again = LexicalIndex::open(files.clone()).unwrap();
         assert_eq!(again.num_docs(), 2);
         again.delete(1).unwrap();
@@ -813,7 +837,7 @@ mod tests {
         for name in d2 {
             store.remove(&name);
         }
-        store.extend(w2);
+        store.extend(w2.into_iter().map(|(n, b)| (n, b.to_vec())));
         let reloaded = LexicalIndex::open(store.into_iter().collect()).unwrap();
         assert_eq!(reloaded.num_docs(), 1);
         assert!(reloaded.search("429", 5).unwrap().is_empty());
@@ -832,7 +856,7 @@ mod tests {
             for name in deleted {
                 saved.remove(&name);
             }
-            saved.extend(written);
+            saved.extend(written.into_iter().map(|(n, b)| (n, b.to_vec())));
             saved.clone()
         };
         let mut idx = LexicalIndex::open(Vec::new()).unwrap();
@@ -862,6 +886,51 @@ mod tests {
         for i in [0, 9, 10, 29] {
             assert_eq!(reloaded.search(&format!("word{i}"), 3).unwrap()[0].0, i);
         }
+    }
+
+    #[test]
+    fn a_commit_saves_only_the_files_of_the_segments_its_index_lists() {
+        // A write larger than the writer's memory flushes several segments, which Tantivy's
+        // policy starts merging as they come and the commit then merges into one: the files
+        // of every segment merged away are deleted, never saved beside the one that holds
+        // them all (a first index of a million chunks saved and loaded twice its size so).
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        for i in 0..60_000u64 {
+            let words: Vec<String> = (0..24)
+                .map(|j| format!("w{}", (i * 31 + j * 7) % 9973))
+                .collect();
+            idx.add(i as i64, &words.join(" ")).unwrap();
+        }
+        let (written, deleted) = idx.commit().unwrap();
+        let segment = |name: &String| name.split('.').next().unwrap_or_default().to_string();
+        let flushed: BTreeSet<String> = written
+            .iter()
+            .map(|(n, _)| n)
+            .chain(&deleted)
+            .filter(|n| n.len() > 32)
+            .map(segment)
+            .collect();
+        assert!(
+            flushed.len() > 1,
+            "one segment was flushed: the test proves nothing"
+        );
+        let live: Vec<String> = idx
+            .index
+            .searchable_segment_ids()
+            .unwrap()
+            .iter()
+            .map(|id| id.uuid_string())
+            .collect();
+        assert_eq!(live.len(), 1);
+        for (name, _) in &written {
+            if name != "meta.json" && name != ".managed.json" {
+                assert!(
+                    live.iter().any(|id| name.starts_with(id.as_str())),
+                    "{name} is dead"
+                );
+            }
+        }
+        assert_eq!(idx.num_docs(), 60_000);
     }
 
     #[test]
@@ -925,6 +994,7 @@ mod tests {
             old.add(i, &format!("old note {i} word{i}")).unwrap();
         }
         let (saved, _) = old.commit().unwrap();
+        let saved = saved.into_iter().map(|(n, b)| (n, b.to_vec())).collect();
         let mut idx = LexicalIndex::open(saved).unwrap();
         assert_eq!(body_option(&idx), IndexRecordOption::WithFreqsAndPositions);
         assert_eq!(idx.search("word3", 3).unwrap()[0].0, 3);
@@ -950,7 +1020,7 @@ mod tests {
             for name in deleted {
                 saved.remove(&name);
             }
-            saved.extend(written);
+            saved.extend(written.into_iter().map(|(n, b)| (n, b.to_vec())));
             idx.index.searchable_segment_ids().unwrap().len()
         };
         assert_eq!(write(&mut idx, 0..12), 1);

@@ -6,6 +6,7 @@
 //! (write.rs).
 
 use rusqlite::params;
+use tantivy::directory::OwnedBytes;
 
 use crate::errors::{CoreError, Result};
 use crate::lexical::LexicalIndex;
@@ -18,7 +19,7 @@ pub(crate) struct Lexical {
     /// Generation of the store state the index reflects.
     pub(super) generation: i64,
     /// name -> bytes (None = deleted), merged across commits until saved.
-    unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    unsaved: std::collections::BTreeMap<String, Option<OwnedBytes>>,
     /// Rebuilt from the chunks: the saved files are replaced wholesale.
     rebuilt: bool,
 }
@@ -134,7 +135,7 @@ impl Store {
             index.add(r.get(0)?, &lexical_body(&title, &headings, &text))?;
         }
         let (written, deleted) = index.commit()?;
-        let mut unsaved: std::collections::BTreeMap<String, Option<Vec<u8>>> =
+        let mut unsaved: std::collections::BTreeMap<String, Option<OwnedBytes>> =
             written.into_iter().map(|(n, b)| (n, Some(b))).collect();
         unsaved.extend(deleted.into_iter().map(|n| (n, None)));
         Ok(Lexical {
@@ -169,7 +170,7 @@ impl Store {
             .prepare_cached("DELETE FROM lexical_files WHERE name = ?1")?;
         for (name, data) in unsaved {
             match data {
-                Some(bytes) => put.execute(params![name, bytes])?,
+                Some(bytes) => put.execute(params![name, bytes.as_slice()])?,
                 None => del.execute([name])?,
             };
         }
