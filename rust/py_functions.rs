@@ -137,8 +137,8 @@ pub(crate) fn judge(
     let windows: Vec<trust::Window> = docs
         .iter()
         .map(|(_, _, from, until, err, _)| trust::Window {
-            valid_from_raw: from.clone(),
-            valid_until_raw: until.clone(),
+            valid_from_raw: from.as_deref().map(Into::into),
+            valid_until_raw: until.as_deref().map(Into::into),
             metadata_error: err.is_some(),
             ..trust::Window::default()
         })

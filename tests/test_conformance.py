@@ -282,12 +282,14 @@ def test_stats_count_declarations_as_the_trust_layer_reads_them(store: Store) ->
         ],
     )
     written(store, RATES, RATES_V2, DEPLOY, {**header, "retired": retired})
+    search(store, V1, "queue")  # counted from the searcher's corpus where one is held
     stats = store.stats()
     assert (stats["edges_resolved"], stats["edges_dangling"]) == (2, 1)
     assert (stats["edges_ambiguous"], stats["edges_self"]) == (0, 0)
     assert stats["edges_by_vocabulary"] == [("frontmatter", 1, 0), ("madr", 2, 1)]
     assert (stats["partial"], stats["retired"], stats["unread"]) == (1, 1, 1)
-    # Under `frontmatter`, a reader's declarations are counted as not in force.
+    # Under `frontmatter`, a reader's declarations are counted as not in force (the corpus
+    # held for the state before is not used for the one after).
     store.begin(*EMBEDDER)
     store.set_meta("vocabularies", "frontmatter")
     store.commit(LATER)

@@ -24,6 +24,17 @@ impl Store {
         Ok(Corpus::build(docs, edges, &setting))
     }
 
+    /// `f` of the corpus of the state this connection reads: the search cache's when it is
+    /// current (a large store's documents are not held twice), else read whole.
+    pub(crate) fn with_corpus<T>(&self, f: impl FnOnce(&Corpus) -> T) -> Result<T> {
+        if let Some(cache) = self.cache.as_ref().filter(|_| !self.in_write) {
+            if cache.generation == self.generation()? {
+                return Ok(f(&cache.corpus));
+            }
+        }
+        Ok(f(&self.load_corpus()?))
+    }
+
     /// Which vocabularies' declarations are in force (SPEC §8.4).
     pub(super) fn vocabularies_setting(&self) -> Result<String> {
         Ok(self.meta("vocabularies")?.unwrap_or_else(|| "all".into()))

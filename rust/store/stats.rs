@@ -6,7 +6,7 @@
 use crate::errors::Result;
 
 use super::{EmbedderInfo, Store, VEC_TABLE};
-use crate::judgment::Tally;
+use crate::judgment::{Corpus, Tally};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stats {
@@ -65,7 +65,7 @@ impl Store {
         };
         let setting = self.meta("vocabularies")?.unwrap_or_else(|| "all".into());
         // SPEC §2.3, §2.5: each edge in force resolved exactly as the trust layer resolves it.
-        let declarations = self.load_corpus()?.tally();
+        let declarations = self.with_corpus(Corpus::tally)?;
         let page_size = count("PRAGMA page_size")?;
         let page_count = count("PRAGMA page_count")?;
         let wal_size = std::fs::metadata(format!("{}-wal", self.path))

@@ -112,9 +112,10 @@ pub struct Corpus {
     pub sources: Vec<Arc<str>>,
     /// Per edge in force (as given to the graph): where it was written.
     pub edge_meta: Vec<EdgeMeta>,
-    /// Per document: its statements the reader could not classify, in force under the setting
-    /// (vocabulary, line, statement), for the hit's `validity.unread` (SPEC §2.5).
-    pub unread: Vec<Vec<EdgeMeta>>,
+    /// By document: its statements the reader could not classify, in force under the setting
+    /// (vocabulary, line, statement), for the hit's `validity.unread` (SPEC §2.5); only the
+    /// few documents that have any.
+    pub unread: FxHashMap<usize, Vec<EdgeMeta>>,
     /// Per vocabulary: (full edges in force, overridden), and the partial statements in force.
     by_vocabulary: std::collections::BTreeMap<String, (i64, i64)>,
     partial: i64,
@@ -155,15 +156,15 @@ impl Corpus {
             c.index_of.insert(d.id, c.doc_ids.len());
             c.doc_ids.push(d.id);
             c.windows.push(Window {
-                valid_from_raw: d.valid_from_raw.filter(|_| frontmatter),
-                valid_until_raw: d.valid_until_raw.filter(|_| frontmatter),
+                valid_from_raw: d.valid_from_raw.filter(|_| frontmatter).map(Into::into),
+                valid_until_raw: d.valid_until_raw.filter(|_| frontmatter).map(Into::into),
                 metadata_error: d.unreadable || (frontmatter && d.metadata_error),
                 retired: d.retired_state.is_some()
                     && !d.retired_overridden
                     && d.retired_vocabulary
                         .as_deref()
                         .is_some_and(|v| vocabulary_in_force(setting, v)),
-                retired_since_raw: d.retired_since,
+                retired_since_raw: d.retired_since.map(Into::into),
             });
             nodes.push(Node {
                 key: d.key,
@@ -175,7 +176,6 @@ impl Corpus {
             });
             c.sources.push(d.source);
         }
-        c.unread = vec![Vec::new(); c.doc_ids.len()];
         let mut declared = Vec::new();
         for EdgeRecord { doc_id, edge: e } in edges() {
             let counted = c.by_vocabulary.entry(e.vocabulary.clone()).or_default();
@@ -197,7 +197,7 @@ impl Corpus {
             match e.standing.as_deref() {
                 None => {}
                 Some("unread") => {
-                    c.unread[d].push(EdgeMeta {
+                    c.unread.entry(d).or_default().push(EdgeMeta {
                         raw: e.raw,
                         vocabulary: e.vocabulary,
                         line: e.line,
@@ -260,7 +260,7 @@ impl Corpus {
                 .map(|(v, &(in_force, overridden))| (v.clone(), in_force, overridden))
                 .collect(),
             partial: self.partial,
-            unread: self.unread.iter().map(|u| u.len() as i64).sum(),
+            unread: self.unread.values().map(|u| u.len() as i64).sum(),
             retired: self.windows.iter().filter(|w| w.retired).count() as i64,
         }
     }
@@ -269,8 +269,11 @@ impl Corpus {
     /// (vocabulary, line, statement): statements it could not classify, and references in a
     /// note's own words (not frontmatter) that name no document.
     pub fn unread_of(&self, d: usize) -> Vec<(String, Option<i64>, String)> {
-        let mut found: Vec<(String, Option<i64>, String)> = self.unread[d]
-            .iter()
+        let mut found: Vec<(String, Option<i64>, String)> = self
+            .unread
+            .get(&d)
+            .into_iter()
+            .flatten()
             .map(|m| (m.vocabulary.clone(), m.line, m.statement.clone()))
             .collect();
         for &id in self.graph.outgoing(d) {

@@ -36,7 +36,7 @@ pub struct Node {
     /// (`#adr:5`, `#:19`) compared numerically (SPEC §2.5), or an exact name.
     pub alias: Option<String>,
     /// The folder the document lives in (absolute: its source joined with its path's parent),
-    /// for nearest-first resolution; empty when unknown.
+    /// for nearest-first resolution; empty when unknown, and once the graph is built.
     pub folder: String,
 }
 
@@ -112,11 +112,44 @@ pub struct Graph {
     nodes: Vec<Node>,
     claims: Vec<Claim>,
     /// Per document: indices into `claims` that resolved to it.
-    incoming: Vec<Vec<usize>>,
+    incoming: Lists,
     /// Per document: indices into `claims` that named it among several matches.
-    ambiguous_in: Vec<Vec<usize>>,
+    ambiguous_in: Lists,
     /// Per document: indices into `claims` it declared.
-    outgoing: Vec<Vec<usize>>,
+    outgoing: Lists,
+}
+
+/// Per document, claim indices in the order they were added, held as one array and where each
+/// document's run of it starts: most documents hold none, and a list per document took 24
+/// bytes of each of a large store's notes three times over.
+#[derive(Debug, Clone, Default)]
+struct Lists {
+    start: Vec<u32>,
+    items: Vec<usize>,
+}
+
+impl Lists {
+    /// The lists of `n` documents from (document, claim) pairs in claim order.
+    fn of(n: usize, pairs: &[(usize, usize)]) -> Lists {
+        let mut start = vec![0u32; n + 1];
+        for &(d, _) in pairs {
+            start[d + 1] += 1;
+        }
+        for d in 0..n {
+            start[d + 1] += start[d];
+        }
+        let mut next = start.clone();
+        let mut items = vec![0; pairs.len()];
+        for &(d, id) in pairs {
+            items[next[d] as usize] = id;
+            next[d] += 1;
+        }
+        Lists { start, items }
+    }
+
+    fn get(&self, d: usize) -> &[usize] {
+        &self.items[self.start[d] as usize..self.start[d + 1] as usize]
+    }
 }
 
 /// SPEC §2.4: an edge applies at instant `k` unless it was recorded after it; undated edges and
@@ -522,13 +555,8 @@ impl Graph {
             by_name: &by_name,
         };
         let n = nodes.len();
-        let mut g = Graph {
-            claims: Vec::with_capacity(edges.len()),
-            incoming: vec![Vec::new(); n],
-            ambiguous_in: vec![Vec::new(); n],
-            outgoing: vec![Vec::new(); n],
-            nodes: Vec::new(),
-        };
+        let mut claims = Vec::with_capacity(edges.len());
+        let (mut incoming, mut ambiguous_in, mut outgoing) = (Vec::new(), Vec::new(), Vec::new());
         for (edge, e) in edges.iter().enumerate() {
             let (declarer, key, reversed) = (e.declarer, e.key.clone(), e.reversed);
             if declarer >= n {
@@ -548,19 +576,19 @@ impl Graph {
                     many => Resolution::Ambiguous(many.to_vec()),
                 }
             };
-            let id = g.claims.len();
+            let id = claims.len();
             match &resolution {
                 // A reversed claim supersedes its declarer; a forward one, its target.
-                Resolution::Resolved(_) if reversed => g.incoming[declarer].push(id),
-                Resolution::Resolved(t) => g.incoming[*t].push(id),
+                Resolution::Resolved(_) if reversed => incoming.push((declarer, id)),
+                Resolution::Resolved(t) => incoming.push((*t, id)),
                 // SPEC §2.3: the edge is never guessed. A forward reference shared by several
                 // documents marks them; a successor that cannot be told apart marks the declarer.
-                Resolution::Ambiguous(_) if reversed => g.ambiguous_in[declarer].push(id),
-                Resolution::Ambiguous(ts) => ts.iter().for_each(|t| g.ambiguous_in[*t].push(id)),
+                Resolution::Ambiguous(_) if reversed => ambiguous_in.push((declarer, id)),
+                Resolution::Ambiguous(ts) => ambiguous_in.extend(ts.iter().map(|&t| (t, id))),
                 Resolution::Dangling | Resolution::SelfReference => {}
             }
-            g.outgoing[declarer].push(id);
-            g.claims.push(Claim {
+            outgoing.push((declarer, id));
+            claims.push(Claim {
                 edge,
                 declarer,
                 key,
@@ -569,7 +597,17 @@ impl Graph {
                 since_us: e.since_us,
             });
         }
-        g.nodes = nodes;
+        let mut g = Graph {
+            claims,
+            incoming: Lists::of(n, &incoming),
+            ambiguous_in: Lists::of(n, &ambiguous_in),
+            outgoing: Lists::of(n, &outgoing),
+            nodes,
+        };
+        // Folders were needed only to resolve: a large store's notes do not hold them.
+        for node in &mut g.nodes {
+            node.folder = String::new();
+        }
         g
     }
 
@@ -591,14 +629,15 @@ impl Graph {
 
     /// Claims declared by `d` (all resolutions, for explain).
     pub fn outgoing(&self, d: usize) -> &[usize] {
-        &self.outgoing[d]
+        self.outgoing.get(d)
     }
 
     /// Claims that resolved to `d` or named it ambiguously (for explain).
     pub fn incoming(&self, d: usize) -> impl Iterator<Item = usize> + '_ {
-        self.incoming[d]
+        self.incoming
+            .get(d)
             .iter()
-            .chain(&self.ambiguous_in[d])
+            .chain(self.ambiguous_in.get(d))
             .copied()
     }
 
@@ -615,7 +654,8 @@ impl Graph {
 
     /// SPEC §2.3: an applying edge names this document among two or more matches.
     pub fn is_ambiguous_at(&self, d: usize, at: At) -> bool {
-        self.ambiguous_in[d]
+        self.ambiguous_in
+            .get(d)
             .iter()
             .any(|&id| self.claim_applies_at(id, at))
     }
@@ -623,7 +663,8 @@ impl Graph {
     /// SPEC §2.4 fan-in: among the applying claims on `t`, the one recorded last wins (undated
     /// counts as earliest); ties go to the lexicographically smallest declaring path.
     pub fn successor_at(&self, t: usize, at: At) -> Option<usize> {
-        self.incoming[t]
+        self.incoming
+            .get(t)
             .iter()
             .filter(|&&id| self.claim_applies_at(id, at))
             .filter_map(|&id| {

@@ -84,13 +84,13 @@ pub fn parse_day_start_us(raw: &str) -> Option<i64> {
 /// a retirement a header declared (SPEC §8.4).
 #[derive(Debug, Clone, Default)]
 pub struct Window {
-    pub valid_from_raw: Option<String>,
-    pub valid_until_raw: Option<String>,
+    pub valid_from_raw: Option<Box<str>>,
+    pub valid_until_raw: Option<Box<str>>,
     pub metadata_error: bool,
     /// A terminal state (withdrawn, rejected, deprecated, superseded) is in force.
     pub retired: bool,
     /// `YYYY-MM-DD` the terminal state holds from; None: at every instant.
-    pub retired_since_raw: Option<String>,
+    pub retired_since_raw: Option<Box<str>>,
 }
 
 impl Window {
@@ -479,8 +479,8 @@ mod tests {
         let windows = docs
             .iter()
             .map(|(_, f, u)| Window {
-                valid_from_raw: f.map(str::to_string),
-                valid_until_raw: u.map(str::to_string),
+                valid_from_raw: f.map(Into::into),
+                valid_until_raw: u.map(Into::into),
                 ..Window::default()
             })
             .collect();

@@ -277,11 +277,11 @@ fn judged(c: &Case) -> (Graph, Vec<trust::Judged>) {
         .docs
         .iter()
         .map(|d| Window {
-            valid_from_raw: d.valid_from.clone(),
-            valid_until_raw: d.valid_until.clone(),
+            valid_from_raw: d.valid_from.as_deref().map(Into::into),
+            valid_until_raw: d.valid_until.as_deref().map(Into::into),
             metadata_error: d.metadata_error,
             retired: d.retired,
-            retired_since_raw: d.retired_since.clone(),
+            retired_since_raw: d.retired_since.as_deref().map(Into::into),
         })
         .collect();
     let cands: Vec<Candidate> = c
