@@ -5,7 +5,8 @@ in a process of their own, the way `recall index` does it: `Memory.index` (no ca
 `Memory.calibrate_if_due()`, the self-made calibration a first run ends with. The process's
 resident memory is sampled every 0.2 s, and the report gives, for the index run and for the
 whole run with its calibration: seconds and peak resident memory (VmHWM), and the resident
-memory between the two.
+memory between the two. Then a fresh process opens the store and searches once (an agent
+starting on it): its resident memory after that first search.
 
 The embedder is `dense-384` by default: a 384-d ONNX word embedder built here over the corpus
 vocabulary and loaded through `onnx:DIR` (every dimension of every vector set, the shape of the
@@ -68,6 +69,24 @@ print(json.dumps({
 """
 
 
+# Then a fresh process that opens the store and searches once, as an agent starting on it.
+SEARCHER = r"""
+import json, sys, time
+import recall
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) / 1024 for l in f if l.startswith(field))
+
+t0 = time.perf_counter()
+with recall.open(sys.argv[1], embedder=sys.argv[2]) as mem:
+    mem.search("what did we decide about the river crossing", mode="development")
+    print(json.dumps({
+        "first_search_s": time.perf_counter() - t0, "searcher_mb": status("VmRSS:"),
+    }))
+"""
+
+
 def first_index(python: str, db: Path, root: Path, embedder: str) -> dict[str, float]:
     for stale in db.parent.glob(db.name + "*"):
         stale.unlink()
@@ -78,6 +97,10 @@ def first_index(python: str, db: Path, root: Path, embedder: str) -> dict[str, f
         check=True,
     )
     out: dict[str, float] = json.loads(child.stdout)
+    searcher = subprocess.run(
+        [python, "-c", SEARCHER, str(db), embedder], capture_output=True, text=True, check=True
+    )
+    out.update(json.loads(searcher.stdout))
     return out
 
 
@@ -121,13 +144,13 @@ def main() -> None:
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print(
         f"{'build':>10} {'notes':>10} {'chunks':>10} {'index s':>8} {'index MB':>9} "
-        f"{'after MB':>9} {'calib s':>8} {'peak MB':>8}"
+        f"{'after MB':>9} {'calib s':>8} {'peak MB':>8} {'searcher MB':>12}"
     )
     for name, r in rows:
         print(
             f"{name:>10} {r['notes']:>10,} {r['chunks']:>10,} {r['index_s']:>8.0f} "
             f"{r['index_peak_mb']:>9,.0f} {r['after_index_mb']:>9,.0f} "
-            f"{r['calibration_s']:>8.0f} {r['peak_mb']:>8,.0f}"
+            f"{r['calibration_s']:>8.0f} {r['peak_mb']:>8,.0f} {r['searcher_mb']:>12,.0f}"
         )
 
 

@@ -7,7 +7,8 @@ On one Zipf corpus (benches/zipf_corpus.py) of about N chunks:
   index figures are the store's write path alone (each run timed after the runs before it
   are written out: `os.sync()` and a server checkpoint);
 - the first search of a fresh handle (for PostgreSQL: reading the corpus, the vectors and the
-  chunks' terms);
+  chunks' terms), and the resident memory of a new process after its first search of each
+  store;
 - `Memory.search` end to end, warm, strict mode with the same certified calibration, p50/p95,
   the stores interleaved query by query (the query embedded each time, as a user's is);
 - the dense leg's recall@10 against numpy's exact scan of the vectors read back from the
@@ -287,6 +288,30 @@ def run(url: str, work: Path, args: argparse.Namespace) -> None:
             base.close()
 
 
+# A fresh process that opens a store and searches it once: its resident memory after.
+READER = r"""
+import sys
+import recall
+
+with recall.open(sys.argv[1], embedder=sys.argv[2]) as mem:
+    mem.search(sys.argv[3])
+    with open("/proc/self/status") as f:
+        print(next(int(l.split()[1]) / 1024 for l in f if l.startswith("VmRSS:")))
+"""
+
+
+def fresh_reader(target: str, embedder: str, query: str) -> float:
+    """The resident MB of a new process after its first search of `target` (what a reader of a
+    store holds: for PostgreSQL, the corpus and the chunks' codes and terms)."""
+    out = subprocess.run(
+        [sys.executable, "-c", READER, target, embedder, query],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.split()[-1])
+
+
 def settle(server: str) -> None:
     """Before an index run is timed: the runs before it written out, by the kernel and by the
     server (a checkpoint), so their writeback does not land on it."""
@@ -338,6 +363,11 @@ def measure(
     if base is not None:
         base.ask(calibration=record)
     queries = [q for q, _ in pairs[LABELLED:]]
+    resident = {
+        name: fresh_reader(target, args.embedder, queries[0]) for name, target in targets.items()
+    }
+    for name, mb in resident.items():
+        print(f"  a fresh process searching the {name} store once: {mb:,.0f} MB resident after")
 
     first: dict[str, float] = {}
     mems: dict[str, Any] = {}

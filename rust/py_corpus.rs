@@ -261,8 +261,8 @@ impl PyCorpus {
     fn declarers_toward(&self, doc_id: i64) -> Vec<(String, String)> {
         self.inner
             .index_of
-            .get(&doc_id)
-            .map(|&d| self.inner.declarers_toward(d))
+            .get(doc_id)
+            .map(|d| self.inner.declarers_toward(d))
             .unwrap_or_default()
     }
 
@@ -298,7 +298,7 @@ impl PyCorpus {
         policy: &PyPolicy,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         let corpus = &self.inner;
-        let Some(&d) = corpus.index_of.get(&doc_id) else {
+        let Some(d) = corpus.index_of.get(doc_id) else {
             return Ok(None);
         };
         let q = le_f32s(query);
@@ -384,7 +384,7 @@ impl PyCorpus {
         let doc_of = |chunk: i64| {
             chunks
                 .get(&chunk)
-                .and_then(|(doc_id, _, _)| corpus.index_of.get(doc_id).copied())
+                .and_then(|(doc_id, _, _)| corpus.index_of.get(*doc_id))
         };
         // SPEC §4: the dense leg's cosines, computed here from the vectors as stored, and its
         // order, as the exact scan of the file store orders them.

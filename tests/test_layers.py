@@ -39,6 +39,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.selfcal",
             "recall.int8_graph",
             "recall.names",
+            "recall.heap",
         },
     ),
     (

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import numpy.typing as npt
 
-from recall import _core, churn
+from recall import _core, churn, heap
 from recall.chunking import Chunk, chunk
 from recall.embedders import Embedder
 from recall.embedding_journal import Journal, text_digest
@@ -220,20 +220,12 @@ def run_index(
         raise
     report = run.report
     report.seconds = round(time.perf_counter() - started, 3)
-    del run  # what the run planned and read, before its heap is given back
+    del run  # what the run planned and read, before its memory is given back
     if report.chunks >= EMBED_BATCH:
-        _give_back_freed_memory()
+        # The paths it reports were made among the run's transient objects (heap.py).
+        report = heap.remade(report)
+        heap.give_back()
     return report
-
-
-def _give_back_freed_memory() -> None:
-    """Hand the heap a large run freed back to the system (glibc keeps it otherwise): the
-    calibration or the searches that follow in the same process would stack on it. A no-op
-    where the C library has no `malloc_trim`."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class IndexRun:

@@ -18,16 +18,16 @@ which notes share a near-topic question's subject, the phrasing, and the off-top
 from __future__ import annotations
 
 import itertools
-import pickle
 import random
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from recall import _core
+from recall.heap import remade
 
 if TYPE_CHECKING:
     from recall.store import Store
@@ -422,12 +422,11 @@ def _plan(store: Store, reach: int) -> _Plan:
     `reach` notes with a subject. The plan is made again from its bytes once the notes are let
     go: its few objects, made among a large store's notes, would otherwise keep most of the
     memory those notes took from being given back (hundreds of MB at a million notes)."""
-    planned: bytes = _planned(store, reach)
-    return cast(_Plan, pickle.loads(planned))
+    return remade(_planned(store, reach))
 
 
-def _planned(store: Store, reach: int) -> bytes:
-    """`_plan` as bytes, made while the notes are held."""
+def _planned(store: Store, reach: int) -> _Plan:
+    """`_plan`, made among the notes."""
     rng = random.Random(SEED)
     found = _Identifiers()
     notes = _notes(store, found)
@@ -441,7 +440,7 @@ def _planned(store: Store, reach: int) -> bytes:
     complete = len(picked) <= reach
     picked = picked[:reach]
     relatives = _Relatives(notes).of([n for _, n in picked])
-    plan = _Plan(
+    return _Plan(
         rng=rng,
         candidates=[(i, n, r) for (i, n), r in zip(picked, relatives)],
         complete=complete,
@@ -450,7 +449,6 @@ def _planned(store: Store, reach: int) -> bytes:
         found=found,
         total=len(shuffled),
     )
-    return pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def probes(store: Store) -> list[Probe]:

@@ -219,7 +219,10 @@ impl Store {
         for &(chunk_id, doc_id) in &ids {
             let d = match last {
                 Some((id, d)) if id == doc_id => d,
-                _ => corpus.index_of[&doc_id],
+                _ => corpus
+                    .index_of
+                    .get(doc_id)
+                    .expect("every row's document is in the corpus read with it"),
             };
             last = Some((doc_id, d));
             doc_start[d + 1] += 1;

@@ -74,8 +74,8 @@ impl Store {
             };
             let referenced_by = corpus
                 .index_of
-                .get(&id)
-                .map(|&d| corpus.declarers_toward(d))
+                .get(id)
+                .map(|d| corpus.declarers_toward(d))
                 .unwrap_or_default();
             plan.push(ForgetPlan {
                 source: source.clone(),

@@ -100,11 +100,60 @@ pub struct Tally {
     pub retired: i64,
 }
 
+/// Where each document id stands in a corpus's order: a table by id where the ids are dense (a
+/// store's row ids mostly are: 4 bytes a document, where a hash map took 36 at a million), a
+/// hash map where they are not.
+#[derive(Debug, Clone, Default)]
+pub struct DocIndex {
+    by_id: Vec<u32>,
+    hashed: FxHashMap<i64, usize>,
+}
+
+/// No document at this id in the table.
+const NO_DOC: u32 = u32::MAX;
+
+impl DocIndex {
+    /// The index of `ids`, in order.
+    pub fn of(ids: &[i64]) -> DocIndex {
+        let largest = ids.iter().copied().max().unwrap_or(-1);
+        let dense = ids.iter().all(|&id| id >= 0)
+            && usize::try_from(largest).is_ok_and(|l| l <= 4 * ids.len() + 4096)
+            && ids.len() < NO_DOC as usize;
+        if !dense {
+            let hashed = ids.iter().enumerate().map(|(d, &id)| (id, d)).collect();
+            return DocIndex {
+                by_id: Vec::new(),
+                hashed,
+            };
+        }
+        let mut by_id = vec![NO_DOC; usize::try_from(largest + 1).unwrap_or(0)];
+        for (d, &id) in ids.iter().enumerate() {
+            by_id[id as usize] = d as u32;
+        }
+        DocIndex {
+            by_id,
+            hashed: FxHashMap::default(),
+        }
+    }
+
+    /// Where document `id` stands, if it is in the corpus.
+    pub fn get(&self, id: i64) -> Option<usize> {
+        if self.by_id.is_empty() {
+            return self.hashed.get(&id).copied();
+        }
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.by_id.get(i))
+            .filter(|&&d| d != NO_DOC)
+            .map(|&d| d as usize)
+    }
+}
+
 /// Documents, their windows and the graph of the edges in force: one generation's view.
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
     pub doc_ids: Vec<i64>,
-    pub index_of: FxHashMap<i64, usize>,
+    pub index_of: DocIndex,
     pub graph: Graph,
     pub windows: Vec<Window>,
     /// Per document: the root its path is relative to (the path is its graph node's);
@@ -139,7 +188,6 @@ impl Corpus {
     ) -> Corpus {
         let frontmatter = vocabulary_in_force(setting, "frontmatter");
         let mut c = Corpus::default();
-        c.index_of.reserve(expected);
         c.doc_ids.reserve(expected);
         c.windows.reserve(expected);
         c.sources.reserve(expected);
@@ -153,7 +201,6 @@ impl Corpus {
                     .filter(|_| !d.retired_overridden)
                     .and_then(crate::trust::parse_day_start_us),
             );
-            c.index_of.insert(d.id, c.doc_ids.len());
             c.doc_ids.push(d.id);
             c.windows.push(Window {
                 valid_from_raw: d.valid_from_raw.filter(|_| frontmatter).map(Into::into),
@@ -176,6 +223,7 @@ impl Corpus {
             });
             c.sources.push(d.source);
         }
+        c.index_of = DocIndex::of(&c.doc_ids);
         let mut declared = Vec::new();
         for EdgeRecord { doc_id, edge: e } in edges() {
             let counted = c.by_vocabulary.entry(e.vocabulary.clone()).or_default();
@@ -191,7 +239,7 @@ impl Corpus {
                 Some("partial") => c.partial += 1,
                 Some(_) => {}
             }
-            let Some(&d) = c.index_of.get(&doc_id) else {
+            let Some(d) = c.index_of.get(doc_id) else {
                 continue;
             };
             match e.standing.as_deref() {
@@ -391,7 +439,8 @@ mod tests {
         assert_eq!(all.locate("b.md"), Some(1));
         assert_eq!(all.locate("/notes/c.md"), Some(2));
         assert_eq!(all.locate("/elsewhere/c.md"), None);
-        assert_eq!(all.index_of[&30], 2);
+        assert_eq!(all.index_of.get(30), Some(2));
+        assert_eq!(all.index_of.get(31), None);
     }
 
     #[test]
@@ -594,6 +643,20 @@ mod tests {
             unread[0].2.ends_with("(names no note: ghost)"),
             "{unread:?}"
         );
+    }
+
+    #[test]
+    fn a_document_is_found_by_its_id_whether_the_ids_are_dense_or_not() {
+        for ids in [vec![3, 0, 7, 1], vec![5, 1 << 40, -3, 9]] {
+            let index = DocIndex::of(&ids);
+            for (d, &id) in ids.iter().enumerate() {
+                assert_eq!(index.get(id), Some(d));
+            }
+            for absent in [2, 4, 8, -1, i64::MAX, i64::MIN] {
+                assert_eq!(index.get(absent), None);
+            }
+        }
+        assert_eq!(DocIndex::of(&[]).get(0), None);
     }
 
     #[test]
