@@ -50,3 +50,21 @@ def test_a_first_index_of_100k_notes_and_its_calibration_fit_in_440_mb(tmp_path:
     assert run.returncode == 0, run.stderr[-2000:]
     out = json.loads(run.stdout)
     assert out == {"chunks": 161_923, "calibrated": True}
+
+
+def test_a_large_run_reports_what_it_did_once_its_report_is_made_again(tmp_path: Path) -> None:
+    # An index run of EMBED_BATCH chunks or more hands back its report made again
+    # (recall.heap.remade): every path and count as the run made them.
+    import recall
+    from recall.heap import remade
+    from recall.indexing import EMBED_BATCH
+
+    root = tmp_path / "notes"
+    ZipfCorpus(EMBED_BATCH).write(root)
+    with recall.open(tmp_path / "m.db", embedder="hashing-64") as mem:
+        report = mem.index(root, calibrate=False)
+    assert report.chunks >= EMBED_BATCH
+    assert len(report.added) == EMBED_BATCH and len(set(report.added)) == EMBED_BATCH
+    assert all((root / path).is_file() for path in report.added)
+    again = remade(report)
+    assert again == report and again is not report and again.added is not report.added
