@@ -28,13 +28,13 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from machine import cpu_model
+from machine import child_json, cpu_model
 from zipf_corpus import ZipfCorpus, embedder_for
 
 # Run in a child process: a first index and its calibration, with resident memory sampled.
@@ -87,20 +87,11 @@ with recall.open(sys.argv[1], embedder=sys.argv[2]) as mem:
 """
 
 
-def first_index(python: str, db: Path, root: Path, embedder: str) -> dict[str, float]:
+def first_index(python: str, db: Path, root: Path, embedder: str) -> dict[str, Any]:
     for stale in db.parent.glob(db.name + "*"):
         stale.unlink()
-    child = subprocess.run(
-        [python, "-c", CHILD, str(db), str(root), embedder],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    out: dict[str, float] = json.loads(child.stdout)
-    searcher = subprocess.run(
-        [python, "-c", SEARCHER, str(db), embedder], capture_output=True, text=True, check=True
-    )
-    out.update(json.loads(searcher.stdout))
+    out = child_json(python, CHILD, str(db), str(root), embedder)
+    out.update(child_json(python, SEARCHER, str(db), embedder))
     return out
 
 

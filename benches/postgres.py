@@ -290,26 +290,23 @@ def run(url: str, work: Path, args: argparse.Namespace) -> None:
 
 # A fresh process that opens a store and searches it once: its resident memory after.
 READER = r"""
-import sys
+import json, sys
 import recall
 
 with recall.open(sys.argv[1], embedder=sys.argv[2]) as mem:
-    mem.search(sys.argv[3])
+    mem.search(sys.argv[3], mode="development")
     with open("/proc/self/status") as f:
-        print(next(int(l.split()[1]) / 1024 for l in f if l.startswith("VmRSS:")))
+        mb = next(int(l.split()[1]) / 1024 for l in f if l.startswith("VmRSS:"))
+    print(json.dumps({"mb": mb}))
 """
 
 
 def fresh_reader(target: str, embedder: str, query: str) -> float:
     """The resident MB of a new process after its first search of `target` (what a reader of a
     store holds: for PostgreSQL, the corpus and the chunks' codes and terms)."""
-    out = subprocess.run(
-        [sys.executable, "-c", READER, target, embedder, query],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(out.stdout.split()[-1])
+    from machine import child_json
+
+    return float(child_json(sys.executable, READER, target, embedder, query)["mb"])
 
 
 def settle(server: str) -> None:

@@ -35,14 +35,14 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import public_docs
-from machine import cpu_model
+from machine import child_json, cpu_model
 from zipf_corpus import ZipfCorpus, embedder_for
 
 WARMUP = 10
@@ -101,30 +101,15 @@ print(json.dumps({"chunks": report.chunks, "seconds": seconds, "peak_mb": peak})
 """
 
 
-def index_process(python: str, db: Path, root: Path, embedder: str) -> dict[str, float]:
+def index_process(python: str, db: Path, root: Path, embedder: str) -> dict[str, Any]:
     """A fresh index of `root` into `db` in a new process of `python`: chunks, seconds, peak
     resident memory."""
-    child = subprocess.run(
-        [python, "-c", INDEX_CHILD, str(db), str(root), embedder],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    out: dict[str, float] = json.loads(child.stdout)
-    return out
+    return child_json(python, INDEX_CHILD, str(db), str(root), embedder)
 
 
-def fresh_process(python: str, db: Path, queries: list[str]) -> dict[str, float]:
+def fresh_process(python: str, db: Path, queries: list[str]) -> dict[str, Any]:
     """Open, first search, resident memory and warm searches in a new process of `python`."""
-    child = subprocess.run(
-        [python, "-c", CHILD, str(db), str(PAUSE_S)],
-        input=json.dumps(queries),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    out: dict[str, float] = json.loads(child.stdout)
-    return out
+    return child_json(python, CHILD, str(db), str(PAUSE_S), stdin=json.dumps(queries))
 
 
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:

@@ -4,7 +4,7 @@
 //! Owns: the text a chunk's evidence is read from and the analyser it is read with. The rules
 //! are recall-judgment's (corpus, shortlist, trust).
 
-pub use recall_judgment::corpus::{Corpus, DocumentRecord, Edge, EdgeRecord, Tally};
+pub use recall_judgment::corpus::{Corpus, DocumentRecord, Edge, EdgeRecord, IdIndex, Tally};
 pub use recall_judgment::shortlist::shortlist;
 
 use crate::evidence::QueryEvidence;

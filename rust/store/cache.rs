@@ -6,7 +6,7 @@
 
 use crate::dense::DenseIndex;
 use crate::errors::Result;
-use crate::judgment::{Corpus, DocumentRecord, EdgeRecord};
+use crate::judgment::{Corpus, DocumentRecord, EdgeRecord, IdIndex};
 use crate::lexical::LexicalIndex;
 use crate::memory::huge_vec;
 
@@ -21,9 +21,8 @@ pub(crate) struct SearchCache {
     pub(crate) dense: DenseIndex,
     /// The chunk id of each row, ascending.
     pub(crate) row_chunk: Vec<i64>,
-    /// The row of each chunk id (`NO_ROW`: none), while ids are dense enough for a table;
-    /// otherwise rows are found by binary search in `row_chunk`.
-    chunk_row: Option<Vec<u32>>,
+    /// The row of each chunk id.
+    chunk_row: IdIndex,
     pub(crate) row_doc: Vec<usize>,
     /// Rows of document `d`: `doc_row_list[doc_start[d]..doc_start[d + 1]]`.
     doc_start: Vec<u32>,
@@ -35,14 +34,7 @@ pub(crate) struct SearchCache {
 impl SearchCache {
     /// The row of chunk `id`, if the cache holds it.
     pub(crate) fn row_of(&self, id: i64) -> Option<usize> {
-        match &self.chunk_row {
-            Some(table) => usize::try_from(id)
-                .ok()
-                .and_then(|i| table.get(i))
-                .filter(|&&r| r != NO_ROW)
-                .map(|&r| r as usize),
-            None => self.row_chunk.binary_search(&id).ok(),
-        }
+        self.chunk_row.get(id)
     }
 
     /// The rows of document `d`, in chunk order.
@@ -52,30 +44,6 @@ impl SearchCache {
     }
 }
 
-/// `chunk_row` of an id no row holds.
-const NO_ROW: u32 = u32::MAX;
-
-/// The row of each chunk id, when the largest id is at most four per row (ids are handed out in
-/// order and reused only at the end, so a store far sparser than that has seen most of its
-/// chunks replaced).
-fn chunk_rows(row_chunk: &[i64]) -> Option<Vec<u32>> {
-    let largest = usize::try_from(*row_chunk.last()?).ok()?;
-    if *row_chunk.first()? < 0
-        || largest > 4 * row_chunk.len() + 4096
-        || row_chunk.len() >= NO_ROW as usize
-    {
-        return None;
-    }
-    let mut table = huge_vec(largest + 1);
-    table.resize(largest + 1, NO_ROW);
-    for (row, &id) in row_chunk.iter().enumerate() {
-        table[id as usize] = row as u32;
-    }
-    Some(table)
-}
-
-/// Document ids: a bitmap while the largest is small enough (every store indexed by one
-/// folder), else a hash set.
 enum DocIds {
     Bits(Vec<u64>),
     Hashed(rustc_hash::FxHashSet<i64>),
@@ -241,7 +209,7 @@ impl Store {
         let cache = SearchCache {
             generation,
             dense,
-            chunk_row: chunk_rows(&row_chunk),
+            chunk_row: IdIndex::of(&row_chunk),
             row_chunk,
             row_doc,
             doc_start,

@@ -55,37 +55,39 @@ impl Store {
 
     /// What forgetting `targets` would remove, in the order given; unknown paths are left out.
     pub fn forget_plan(&self, targets: &[(String, String)]) -> Result<Vec<ForgetPlan>> {
-        let mut plan = Vec::new();
         let mut doc_stmt = self.conn.prepare_cached(
             "SELECT d.id, d.first_indexed_at,
                     (SELECT count(*) FROM chunks c WHERE c.doc_id = d.id)
              FROM documents d WHERE d.source = ?1 AND d.path = ?2",
         )?;
-        // SPEC §2.5: edges resolve as the trust layer resolves them (numbers, nearest first).
-        let corpus = self.load_corpus()?;
+        let mut found = Vec::new();
         for (source, path) in targets {
             let row: Option<(i64, String, i64)> = doc_stmt
                 .query_row(params![source, path], |r| {
                     Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })
                 .optional()?;
-            let Some((id, first, chunks)) = row else {
-                continue;
-            };
-            let referenced_by = corpus
-                .index_of
-                .get(id)
-                .map(|d| corpus.declarers_toward(d))
-                .unwrap_or_default();
-            plan.push(ForgetPlan {
-                source: source.clone(),
-                path: path.clone(),
-                first_indexed_at: first,
-                chunks,
-                referenced_by,
-            });
+            if let Some(row) = row {
+                found.push((source, path, row));
+            }
         }
-        Ok(plan)
+        // SPEC §2.5: edges resolve as the trust layer resolves them (numbers, nearest first).
+        self.with_corpus(|corpus| {
+            found
+                .into_iter()
+                .map(|(source, path, (id, first, chunks))| ForgetPlan {
+                    source: source.clone(),
+                    path: path.clone(),
+                    first_indexed_at: first,
+                    chunks,
+                    referenced_by: corpus
+                        .index_of
+                        .get(id)
+                        .map(|d| corpus.declarers_toward(d))
+                        .unwrap_or_default(),
+                })
+                .collect()
+        })
     }
 
     /// The journal, oldest forgotten first.

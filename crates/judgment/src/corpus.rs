@@ -100,52 +100,64 @@ pub struct Tally {
     pub retired: i64,
 }
 
-/// Where each document id stands in a corpus's order: a table by id where the ids are dense (a
-/// store's row ids mostly are: 4 bytes a document, where a hash map took 36 at a million), a
-/// hash map where they are not.
+/// Where each id of a list stands in it (a corpus's documents, a search's rows): a table by id
+/// where the ids are dense (a store's row ids mostly are: 4 bytes an id, where a hash map took
+/// 36 at a million), else the ids sorted with their places, searched (a store far sparser than
+/// four ids an entry has seen most of its rows replaced).
 #[derive(Debug, Clone, Default)]
-pub struct DocIndex {
+pub struct IdIndex {
     by_id: Vec<u32>,
-    hashed: FxHashMap<i64, usize>,
+    sorted: Vec<(i64, u32)>,
 }
 
-/// No document at this id in the table.
-const NO_DOC: u32 = u32::MAX;
+/// No entry at this id in the table.
+const NO_ENTRY: u32 = u32::MAX;
 
-impl DocIndex {
-    /// The index of `ids`, in order.
-    pub fn of(ids: &[i64]) -> DocIndex {
+impl IdIndex {
+    /// The index of `ids`, in order (of an id listed twice, the later place).
+    pub fn of(ids: &[i64]) -> IdIndex {
         let largest = ids.iter().copied().max().unwrap_or(-1);
         let dense = ids.iter().all(|&id| id >= 0)
             && usize::try_from(largest).is_ok_and(|l| l <= 4 * ids.len() + 4096)
-            && ids.len() < NO_DOC as usize;
+            && ids.len() < NO_ENTRY as usize;
         if !dense {
-            let hashed = ids.iter().enumerate().map(|(d, &id)| (id, d)).collect();
-            return DocIndex {
+            let mut sorted: Vec<(i64, u32)> = ids
+                .iter()
+                .enumerate()
+                .map(|(at, &id)| (id, at as u32))
+                .collect();
+            sorted.sort_by_key(|&(id, at)| (id, std::cmp::Reverse(at)));
+            sorted.dedup_by_key(|e| e.0);
+            return IdIndex {
                 by_id: Vec::new(),
-                hashed,
+                sorted,
             };
         }
-        let mut by_id = vec![NO_DOC; usize::try_from(largest + 1).unwrap_or(0)];
-        for (d, &id) in ids.iter().enumerate() {
-            by_id[id as usize] = d as u32;
+        let mut by_id = vec![NO_ENTRY; usize::try_from(largest + 1).unwrap_or(0)];
+        for (at, &id) in ids.iter().enumerate() {
+            by_id[id as usize] = at as u32;
         }
-        DocIndex {
+        IdIndex {
             by_id,
-            hashed: FxHashMap::default(),
+            sorted: Vec::new(),
         }
     }
 
-    /// Where document `id` stands, if it is in the corpus.
+    /// Where `id` stands, if it is listed.
+    #[inline]
     pub fn get(&self, id: i64) -> Option<usize> {
         if self.by_id.is_empty() {
-            return self.hashed.get(&id).copied();
+            return self
+                .sorted
+                .binary_search_by_key(&id, |e| e.0)
+                .ok()
+                .map(|i| self.sorted[i].1 as usize);
         }
         usize::try_from(id)
             .ok()
             .and_then(|i| self.by_id.get(i))
-            .filter(|&&d| d != NO_DOC)
-            .map(|&d| d as usize)
+            .filter(|&&at| at != NO_ENTRY)
+            .map(|&at| at as usize)
     }
 }
 
@@ -153,7 +165,7 @@ impl DocIndex {
 #[derive(Debug, Clone, Default)]
 pub struct Corpus {
     pub doc_ids: Vec<i64>,
-    pub index_of: DocIndex,
+    pub index_of: IdIndex,
     pub graph: Graph,
     pub windows: Vec<Window>,
     /// Per document: the root its path is relative to (the path is its graph node's);
@@ -223,7 +235,7 @@ impl Corpus {
             });
             c.sources.push(d.source);
         }
-        c.index_of = DocIndex::of(&c.doc_ids);
+        c.index_of = IdIndex::of(&c.doc_ids);
         let mut declared = Vec::new();
         for EdgeRecord { doc_id, edge: e } in edges() {
             let counted = c.by_vocabulary.entry(e.vocabulary.clone()).or_default();
@@ -646,9 +658,9 @@ mod tests {
     }
 
     #[test]
-    fn a_document_is_found_by_its_id_whether_the_ids_are_dense_or_not() {
+    fn an_id_is_found_whether_the_ids_are_dense_or_not() {
         for ids in [vec![3, 0, 7, 1], vec![5, 1 << 40, -3, 9]] {
-            let index = DocIndex::of(&ids);
+            let index = IdIndex::of(&ids);
             for (d, &id) in ids.iter().enumerate() {
                 assert_eq!(index.get(id), Some(d));
             }
@@ -656,7 +668,10 @@ mod tests {
                 assert_eq!(index.get(absent), None);
             }
         }
-        assert_eq!(DocIndex::of(&[]).get(0), None);
+        assert_eq!(IdIndex::of(&[]).get(0), None);
+        // An id listed twice stands at its later place, dense or not.
+        assert_eq!(IdIndex::of(&[4, 2, 4]).get(4), Some(2));
+        assert_eq!(IdIndex::of(&[1 << 40, 2, 1 << 40]).get(1 << 40), Some(2));
     }
 
     #[test]
