@@ -301,12 +301,12 @@ with recall.open(sys.argv[1], embedder=sys.argv[2]) as mem:
 """
 
 
-def fresh_reader(target: str, embedder: str, query: str) -> float:
-    """The resident MB of a new process after its first search of `target` (what a reader of a
-    store holds: for PostgreSQL, the corpus and the chunks' codes and terms)."""
+def fresh_reader(target: str, embedder: str, query: str, python: str = sys.executable) -> float:
+    """The resident MB of a new process of `python` after its first search of `target` (what a
+    reader of a store holds: for PostgreSQL, the corpus and the chunks' codes and terms)."""
     from machine import child_json
 
-    return float(child_json(sys.executable, READER, target, embedder, query)["mb"])
+    return float(child_json(python, READER, target, embedder, query)["mb"])
 
 
 def settle(server: str) -> None:
@@ -363,6 +363,10 @@ def measure(
     resident = {
         name: fresh_reader(target, args.embedder, queries[0]) for name, target in targets.items()
     }
+    if base is not None:
+        resident["postgres (baseline build)"] = fresh_reader(
+            f"{server}&namespace=base", args.embedder, queries[0], args.baseline
+        )
     for name, mb in resident.items():
         print(f"  a fresh process searching the {name} store once: {mb:,.0f} MB resident after")
 

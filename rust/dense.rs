@@ -394,6 +394,20 @@ impl DenseIndex {
         }
     }
 
+    /// Give back what the rows' arrays grew beyond what they hold (after many `extend`s).
+    pub fn shrink_to_fit(&mut self) {
+        // Codes a slicing thread still shares are left as they are rather than copied.
+        if let Some(codes) = Arc::get_mut(&mut self.codes) {
+            codes.shrink_to_fit();
+        }
+        self.units.shrink_to_fit();
+        self.held.shrink_to_fit();
+        self.data.shrink_to_fit();
+        self.fine.shrink_to_fit();
+        self.scales.shrink_to_fit();
+        self.sums.shrink_to_fit();
+    }
+
     /// Keep the rows whose `keep` is true, in their order (`keep` has one flag per row).
     pub fn retain_rows(&mut self, keep: &[bool]) {
         assert_eq!(keep.len(), self.len(), "one flag per row");

@@ -14,6 +14,7 @@ pub mod lexical;
 pub mod memory;
 pub mod postings;
 mod py_corpus;
+mod py_documents;
 mod py_errors;
 mod py_functions;
 mod py_hits;
@@ -62,6 +63,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(identifiers, m)?)?;
     m.add_function(wrap_pyfunction!(judge, m)?)?;
     m.add_class::<py_corpus::PyCorpus>()?;
+    m.add_class::<py_documents::PyDocuments>()?;
     m.add_class::<py_vectors::PyVectors>()?;
     m.add_class::<py_postings::PyPostings>()?;
     m.add_function(wrap_pyfunction!(py_corpus::lexical_terms, m)?)?;

@@ -13,11 +13,71 @@ use rustc_hash::FxHashMap;
 
 use crate::lexical::{query_terms, saturation, term_weight};
 
-/// One term's chunks: their slots ascending and the term's frequency in each.
+/// One term's chunks, ascending, each with the term's frequency in it, packed: per chunk a
+/// LEB128 varint of its slot's gap from the slot after the one before it (from 0 for the
+/// first), shifted left by one with the low bit set when the frequency is not 1, then, when it
+/// is set, the frequency as a varint. Most gaps of a frequent term and most frequencies take
+/// one byte, so a posting is about two bytes where a slot and a frequency held apart are six.
 #[derive(Default)]
 struct List {
-    slots: Vec<u32>,
-    tfs: Vec<u16>,
+    packed: Vec<u8>,
+    /// The slot after the last one packed.
+    next: u32,
+}
+
+impl List {
+    fn push(&mut self, slot: u32, tf: u16) {
+        debug_assert!(slot >= self.next);
+        let gap = u64::from(slot - self.next) << 1 | u64::from(tf != 1);
+        put_varint(&mut self.packed, gap);
+        if tf != 1 {
+            put_varint(&mut self.packed, u64::from(tf));
+        }
+        self.next = slot + 1;
+    }
+
+    /// The (slot, frequency) of each chunk, ascending.
+    fn iter(&self) -> impl Iterator<Item = (u32, u16)> + '_ {
+        let mut at = 0;
+        let mut next = 0u32;
+        std::iter::from_fn(move || {
+            if at >= self.packed.len() {
+                return None;
+            }
+            let head = get_varint(&self.packed, &mut at);
+            let slot = next + (head >> 1) as u32;
+            let tf = if head & 1 == 1 {
+                get_varint(&self.packed, &mut at) as u16
+            } else {
+                1
+            };
+            next = slot + 1;
+            Some((slot, tf))
+        })
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The varint at `*at` (written by `put_varint` here, so never malformed), moving past it.
+fn get_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let b = bytes[*at];
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
 }
 
 #[derive(Default)]
@@ -158,13 +218,36 @@ impl Postings {
                         t
                     }
                 };
-                let list = &mut self.lists[term as usize];
-                list.slots.push(slot);
-                list.tfs.push(tf);
+                self.lists[term as usize].push(slot, tf);
             }
             start = end;
         }
         Ok(())
+    }
+
+    /// Give back what the lists grew beyond what they hold (after a long run of `extend`).
+    pub fn shrink(&mut self) {
+        for list in &mut self.lists {
+            list.packed.shrink_to_fit();
+        }
+        self.lists.shrink_to_fit();
+        self.terms.shrink_to_fit();
+        self.ids.shrink_to_fit();
+        self.lengths.shrink_to_fit();
+    }
+
+    /// Bytes held, roughly: the slots' ids and lengths, the packed lists and the terms.
+    pub fn held_bytes(&self) -> usize {
+        let term_bytes: usize = self.terms.keys().map(|t| t.len() + 16 + 8).sum();
+        self.ids.capacity() * 8
+            + self.lengths.capacity() * 4
+            + self.lists.capacity() * std::mem::size_of::<List>()
+            + self
+                .lists
+                .iter()
+                .map(|l| l.packed.capacity())
+                .sum::<usize>()
+            + term_bytes
     }
 
     /// Drop the chunks `ids` (ids not held are passed over); returns how many were dropped.
@@ -196,17 +279,14 @@ impl Postings {
         let mut slot = 0;
         self.lengths.retain(|_| (keep[slot], slot += 1).0);
         for list in &mut self.lists {
-            let mut w = 0;
-            for r in 0..list.slots.len() {
-                let s = list.slots[r] as usize;
-                if keep[s] {
-                    list.slots[w] = renumber[s];
-                    list.tfs[w] = list.tfs[r];
-                    w += 1;
+            let mut kept = List::default();
+            for (slot, tf) in list.iter() {
+                if keep[slot as usize] {
+                    kept.push(renumber[slot as usize], tf);
                 }
             }
-            list.slots.truncate(w);
-            list.tfs.truncate(w);
+            kept.packed.shrink_to_fit();
+            *list = kept;
         }
         dropped
     }
@@ -236,8 +316,7 @@ impl Postings {
                 continue;
             };
             let weight = term_weight(df(term), docs);
-            let list = &self.lists[t as usize];
-            for (&slot, &tf) in list.slots.iter().zip(&list.tfs) {
+            for (slot, tf) in self.lists[t as usize].iter() {
                 let s = slot as usize;
                 score[s] += weight * saturation(u32::from(tf), self.lengths[s], average);
                 if !matched[s] {
@@ -351,6 +430,55 @@ mod tests {
             );
         }
         assert_eq!(p.rank("tenant", df, 5, 60, 10), Vec::new());
+    }
+
+    #[test]
+    fn a_list_gives_back_every_slot_and_frequency_it_was_given() {
+        let given: Vec<(u32, u16)> = vec![
+            (0, 1),
+            (1, 1),
+            (2, 2),
+            (130, 1),
+            (131, u16::MAX),
+            (20_000, 300),
+            (u32::MAX - 1, 1),
+        ];
+        let mut list = List::default();
+        for &(slot, tf) in &given {
+            list.push(slot, tf);
+        }
+        assert_eq!(list.iter().collect::<Vec<_>>(), given);
+        // Adjacent slots of frequency 1 take a byte each.
+        let mut dense = List::default();
+        (0..1000).for_each(|s| dense.push(s, 1));
+        assert_eq!(dense.packed.len(), 1000);
+    }
+
+    #[test]
+    fn a_posting_is_held_in_about_two_bytes() {
+        // 2,000 chunks of 40 words drawn from 500, a few repeated.
+        let words: Vec<String> = (0..500).map(|i| format!("w{i}x")).collect();
+        let texts: Vec<String> = (0..2000usize)
+            .map(|c| {
+                (0..40usize)
+                    .map(|j| words[(c * 7 + j * j * 13) % 500].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let ids: Vec<i64> = (1..=refs.len() as i64).collect();
+        let mut p = held(&ids, &refs);
+        p.shrink();
+        let postings: usize = p.lists.iter().map(|l| l.iter().count()).sum();
+        let packed: usize = p.lists.iter().map(|l| l.packed.len()).sum();
+        assert!(postings > 60_000, "{postings}");
+        assert!(
+            packed * 10 <= postings * 25,
+            "{packed} bytes for {postings}"
+        );
+        // Everything held, terms and slots included, is under 4 bytes a posting.
+        assert!(p.held_bytes() < postings * 4, "{}", p.held_bytes());
     }
 
     #[test]

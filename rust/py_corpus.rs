@@ -7,6 +7,7 @@
 //! retrieval or SQL (the backend), or any rule (judgment.rs, trust.rs).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -22,7 +23,7 @@ use crate::trust::{self, Candidate, Policy};
 
 /// (id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw, metadata_error,
 /// alias, retired: (state, since, vocabulary, overridden))
-type DocumentRow = (
+pub(crate) type DocumentRow = (
     i64,
     String,
     String,
@@ -202,9 +203,63 @@ pub(crate) fn explanation_dict<'py>(
     Ok(d)
 }
 
+/// Values many documents share (their root, their first run's time), each held once: a new
+/// value is compared with the last one seen, which is the same for every document of one root
+/// or one run.
+#[derive(Default)]
+pub(crate) struct Roots {
+    last: Option<Arc<str>>,
+}
+
+impl Roots {
+    pub(crate) fn shared(&mut self, value: String) -> Arc<str> {
+        match &self.last {
+            Some(r) if **r == *value => r.clone(),
+            _ => self.last.insert(value.into()).clone(),
+        }
+    }
+}
+
+/// The trust layer's record of a document row.
+fn record_of(d: DocumentRow, roots: &mut Roots) -> DocumentRecord {
+    DocumentRecord {
+        id: d.0,
+        source: roots.shared(d.1),
+        path: d.2,
+        key: d.3,
+        first_indexed_us: d.4.as_deref().and_then(crate::store::parse_instant_us),
+        valid_from_raw: d.5,
+        valid_until_raw: d.6,
+        metadata_error: d.7,
+        unreadable: false,
+        alias: d.8,
+        retired_overridden: d.9.as_ref().is_none_or(|r| r.3),
+        retired_state: d.9.as_ref().map(|r| r.0.clone()),
+        retired_since: d.9.as_ref().and_then(|r| r.1.clone()),
+        retired_vocabulary: d.9.map(|r| r.2),
+    }
+}
+
+/// The records of edge rows.
+pub(crate) fn edge_records(edges: Vec<(i64, EdgeRow)>) -> Vec<EdgeRecord> {
+    edges
+        .into_iter()
+        .map(|(doc_id, row)| EdgeRecord {
+            doc_id,
+            edge: edge_of(row),
+        })
+        .collect()
+}
+
 #[pyclass(name = "Corpus", module = "recall._core", frozen)]
 pub struct PyCorpus {
     inner: Corpus,
+}
+
+impl PyCorpus {
+    pub(crate) fn of(inner: Corpus) -> PyCorpus {
+        PyCorpus { inner }
+    }
 }
 
 #[pymethods]
@@ -212,35 +267,12 @@ impl PyCorpus {
     #[new]
     #[pyo3(signature = (documents, edges, vocabularies = "all"))]
     fn new(documents: Vec<DocumentRow>, edges: Vec<(i64, EdgeRow)>, vocabularies: &str) -> Self {
+        let mut roots = Roots::default();
         let docs = documents
             .into_iter()
-            .map(|d| DocumentRecord {
-                id: d.0,
-                source: d.1.into(),
-                path: d.2,
-                key: d.3,
-                first_indexed_us: d.4.as_deref().and_then(crate::store::parse_instant_us),
-                valid_from_raw: d.5,
-                valid_until_raw: d.6,
-                metadata_error: d.7,
-                unreadable: false,
-                alias: d.8,
-                retired_overridden: d.9.as_ref().is_none_or(|r| r.3),
-                retired_state: d.9.as_ref().map(|r| r.0.clone()),
-                retired_since: d.9.as_ref().and_then(|r| r.1.clone()),
-                retired_vocabulary: d.9.map(|r| r.2),
-            })
+            .map(|d| record_of(d, &mut roots))
             .collect();
-        let edges = edges
-            .into_iter()
-            .map(|(doc_id, row)| EdgeRecord {
-                doc_id,
-                edge: edge_of(row),
-            })
-            .collect();
-        PyCorpus {
-            inner: Corpus::build(docs, edges, vocabularies),
-        }
+        PyCorpus::of(Corpus::build(docs, edge_records(edges), vocabularies))
     }
 
     fn __len__(&self) -> usize {

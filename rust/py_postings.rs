@@ -49,6 +49,17 @@ impl PyPostings {
             .map_err(|e| PyValueError::new_err(format!("Postings.extend: {}", e.0)))
     }
 
+    /// Give back what the lists grew beyond what they hold; call once a long read is done.
+    fn shrink(&mut self, py: Python<'_>) {
+        py.detach(|| self.inner.shrink())
+    }
+
+    /// Bytes held, roughly (the slots, the packed lists and the terms).
+    #[getter]
+    fn held_bytes(&self) -> usize {
+        self.inner.held_bytes()
+    }
+
     /// Drop the chunks `ids` (ids not held are passed over); returns how many were dropped.
     fn remove(&mut self, py: Python<'_>, ids: Vec<i64>) -> usize {
         py.detach(|| self.inner.remove(&ids))

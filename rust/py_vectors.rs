@@ -11,7 +11,6 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rustc_hash::FxHashMap;
 
 use crate::dense::{DenseIndex, Unread};
 use crate::py_corpus::le_f32s;
@@ -20,9 +19,8 @@ use crate::py_errors::StoreDamagedError;
 #[pyclass(module = "recall._core", name = "Vectors")]
 pub struct PyVectors {
     index: DenseIndex,
-    /// The chunk id of each row, ascending.
+    /// The chunk id of each row, ascending (a row is found by its id's place).
     ids: Vec<i64>,
-    row_of: FxHashMap<i64, usize>,
 }
 
 fn floats(bytes: &[u8], dim: usize, what: &str) -> PyResult<Vec<f32>> {
@@ -47,7 +45,6 @@ impl PyVectors {
         Ok(PyVectors {
             index: DenseIndex::new(dim),
             ids: Vec::new(),
-            row_of: FxHashMap::default(),
         })
     }
 
@@ -61,7 +58,7 @@ impl PyVectors {
     }
 
     fn __contains__(&self, id: i64) -> bool {
-        self.row_of.contains_key(&id)
+        self.ids.binary_search(&id).is_ok()
     }
 
     /// The largest chunk id held, or 0.
@@ -91,11 +88,14 @@ impl PyVectors {
             last = id;
         }
         py.detach(|| self.index.extend_fine(&rows));
-        for id in ids {
-            self.row_of.insert(id, self.ids.len());
-            self.ids.push(id);
-        }
+        self.ids.extend(ids);
         Ok(())
+    }
+
+    /// Give back what the rows grew beyond what they hold; call once a long read is done.
+    fn shrink(&mut self, py: Python<'_>) {
+        py.detach(|| self.index.shrink_to_fit());
+        self.ids.shrink_to_fit();
     }
 
     /// Drop the rows of `ids` (ids not held are passed over); returns how many were dropped.
@@ -103,9 +103,11 @@ impl PyVectors {
         let mut keep = vec![true; self.ids.len()];
         let mut dropped = 0;
         for id in ids {
-            if let Some(row) = self.row_of.remove(&id) {
-                keep[row] = false;
-                dropped += 1;
+            if let Ok(row) = self.ids.binary_search(&id) {
+                if keep[row] {
+                    keep[row] = false;
+                    dropped += 1;
+                }
             }
         }
         if dropped > 0 {
@@ -115,9 +117,6 @@ impl PyVectors {
                 row += 1;
                 keep[row - 1]
             });
-            for (row, id) in self.ids.iter().enumerate() {
-                self.row_of.insert(*id, row);
-            }
         }
         dropped
     }
@@ -125,7 +124,7 @@ impl PyVectors {
     /// Chunk `id`'s vector (little-endian float32) as the scan scores it, or None when it is not
     /// held: a chunk not there, or one held as its fine code (its vector is the namespace's).
     fn get<'py>(&self, py: Python<'py>, id: i64) -> Option<Bound<'py, PyBytes>> {
-        let row = *self.row_of.get(&id)?;
+        let row = self.ids.binary_search(&id).ok()?;
         let held = self.index.held_row(row)?;
         let bytes: Vec<u8> = held.iter().flat_map(|x| x.to_le_bytes()).collect();
         Some(PyBytes::new(py, &bytes))

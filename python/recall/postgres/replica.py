@@ -20,23 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from recall import _core
+from recall import _core, heap
 
 __all__ = ["Replica"]
 
-#: The documents columns the corpus is built from (`_core.Corpus`), the row id first, then
-#: what a hit shows of its document besides (`SHOWN`).
+#: The documents columns the corpus is built from (`_core.Documents` holds them): the row id
+#: first, then the rest of the corpus's columns and the retirement (`_retired`). What a hit
+#: shows besides is read with the hit's chunk (search.py), not held for every document.
 _DOCUMENT = (
     "id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
     " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
-    " retired_overridden, title, indexed_at, retired_line, retired_statement, content_hash,"
-    " size_bytes, mtime_ns"
+    " retired_overridden"
 )
-#: Where a held document's row (`Replica.documents`) has each column a hit shows.
-SHOWN = {
-    name: at
-    for at, name in enumerate(_DOCUMENT.replace(" IS NOT NULL", "").replace(" ", "").split(","))
-}
+#: Documents read per round trip.
+DOCUMENT_PAGE = 10_000
 #: Vectors read per round trip.
 VECTOR_PAGE = 5_000
 #: The meta records a read checks against what it brought forward.
@@ -53,7 +50,7 @@ class Replica:
         self._standing = standing
         self.generation = -1
         self._logged = False  # the namespace had the change log at the last read
-        self._documents: dict[int, tuple[Any, ...]] = {}
+        self._documents = _core.Documents()
         self._edges: dict[int, list[tuple[int, tuple[int, tuple[Any, ...]]]]] = {}
         self._setting = "all"
         self.corpus = _core.Corpus([], [], "all")
@@ -95,14 +92,15 @@ class Replica:
         self.generation = _int(meta.get("generation"))
         self._logged = logged
         self._setting = meta.get("vocabularies") or "all"
-        documents = [(*d[:9], _retired(d)) for _, d in sorted(self._documents.items())]
         edges = sorted(e for listed in self._edges.values() for e in listed)
-        self.corpus = _core.Corpus(documents, [e for _, e in edges], self._setting)
+        self.corpus = self._documents.corpus([e for _, e in edges], self._setting)
+        if since < 0:
+            heap.give_back()  # what reading every row took and let go
         return self
 
     @property
-    def documents(self) -> dict[int, tuple[Any, ...]]:
-        """Each held document's row (`_DOCUMENT`'s columns; `SHOWN` names them) by id."""
+    def documents(self) -> _core.Documents:
+        """The held documents (`Documents.shown` gives what a hit shows of one)."""
         return self._documents
 
     def _agrees(self, meta: dict[str, str], vectors: bool) -> bool:
@@ -113,12 +111,10 @@ class Replica:
 
     def _read_documents(self, c: Any, since: int | None) -> None:
         """The documents (and their declarations) written after generation `since`, and the
-        removals logged since; every document when `since` is None."""
+        removals logged since; every document when `since` is None. The rows are taken a page
+        at a time (a cursor on the server), so a full read never has them all in hand."""
         t = self._t
         written = "" if since is None else " WHERE changed IS NULL OR changed > %(g)s"
-        rows = c.execute(
-            f"SELECT {_DOCUMENT} FROM {t('documents')}{written}", {"g": since}
-        ).fetchall()
         edges = c.execute(
             "SELECT id, doc_id, raw_ref, key, reversed, vocabulary, line, coalesce(statement, ''),"
             f" overridden, {self._standing(c)} FROM {t('edges')}"
@@ -130,18 +126,28 @@ class Replica:
             {"g": since},
         ).fetchall()
         if since is None:
-            self._documents, self._edges = {}, {}
+            self._documents.clear()
+            self._edges = {}
         else:
-            for (doc_id,) in c.execute(
-                f"SELECT doc_id FROM {t('removed')} WHERE chunk_id IS NULL"
-                " AND (generation IS NULL OR generation > %s)",
-                (since,),
-            ).fetchall():
-                self._documents.pop(int(doc_id), None)
-                self._edges.pop(int(doc_id), None)
-        for r in rows:
-            self._documents[int(r[0])] = tuple(r)
-            self._edges.pop(int(r[0]), None)
+            gone = [
+                int(doc_id)
+                for (doc_id,) in c.execute(
+                    f"SELECT doc_id FROM {t('removed')} WHERE chunk_id IS NULL"
+                    " AND (generation IS NULL OR generation > %s)",
+                    (since,),
+                ).fetchall()
+            ]
+            self._documents.remove(gone)
+            for doc_id in gone:
+                self._edges.pop(doc_id, None)
+        with c.cursor(name="recall_documents") as cur:
+            cur.execute(f"SELECT {_DOCUMENT} FROM {t('documents')}{written}", {"g": since})
+            while page := cur.fetchmany(DOCUMENT_PAGE):
+                self._documents.put([(*r[:9], _retired(r)) for r in page])
+                for r in page:
+                    self._edges.pop(int(r[0]), None)
+        if since is None:
+            self._documents.shrink()
         for e in edges:
             self._edges.setdefault(int(e[1]), []).append((int(e[0]), (int(e[1]), tuple(e[2:]))))
 
@@ -170,21 +176,16 @@ class Replica:
             self.vectors = _core.Vectors(dim)
         # A page of chunks per round trip, its vectors and its terms each as one value the
         # server joins (one bytes object, not one per row), in binary: pgvector's form and
-        # `tsvectorsend`'s, big-endian. A full page is taken in on a thread of its own while
-        # the next is read, so the server's work and this process's overlap.
+        # `tsvectorsend`'s, big-endian. The next page is read on a thread of its own while this
+        # one is taken in, so the server's work and this process's overlap. What is kept is
+        # made on this thread: memory made on a reading thread comes from an arena of that
+        # thread's, where the pages it also held would leave it in pieces no trim gives back.
         vectors, postings, dim = self.vectors, self.postings, self.vectors.dim
 
-        def take(ids: list[int], sent: bytes, lengths: list[int], terms: bytes) -> None:
-            # Each value: int16 dimension, int16 unused (one float32's width), the components.
-            rows = np.frombuffer(sent, dtype=">f4").reshape(len(ids), dim + 1)[:, 1:]
-            vectors.extend(ids, rows.astype("<f4").tobytes())
-            postings.extend(ids, lengths, terms)
-
-        taking: Future[None] | None = None
-        with ThreadPoolExecutor(1, thread_name_prefix="recall-chunks") as taker:
-            while True:
-                with c.cursor(binary=True) as cur:
-                    page = cur.execute(
+        def read(after: int) -> tuple[Any, ...]:
+            with c.cursor(binary=True) as cur:
+                return tuple(
+                    cur.execute(
                         "SELECT array_agg(id ORDER BY id), string_agg(vector_send(embedding),"
                         " ''::bytea ORDER BY id), array_agg(tokens ORDER BY id),"
                         " string_agg(tsvectorsend(body), ''::bytea ORDER BY id) FROM (SELECT id,"
@@ -192,16 +193,26 @@ class Replica:
                         " LIMIT %s) page",
                         (after, VECTOR_PAGE),
                     ).fetchone()
-                if taking is not None:
-                    taking.result()
-                    taking = None
-                if not page[0]:
-                    return
-                if len(page[0]) < VECTOR_PAGE:
+                )
+
+        def take(ids: list[int], sent: bytes, lengths: list[int], terms: bytes) -> None:
+            # Each value: int16 dimension, int16 unused (one float32's width), the components.
+            rows = np.frombuffer(sent, dtype=">f4").reshape(len(ids), dim + 1)[:, 1:]
+            vectors.extend(ids, rows.astype("<f4").tobytes())
+            postings.extend(ids, lengths, terms)
+
+        with ThreadPoolExecutor(1, thread_name_prefix="recall-chunks") as reader:
+            coming: Future[tuple[Any, ...]] | None = reader.submit(read, after)
+            while coming is not None:
+                page = coming.result()
+                # A short page is the last: the snapshot holds no chunk after it.
+                full = bool(page[0]) and len(page[0]) == VECTOR_PAGE
+                coming = reader.submit(read, page[0][-1]) if full else None
+                if page[0]:
                     take(*page)
-                else:
-                    taking = taker.submit(take, *page)
-                after = page[0][-1]
+        # Pages grow the arrays by doubling: give back what they hold beyond the rows.
+        vectors.shrink()
+        postings.shrink()
 
 
 def _int(value: str | None) -> int:
