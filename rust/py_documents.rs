@@ -2,9 +2,8 @@
 //! PostgreSQL namespace), as the trust layer's records, kept as rows are written and removed,
 //! and the corpus built from them for each generation.
 //!
-//! Owns: holding the records (a value many documents share, such as their root or their first
-//! run's time, held once), what a hit shows of its document from them, and building the
-//! corpus. Does not own: which rows changed (the Python side of the server backend) or any
+//! Owns: holding the rows (a value many documents share, such as their root or their runs'
+//! times, held once), what a hit shows of its document, and building the corpus from them. Does not own: which rows changed (the Python side of the server backend) or any
 //! rule (the judgment crate).
 
 use std::sync::Arc;
@@ -15,7 +14,7 @@ use crate::judgment::{Corpus, DocumentRecord};
 use crate::py_corpus::{edge_records, DocumentRow, EdgeRow, PyCorpus, Roots};
 
 /// A held document: its row, each string boxed to its length, a value many documents share
-/// (their root, their first run's time) held once, the retirement (which few have) boxed.
+/// (their root, their runs' times) held once, the retirement (which few have) boxed.
 struct Held {
     id: i64,
     source: Arc<str>,
@@ -27,29 +26,75 @@ struct Held {
     metadata_error: bool,
     alias: Option<Box<str>>,
     retired: Option<Box<Retired>>,
+    title: Box<str>,
+    indexed_at: Option<Arc<str>>,
+    content_hash: Box<str>,
+    size_bytes: i64,
+    mtime_ns: Option<i64>,
 }
 
-/// (state, since, vocabulary, overridden), as the row gives it.
-type Retired = (String, Option<String>, String, bool);
+struct Retired {
+    state: String,
+    since: Option<String>,
+    vocabulary: String,
+    overridden: bool,
+    line: Option<i64>,
+    statement: Option<String>,
+}
+
+/// What only a hit shows of a document: (title, indexed_at, content_hash, size_bytes,
+/// mtime_ns, retired_line, retired_statement).
+type ShownRow = (
+    String,
+    Option<String>,
+    String,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+);
+
+/// The shared values' holders: roots, first indexing times, indexing times.
+#[derive(Default)]
+struct Shared {
+    roots: Roots,
+    first: Roots,
+    indexed: Roots,
+}
 
 impl Held {
-    fn of(d: DocumentRow, roots: &mut Roots, runs: &mut Roots) -> Held {
+    fn of((d, shown): (DocumentRow, ShownRow), shared: &mut Shared) -> Held {
         let boxed = |s: Option<String>| s.map(String::into_boxed_str);
+        let (title, indexed_at, content_hash, size_bytes, mtime_ns, line, statement) = shown;
         Held {
             id: d.0,
-            source: roots.shared(d.1),
+            source: shared.roots.shared(d.1),
             path: d.2.into(),
             key: d.3.into(),
-            first_indexed_at: d.4.map(|t| runs.shared(t)),
+            first_indexed_at: d.4.map(|t| shared.first.shared(t)),
             valid_from_raw: boxed(d.5),
             valid_until_raw: boxed(d.6),
             metadata_error: d.7,
             alias: boxed(d.8),
-            retired: d.9.map(Box::new),
+            retired: d.9.map(|(state, since, vocabulary, overridden)| {
+                Box::new(Retired {
+                    state,
+                    since,
+                    vocabulary,
+                    overridden,
+                    line,
+                    statement,
+                })
+            }),
+            title: title.into(),
+            indexed_at: indexed_at.map(|t| shared.indexed.shared(t)),
+            content_hash: content_hash.into(),
+            size_bytes,
+            mtime_ns,
         }
     }
 
-    /// The trust layer's record of it (`record_of` of its row).
+    /// The trust layer's record of it (as `Corpus` makes one of its row).
     fn record(&self) -> DocumentRecord {
         let text = |s: &Option<Box<str>>| s.as_deref().map(String::from);
         let retired = self.retired.as_deref();
@@ -67,25 +112,33 @@ impl Held {
             metadata_error: self.metadata_error,
             unreadable: false,
             alias: text(&self.alias),
-            retired_overridden: retired.is_none_or(|r| r.3),
-            retired_state: retired.map(|r| r.0.clone()),
-            retired_since: retired.and_then(|r| r.1.clone()),
-            retired_vocabulary: retired.map(|r| r.2.clone()),
+            retired_overridden: retired.is_none_or(|r| r.overridden),
+            retired_state: retired.map(|r| r.state.clone()),
+            retired_since: retired.and_then(|r| r.since.clone()),
+            retired_vocabulary: retired.map(|r| r.vocabulary.clone()),
         }
     }
 }
 
-/// What a hit shows of its document from what is held: (source, path, first_indexed_at,
-/// valid_from_raw, valid_until_raw, retired_state, retired_since, retired_vocabulary).
+/// What a hit shows of its document: (source, path, title, first_indexed_at, indexed_at,
+/// valid_from_raw, valid_until_raw, (content_hash, size_bytes, mtime_ns), the retirement as
+/// (state, since, vocabulary, line, statement) or None).
 type Shown<'a> = (
     &'a str,
     &'a str,
+    &'a str,
     Option<&'a str>,
     Option<&'a str>,
     Option<&'a str>,
     Option<&'a str>,
-    Option<&'a str>,
-    Option<&'a str>,
+    (&'a str, i64, Option<i64>),
+    Option<(
+        &'a str,
+        Option<&'a str>,
+        &'a str,
+        Option<i64>,
+        Option<&'a str>,
+    )>,
 );
 
 #[pyclass(module = "recall._core", name = "Documents")]
@@ -93,8 +146,7 @@ type Shown<'a> = (
 pub struct PyDocuments {
     /// By id, ascending (a commit's new documents come after the rest).
     held: Vec<Held>,
-    roots: Roots,
-    runs: Roots,
+    shared: Shared,
 }
 
 impl PyDocuments {
@@ -118,10 +170,11 @@ impl PyDocuments {
         self.place(id).is_ok()
     }
 
-    /// Hold the rows `documents` (`Corpus`'s document rows), each replacing the one of its id.
-    fn put(&mut self, documents: Vec<DocumentRow>) {
+    /// Hold the rows `documents`, each replacing the one of its id: per document, its row as
+    /// `Corpus` takes it and what only a hit shows of it (`ShownRow`).
+    fn put(&mut self, documents: Vec<(DocumentRow, ShownRow)>) {
         for d in documents {
-            let held = Held::of(d, &mut self.roots, &mut self.runs);
+            let held = Held::of(d, &mut self.shared);
             match self.held.last() {
                 Some(last) if last.id >= held.id => match self.place(held.id) {
                     Ok(at) => self.held[at] = held,
@@ -156,19 +209,27 @@ impl PyDocuments {
         self.held = Vec::new();
     }
 
-    /// What a hit shows of document `id` from what is held (`Shown`), or None when it is not.
+    /// What a hit shows of document `id` (`Shown`), or None when it is not held.
     fn shown(&self, id: i64) -> Option<Shown<'_>> {
         let h = &self.held[self.place(id).ok()?];
-        let retired = h.retired.as_deref();
         Some((
             &h.source,
             &h.path,
+            &h.title,
             h.first_indexed_at.as_deref(),
+            h.indexed_at.as_deref(),
             h.valid_from_raw.as_deref(),
             h.valid_until_raw.as_deref(),
-            retired.map(|r| r.0.as_str()),
-            retired.and_then(|r| r.1.as_deref()),
-            retired.map(|r| r.2.as_str()),
+            (&h.content_hash, h.size_bytes, h.mtime_ns),
+            h.retired.as_deref().map(|r| {
+                (
+                    r.state.as_str(),
+                    r.since.as_deref(),
+                    r.vocabulary.as_str(),
+                    r.line,
+                    r.statement.as_deref(),
+                )
+            }),
         ))
     }
 

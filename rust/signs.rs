@@ -59,14 +59,17 @@ impl Signs {
                 break;
             }
         }
-        // Without a branch per row: which rows pass is as good as random.
-        let mut kept = vec![0u32; distances.len()];
+        // Without a branch per row: which rows pass is as good as random. Every row's place is
+        // written at the next free slot, which a row that passes keeps; nothing is zeroed first.
+        let mut kept: Vec<u32> = Vec::with_capacity(distances.len());
+        let slots = kept.spare_capacity_mut();
         let mut n = 0;
         for (i, &d) in distances.iter().enumerate() {
-            kept[n] = i as u32;
+            slots[n].write(i as u32);
             n += usize::from(d <= cut);
         }
-        kept.truncate(n);
+        // SAFETY: slots 0..n were each written (by the row that passed there).
+        unsafe { kept.set_len(n) };
         kept
     }
 }
@@ -152,7 +155,10 @@ unsafe fn distances_avx512(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> 
         )
     };
     let rows = masks.len() / w;
-    let mut out = vec![0u32; rows];
+    // Each row's distance is written once, and counted while it is at hand; nothing is zeroed
+    // first.
+    let mut out: Vec<u32> = Vec::with_capacity(rows);
+    let at = out.as_mut_ptr();
     let batches = rows / BATCH;
     for g in 0..batches {
         // SAFETY: the batch's 8 rows are in `masks`; each masked load touches only its row.
@@ -162,15 +168,20 @@ unsafe fn distances_avx512(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> 
             halves(pairs(v[0], v[1]), pairs(v[2], v[3])),
             halves(pairs(v[4], v[5]), pairs(v[6], v[7])),
         );
-        let at = out.as_mut_ptr().add(g * BATCH);
-        _mm256_storeu_si256(at as *mut _, _mm512_cvtepi64_epi32(sums));
+        let mut batch = [0u32; BATCH];
+        _mm256_storeu_si256(batch.as_mut_ptr() as *mut _, _mm512_cvtepi64_epi32(sums));
+        for (r, &d) in batch.iter().enumerate() {
+            counts[d as usize] += 1;
+            at.add(g * BATCH + r).write(d);
+        }
     }
-    for (r, d) in out.iter_mut().enumerate().skip(batches * BATCH) {
-        *d = _mm512_reduce_add_epi64(lanes(masks.as_ptr().add(r * w))) as u32;
-    }
-    for &d in &out {
+    for r in batches * BATCH..rows {
+        let d = _mm512_reduce_add_epi64(lanes(masks.as_ptr().add(r * w))) as u32;
         counts[d as usize] += 1;
+        at.add(r).write(d);
     }
+    // SAFETY: every row's distance was written above.
+    out.set_len(rows);
     out
 }
 

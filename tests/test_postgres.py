@@ -80,19 +80,44 @@ def judgments(mem: recall.Memory, **when: Any) -> list[list[tuple[Any, ...]]]:
 def test_held_documents_build_the_corpus_of_their_rows_and_show_what_each_row_gave() -> None:
     """A reader holds a namespace's documents as `_core.Documents`, row by row as commits write
     and remove them: its corpus is the one its rows build, and a hit shows the row's values."""
-    first = "2026-01-01T00:00:00Z"
+    first, later = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
     retired = ("rejected", "2026-03-01", "madr", False)
     rows = [
         (3, "/notes", "a.md", "a", first, None, None, False, None, None),
         (1, "/notes", "b.md", "b", first, "2026-02-01", None, False, None, retired),
         (2, "/more", "c.md", "c", None, None, "2027-01-01", True, "#c", None),
     ]
+    shown = [
+        ("A", first, "h-a", 10, 100, None, None),
+        ("B", later, "h-b", 20, None, 4, "Status: rejected"),
+        ("C", later, "h-c", 30, 300, None, None),
+    ]
     edges = [(3, ("b", "b", False, "frontmatter", None, "", False, None))]
     held = _core.Documents()
-    held.put(rows)
+    held.put(list(zip(rows, shown, strict=True)))
     assert (len(held), 2 in held, 4 in held) == (3, True, False)
-    assert held.shown(1) == ("/notes", "b.md", first, "2026-02-01", None, *retired[:3])
-    assert held.shown(2) == ("/more", "c.md", None, None, "2027-01-01", None, None, None)
+    assert held.shown(1) == (
+        "/notes",
+        "b.md",
+        "B",
+        first,
+        later,
+        "2026-02-01",
+        None,
+        ("h-b", 20, None),
+        ("rejected", "2026-03-01", "madr", 4, "Status: rejected"),
+    )
+    assert held.shown(2) == (
+        "/more",
+        "c.md",
+        "C",
+        None,
+        later,
+        None,
+        "2027-01-01",
+        ("h-c", 30, 300),
+        None,
+    )
     assert held.shown(4) is None
 
     def same(corpus: _core.Corpus, want: list[tuple[Any, ...]]) -> None:
@@ -104,9 +129,19 @@ def test_held_documents_build_the_corpus_of_their_rows_and_show_what_each_row_ga
     same(held.corpus(edges), rows)
     # A commit rewrites b (no longer retired) and removes c.
     again = (1, "/notes", "b.md", "b", first, None, None, False, None, None)
-    held.put([again])
+    held.put([(again, ("B2", later, "h-b2", 21, 210, None, None))])
     assert held.remove([2, 99]) == 1
-    assert held.shown(1) == ("/notes", "b.md", first, None, None, None, None, None)
+    assert held.shown(1) == (
+        "/notes",
+        "b.md",
+        "B2",
+        first,
+        later,
+        None,
+        None,
+        ("h-b2", 21, 210),
+        None,
+    )
     same(held.corpus(edges), [rows[0], again])
     held.clear()
     assert len(held) == 0 and len(held.corpus([])) == 0

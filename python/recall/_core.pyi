@@ -195,6 +195,22 @@ _DocumentRow = tuple[
 ]
 # (doc_id, the edge as put_document takes it)
 _CorpusEdgeRow = tuple[int, _EdgeRow]
+# What only a hit shows of a document: (title, indexed_at, content_hash, size_bytes, mtime_ns,
+# retired_line, retired_statement)
+_ShownRow = tuple[str, str | None, str, int, int | None, int | None, str | None]
+# (source, path, title, first_indexed_at, indexed_at, valid_from_raw, valid_until_raw,
+# (content_hash, size_bytes, mtime_ns), (state, since, vocabulary, line, statement) or None)
+_Shown = tuple[
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    str | None,
+    str | None,
+    tuple[str, int, int | None],
+    tuple[str, str | None, str, int | None, str | None] | None,
+]
 
 @final
 class Vectors:
@@ -218,16 +234,11 @@ class Documents:
     def __new__(cls) -> Documents: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: int, /) -> bool: ...
-    def put(self, documents: list[_DocumentRow]) -> None: ...
+    def put(self, documents: list[tuple[_DocumentRow, _ShownRow]]) -> None: ...
     def remove(self, ids: list[int]) -> int: ...
     def shrink(self) -> None: ...
     def clear(self) -> None: ...
-    def shown(
-        self, id: int
-    ) -> (
-        tuple[str, str, str | None, str | None, str | None, str | None, str | None, str | None]
-        | None
-    ): ...
+    def shown(self, id: int) -> _Shown | None: ...
     def corpus(self, edges: list[_CorpusEdgeRow], vocabularies: str = "all") -> Corpus: ...
 
 @final

@@ -24,13 +24,14 @@ from recall import _core, heap
 
 __all__ = ["Replica"]
 
-#: The documents columns the corpus is built from (`_core.Documents` holds them): the row id
-#: first, then the rest of the corpus's columns and the retirement (`_retired`). What a hit
-#: shows besides is read with the hit's chunk (search.py), not held for every document.
+#: The documents columns a process holds (`_core.Documents`): the row id first, then the rest
+#: of the corpus's columns and the retirement (`_retired`), then what only a hit shows
+#: (`_shown`).
 _DOCUMENT = (
     "id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
     " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
-    " retired_overridden"
+    " retired_overridden, title, indexed_at, content_hash, size_bytes, mtime_ns, retired_line,"
+    " retired_statement"
 )
 #: Documents read per round trip.
 DOCUMENT_PAGE = 10_000
@@ -143,7 +144,7 @@ class Replica:
         with c.cursor(name="recall_documents") as cur:
             cur.execute(f"SELECT {_DOCUMENT} FROM {t('documents')}{written}", {"g": since})
             while page := cur.fetchmany(DOCUMENT_PAGE):
-                self._documents.put([(*r[:9], _retired(r)) for r in page])
+                self._documents.put([((*r[:9], _retired(r)), r[13:]) for r in page])
                 for r in page:
                     self._edges.pop(int(r[0]), None)
         if since is None:

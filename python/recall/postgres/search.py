@@ -100,10 +100,10 @@ class Searching(Namespace):
             t_lexical = time.perf_counter()
             # One round trip: the rows of both legs' chunks, with their vectors.
             ids = list(dict.fromkeys([*dense, *(i for i, _ in lexical)]))
-            rows = self._chunk_rows(c, replica, "c.id = ANY(%s)", (ids,))
+            rows = self._chunk_rows(c, replica, "id = ANY(%s)", (ids,))
 
             def fetch(doc_id: int) -> list[tuple[int, bytes, str]]:
-                found = self._chunk_rows(c, replica, "c.doc_id = %s", (doc_id,))
+                found = self._chunk_rows(c, replica, "doc_id = %s", (doc_id,))
                 rows.update(found)
                 return [(i, *chunk[1:]) for i, chunk in self._judged(replica, found).items()]
 
@@ -164,14 +164,9 @@ class Searching(Namespace):
     def _chunk_rows(
         self, c: Any, replica: Replica, where: str, args: tuple[Any, ...]
     ) -> dict[int, dict[str, Any]]:
-        """The rows of the chunks `where` selects (`c` names the chunks, `d` their documents),
-        each with what the process holds of its document (`replica`) and what a hit shows of it
-        besides; a chunk of a document committed after those is left out."""
-        found = c.execute(
-            f"SELECT {_ROW} FROM {self._t('chunks')} c JOIN {self._t('documents')} d"
-            f" ON d.id = c.doc_id WHERE {where}",
-            args,
-        ).fetchall()
+        """The rows of the chunks `where` selects, each with what the process holds of its
+        document (`replica`); a chunk of a document committed after those is left out."""
+        found = c.execute(f"SELECT {_ROW} FROM {self._t('chunks')} WHERE {where}", args).fetchall()
         with self._replica_lock:
             return _rows(found, replica.documents)
 
@@ -237,7 +232,7 @@ class Searching(Namespace):
                 dense = [i for i, _ in replica.vectors.nearest(query, depth, self._reader(c))]
                 ranked = replica.postings.rank(text, term_dfs, chunk_count, tokens, depth)
                 lexical = [i for i, _ in ranked]
-            rows = self._chunk_rows(c, replica, "c.doc_id = %s", (doc_id,))
+            rows = self._chunk_rows(c, replica, "doc_id = %s", (doc_id,))
 
             def rank(ids: list[int]) -> int | None:
                 owners = dict(
@@ -276,14 +271,9 @@ class Searching(Namespace):
             )
 
 
-#: The columns of a chunk's row a search reads (`_rows`), with what a hit shows of its document
-#: that the process does not hold; the rest of the document's come from what it holds
-#: (`Replica.documents`), as of the corpus it judges with.
-_ROW = (
-    "c.id, c.doc_id, c.ordinal, c.text, c.heading_path, c.line_start, c.line_end,"
-    " vector_send(c.embedding), d.title, d.indexed_at, d.retired_line, d.retired_statement,"
-    " d.content_hash, d.size_bytes, d.mtime_ns"
-)
+#: The columns of a chunk's row a search reads (`_rows`); its document's come from what the
+#: process holds (`Replica.documents`).
+_ROW = "id, doc_id, ordinal, text, heading_path, line_start, line_end, vector_send(embedding)"
 
 #: (generation, each term's document frequency, chunks, tokens): what the lexicon counts.
 _Counted = tuple[int, list[tuple[str, int]], int, int]
@@ -306,32 +296,16 @@ def _rows(found: list[tuple[Any, ...]], documents: _core.Documents) -> dict[int,
     """Chunk id → the row a search reads (`_ROW`'s columns, with what is held of its document),
     as the judge and the hit take them; a chunk whose document is not held is left out."""
     rows: dict[int, dict[str, Any]] = {}
-    for (
-        chunk,
-        doc_id,
-        ordinal,
-        text,
-        heading_path,
-        line_start,
-        line_end,
-        vector,
-        title,
-        indexed_at,
-        line,
-        statement,
-        content_hash,
-        size,
-        mtime,
-    ) in found:
+    for chunk, doc_id, ordinal, text, heading_path, line_start, line_end, vector in found:
         held = documents.shown(doc_id)
         if held is None:
             continue
-        source, path, first_indexed_at, valid_from, valid_until, state, since, vocabulary = held
+        source, path, title, first, indexed_at, valid_from, valid_until, stamp, retired = held
         rows[int(chunk)] = {
             "doc_id": int(doc_id),
             "vector": le_vector(bytes(vector)),
             "body": _core.lexical_body(title, heading_path, text),
-            "retired": ((state, since, vocabulary or "", line, statement or "") if state else None),
+            "retired": (*retired[:4], retired[4] or "") if retired else None,
             "shown": {
                 "source": source,
                 "path": path,
@@ -342,10 +316,10 @@ def _rows(found: list[tuple[Any, ...]], documents: _core.Documents) -> dict[int,
                 "line_start": line_start,
                 "line_end": line_end,
                 "indexed_at": indexed_at or "",
-                "first_indexed_at": first_indexed_at or "",
+                "first_indexed_at": first or "",
                 "valid_from": valid_from,
                 "valid_until": valid_until,
-                "stamp": (content_hash, size, mtime),
+                "stamp": stamp,
                 # The file is looked at in Python, by its size, time and content.
                 "file_state": "unsure",
             },
