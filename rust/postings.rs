@@ -237,7 +237,8 @@ impl Postings {
     }
 
     /// Bytes held, roughly: the slots' ids and lengths, the packed lists and the terms.
-    pub fn held_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
         let term_bytes: usize = self.terms.keys().map(|t| t.len() + 16 + 8).sum();
         self.ids.capacity() * 8
             + self.lengths.capacity() * 4

@@ -54,12 +54,6 @@ impl PyPostings {
         py.detach(|| self.inner.shrink())
     }
 
-    /// Bytes held, roughly (the slots, the packed lists and the terms).
-    #[getter]
-    fn held_bytes(&self) -> usize {
-        self.inner.held_bytes()
-    }
-
     /// Drop the chunks `ids` (ids not held are passed over); returns how many were dropped.
     fn remove(&mut self, py: Python<'_>, ids: Vec<i64>) -> usize {
         py.detach(|| self.inner.remove(&ids))

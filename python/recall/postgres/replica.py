@@ -25,8 +25,8 @@ from recall import _core, heap
 __all__ = ["Replica"]
 
 #: The documents columns a process holds (`_core.Documents`): the row id first, then the rest
-#: of the corpus's columns and the retirement (`_retired`), then what only a hit shows
-#: (`_shown`).
+#: of the corpus's columns and the retirement (`_retired`), then what only a hit shows (the
+#: title, the indexing time, the file's stamp, the retirement's line and statement).
 _DOCUMENT = (
     "id, source, path, key, first_indexed_at, valid_from_raw, valid_until_raw,"
     " metadata_error IS NOT NULL, alias, retired_state, retired_since, retired_vocabulary,"
@@ -82,11 +82,14 @@ class Replica:
             since = self.generation
             if not (behind and logged and _int(meta.get("log_from")) <= since + 1):
                 since = -1  # everything
-            self._read_documents(c, since if since >= 0 else None)
+            whole = since < 0  # every row read, not only what commits changed
+            self._read_documents(c, None if whole else since)
             want = vectors or self.vectors is not None
             if want:
-                self._read_vectors(c, since if since >= 0 and self.vectors is not None else None)
+                whole = whole or self.vectors is None
+                self._read_vectors(c, None if since < 0 or self.vectors is None else since)
             if since >= 0 and not self._agrees(meta, want):
+                whole = True
                 self._read_documents(c, None)
                 if want:
                     self._read_vectors(c, None)
@@ -95,7 +98,7 @@ class Replica:
         self._setting = meta.get("vocabularies") or "all"
         edges = sorted(e for listed in self._edges.values() for e in listed)
         self.corpus = self._documents.corpus([e for _, e in edges], self._setting)
-        if since < 0:
+        if whole:
             heap.give_back()  # what reading every row took and let go
         return self
 
