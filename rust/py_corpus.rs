@@ -203,15 +203,15 @@ pub(crate) fn explanation_dict<'py>(
     Ok(d)
 }
 
-/// Values many documents share (their root, their first run's time), each held once: a new
-/// value is compared with the last one seen, which is the same for every document of one root
-/// or one run.
+/// One column's value that document after document repeats (their root, a run's time), held
+/// once: a new value is compared with the last one seen, which is the same for every document
+/// of one root or one run.
 #[derive(Default)]
-pub(crate) struct Roots {
+pub(crate) struct Repeated {
     last: Option<Arc<str>>,
 }
 
-impl Roots {
+impl Repeated {
     pub(crate) fn shared(&mut self, value: String) -> Arc<str> {
         match &self.last {
             Some(r) if **r == *value => r.clone(),
@@ -221,7 +221,7 @@ impl Roots {
 }
 
 /// The trust layer's record of a document row.
-fn record_of(d: DocumentRow, roots: &mut Roots) -> DocumentRecord {
+fn record_of(d: DocumentRow, roots: &mut Repeated) -> DocumentRecord {
     DocumentRecord {
         id: d.0,
         source: roots.shared(d.1),
@@ -267,7 +267,7 @@ impl PyCorpus {
     #[new]
     #[pyo3(signature = (documents, edges, vocabularies = "all"))]
     fn new(documents: Vec<DocumentRow>, edges: Vec<(i64, EdgeRow)>, vocabularies: &str) -> Self {
-        let mut roots = Roots::default();
+        let mut roots = Repeated::default();
         let docs = documents
             .into_iter()
             .map(|d| record_of(d, &mut roots))

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 
 use crate::judgment::{Corpus, DocumentRecord};
-use crate::py_corpus::{edge_records, DocumentRow, EdgeRow, PyCorpus, Roots};
+use crate::py_corpus::{edge_records, DocumentRow, EdgeRow, PyCorpus, Repeated};
 
 /// A held document: its row, each string boxed to its length, a value many documents share
 /// (their root, their runs' times) held once, the retirement (which few have) boxed.
@@ -54,12 +54,12 @@ type ShownRow = (
     Option<String>,
 );
 
-/// The shared values' holders: roots, first indexing times, indexing times.
+/// The repeated columns' last values: roots, first indexing times, indexing times.
 #[derive(Default)]
 struct Shared {
-    roots: Roots,
-    first: Roots,
-    indexed: Roots,
+    roots: Repeated,
+    first: Repeated,
+    indexed: Repeated,
 }
 
 impl Held {
