@@ -7,16 +7,11 @@
 //! store/lexical_files.rs in the same SQLite transaction as the chunk rows, so the two legs
 //! commit together. Does not own: SQL, fusion (fusion.rs) or scores' meaning.
 
-use std::collections::{BTreeSet, HashMap};
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::path::PathBuf;
 
 use tantivy::collector::TopDocs;
-use tantivy::directory::error::{DeleteError, OpenReadError, OpenWriteError};
-use tantivy::directory::{
-    FileHandle, FileSlice, OwnedBytes, RamDirectory, WatchCallback, WatchHandle, WritePtr,
-};
+use tantivy::directory::error::OpenReadError;
+use tantivy::directory::FileSlice;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -25,6 +20,7 @@ use tantivy::schema::{
 use tantivy::{doc, Directory, Index, IndexReader, IndexWriter, ReloadPolicy, Term};
 
 use crate::errors::{CoreError, Result};
+use crate::lexical_dir::TrackedDir;
 
 /// Distinct words of a query that are searched; the rest of a very long query is ignored.
 const MAX_QUERY_TERMS: usize = 64;
@@ -55,134 +51,10 @@ fn damaged(detail: impl std::fmt::Display) -> CoreError {
     }
 }
 
-#[derive(Debug, Default)]
-struct Changes {
-    written: BTreeSet<PathBuf>,
-    deleted: BTreeSet<PathBuf>,
-}
-
-/// A RAM directory that remembers which files were written or deleted since the last `take`.
-/// The files it was opened with are held as read (no copy); what Tantivy writes goes to a
-/// `RamDirectory`.
-#[derive(Debug, Clone)]
-struct TrackedDir {
-    inner: RamDirectory,
-    saved: Arc<RwLock<HashMap<PathBuf, FileSlice>>>,
-    changes: Arc<Mutex<Changes>>,
-}
-
-impl TrackedDir {
-    /// A directory holding `files`, each counted as already persisted.
-    fn holding(files: Vec<(String, Vec<u8>)>) -> TrackedDir {
-        let saved = files
-            .into_iter()
-            .map(|(name, data)| (PathBuf::from(name), FileSlice::from(data)))
-            .collect();
-        TrackedDir {
-            inner: RamDirectory::create(),
-            saved: Arc::new(RwLock::new(saved)),
-            changes: Arc::default(),
-        }
-    }
-
-    /// A file the directory was opened with, unless written or deleted since.
-    fn saved(&self, path: &Path) -> Option<FileSlice> {
-        self.saved
-            .read()
-            .expect("lexical files lock")
-            .get(path)
-            .cloned()
-    }
-
-    /// Forget the saved `path` (it is being written or deleted); whether it was there.
-    fn unsave(&self, path: &Path) -> bool {
-        self.saved
-            .write()
-            .expect("lexical files lock")
-            .remove(path)
-            .is_some()
-    }
-}
-
-fn is_lock(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "lock")
-}
-
-impl TrackedDir {
-    fn mark_written(&self, path: &Path) {
-        if !is_lock(path) {
-            let mut c = self.changes.lock().expect("lexical directory lock");
-            c.deleted.remove(path);
-            c.written.insert(path.to_path_buf());
-        }
-    }
-}
-
-impl Directory for TrackedDir {
-    fn get_file_handle(
-        &self,
-        path: &Path,
-    ) -> std::result::Result<Arc<dyn FileHandle>, OpenReadError> {
-        match self.saved(path) {
-            Some(file) => Ok(Arc::new(file)),
-            None => self.inner.get_file_handle(path),
-        }
-    }
-
-    fn delete(&self, path: &Path) -> std::result::Result<(), DeleteError> {
-        if !self.unsave(path) {
-            self.inner.delete(path)?;
-        }
-        if !is_lock(path) {
-            let mut c = self.changes.lock().expect("lexical directory lock");
-            c.written.remove(path);
-            c.deleted.insert(path.to_path_buf());
-        }
-        Ok(())
-    }
-
-    fn exists(&self, path: &Path) -> std::result::Result<bool, OpenReadError> {
-        Ok(self.saved(path).is_some() || self.inner.exists(path)?)
-    }
-
-    fn open_write(&self, path: &Path) -> std::result::Result<WritePtr, OpenWriteError> {
-        if self.saved(path).is_some() {
-            return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
-        }
-        self.mark_written(path);
-        self.inner.open_write(path)
-    }
-
-    fn atomic_read(&self, path: &Path) -> std::result::Result<Vec<u8>, OpenReadError> {
-        match self.saved(path) {
-            Some(file) => Ok(file
-                .read_bytes()
-                .map_err(|e| OpenReadError::wrap_io_error(e, path.to_path_buf()))?
-                .as_slice()
-                .to_vec()),
-            None => self.inner.atomic_read(path),
-        }
-    }
-
-    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.unsave(path);
-        self.mark_written(path);
-        self.inner.atomic_write(path, data)
-    }
-
-    fn sync_directory(&self) -> io::Result<()> {
-        self.inner.sync_directory()
-    }
-
-    fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
-        self.inner.watch(watch_callback)
-    }
-}
-
-/// Files to persist after a commit: (name, bytes) written and names deleted. The bytes are
-/// the directory's own (no copy: at a million chunks a copy of the written files was a third
-/// of what a first index held at its commit).
-pub type FileChanges = (Vec<(String, OwnedBytes)>, Vec<String>);
+/// Files to persist after a commit: (name, file) written and names deleted. The files are the
+/// directory's own (no copy: at a million chunks a copy of the written files was a third of
+/// what a first index held at its commit), read a range at a time where they were spilled.
+pub type FileChanges = (Vec<(String, FileSlice)>, Vec<String>);
 
 thread_local! {
     /// Tantivy's `en_stem`, built once per thread: a `TokenizerManager` builds every analyser
@@ -512,6 +384,22 @@ impl LexicalIndex {
         })
     }
 
+    /// From now on the segment files a write makes past a megabyte wait in `folder` until the
+    /// store has saved them (`settle`), instead of in memory. The caller holds the store's
+    /// write lock: whatever the folder holds is emptied first, as no one's.
+    pub fn spill_into(&mut self, folder: PathBuf) {
+        self.dir.spill_into(folder);
+    }
+
+    /// The files the store has just saved, held in memory as the ones it was opened with, and
+    /// the spill folder emptied and removed.
+    pub fn settle(&mut self) -> Result<()> {
+        self.dir.settle().map_err(tantivy_err)?;
+        self.reader.reload().map_err(tantivy_err)?;
+        self.dir.tidy();
+        Ok(())
+    }
+
     /// Live documents (chunks) in the committed index.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
@@ -606,10 +494,7 @@ impl LexicalIndex {
         let mut written = Vec::with_capacity(changes.written.len());
         for path in changes.written {
             match self.dir.open_read(&path) {
-                Ok(file) => {
-                    let bytes = file.read_bytes().map_err(tantivy_err)?;
-                    written.push((path.to_string_lossy().into_owned(), bytes));
-                }
+                Ok(file) => written.push((path.to_string_lossy().into_owned(), file)),
                 Err(OpenReadError::FileDoesNotExist(_)) => {}
                 Err(e) => return Err(tantivy_err(e)),
             }
@@ -692,6 +577,7 @@ impl LexicalIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn bm25_rank_scores_as_the_index_does() {
@@ -825,8 +711,10 @@ mod tests {
         // Stemming: "backup" matches "Backups".
         assert_eq!(idx.search("backup", 5).unwrap()[0].0, 2);
 
-        let files: Vec<(String, Vec<u8>)> =
-            written.into_iter().map(|(n, b)| (n, b.to_vec())).collect();
+        let files: Vec<(String, Vec<u8>)> = written
+            .into_iter()
+            .map(|(n, b)| (n, b.read_bytes().unwrap().to_vec()))
+            .collect();
         let mut again = LexicalIndex::open(files.clone()).unwrap();
         assert_eq!(again.num_docs(), 2);
         again.delete(1).unwrap();
@@ -837,7 +725,10 @@ mod tests {
         for name in d2 {
             store.remove(&name);
         }
-        store.extend(w2.into_iter().map(|(n, b)| (n, b.to_vec())));
+        store.extend(
+            w2.into_iter()
+                .map(|(n, b)| (n, b.read_bytes().unwrap().to_vec())),
+        );
         let reloaded = LexicalIndex::open(store.into_iter().collect()).unwrap();
         assert_eq!(reloaded.num_docs(), 1);
         assert!(reloaded.search("429", 5).unwrap().is_empty());
@@ -856,7 +747,11 @@ mod tests {
             for name in deleted {
                 saved.remove(&name);
             }
-            saved.extend(written.into_iter().map(|(n, b)| (n, b.to_vec())));
+            saved.extend(
+                written
+                    .into_iter()
+                    .map(|(n, b)| (n, b.read_bytes().unwrap().to_vec())),
+            );
             saved.clone()
         };
         let mut idx = LexicalIndex::open(Vec::new()).unwrap();
@@ -994,7 +889,10 @@ mod tests {
             old.add(i, &format!("old note {i} word{i}")).unwrap();
         }
         let (saved, _) = old.commit().unwrap();
-        let saved = saved.into_iter().map(|(n, b)| (n, b.to_vec())).collect();
+        let saved = saved
+            .into_iter()
+            .map(|(n, b)| (n, b.read_bytes().unwrap().to_vec()))
+            .collect();
         let mut idx = LexicalIndex::open(saved).unwrap();
         assert_eq!(body_option(&idx), IndexRecordOption::WithFreqsAndPositions);
         assert_eq!(idx.search("word3", 3).unwrap()[0].0, 3);
@@ -1020,7 +918,11 @@ mod tests {
             for name in deleted {
                 saved.remove(&name);
             }
-            saved.extend(written.into_iter().map(|(n, b)| (n, b.to_vec())));
+            saved.extend(
+                written
+                    .into_iter()
+                    .map(|(n, b)| (n, b.read_bytes().unwrap().to_vec())),
+            );
             idx.index.searchable_segment_ids().unwrap().len()
         };
         assert_eq!(write(&mut idx, 0..12), 1);

@@ -11,6 +11,7 @@ mod fine;
 pub mod hashing;
 pub mod judgment;
 pub mod lexical;
+mod lexical_dir;
 pub mod memory;
 pub mod postings;
 mod py_corpus;

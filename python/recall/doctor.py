@@ -258,7 +258,7 @@ def _listing(source: str) -> tuple[dict[str, str], dict[str, tuple[str, str]]] |
     if not os.path.isdir(source):
         return None
     listing = walk(Path(source))
-    return dict(listing.files), listing.sidecars
+    return dict(listing.paths()), listing.sidecars
 
 
 def _held(doc: ExportedDocument) -> tuple[object, ...]:

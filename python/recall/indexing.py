@@ -265,16 +265,16 @@ class IndexRun:
             report.skipped.extend(c.skipped)
             report.refused.extend(c.refused)
             # SPEC §8.4: a forgotten document stays out of the store until `forget --undo`.
-            forgotten = {rel for rel, _ in c.files if (str(c.source), rel) in skipped}
+            forgotten = {rel for rel in c.files if (str(c.source), rel) in skipped}
             if forgotten:
                 report.skipped.extend(
                     Skipped(rel, "forgotten (recall forget --undo brings it back)")
-                    for rel, _ in c.files
+                    for rel in c.files
                     if rel in forgotten
                 )
-                c.files = [(rel, p) for rel, p in c.files if rel not in forgotten]
+                c.files = [rel for rel in c.files if rel not in forgotten]
             if c.whole_folder:
-                on_disk = {rel for rel, _ in c.files}
+                on_disk = set(c.files)
                 # SPEC §11: a document whose file or folder could not be read is never "gone".
                 stored = self.stored[str(c.source)]
                 gone = sorted(r for r in set(stored) - on_disk if not c.keeps(r))
@@ -288,7 +288,10 @@ class IndexRun:
                 "documents (files missing on disk); check the path, or pass --allow-prune "
                 "(allow_prune=True) to remove them"
             )
-        self.work = [(c.source, rel, p, c.sidecars.get(rel)) for c in corpora for rel, p in c.files]
+        # The files to read are the listings' own (a tuple a file, made as each is read, would
+        # add a fifth to what a first index of a million notes holds).
+        self.corpora = corpora
+        self.files = sum(len(c.files) for c in corpora)
         self.retimed: list[tuple[str, str, int]] = []
         # Declarations read by an older reader are read again from unchanged files (no
         # embedding).
@@ -315,12 +318,17 @@ class IndexRun:
         log = self.journal
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
         counts = _Counts()
-        tell = counts.reporter(progress, len(self.work))
+        tell = counts.reporter(progress, self.files)
         try:
             inflight: tuple[list[_Pending], Future[_Vectors]] | None = None
             pending: list[_Pending] = []
             pending_chunks = 0
-            for done, (source, rel, file, side) in enumerate(self.work, 1):
+            work = (
+                (c.source, rel, path, c.sidecars.get(rel))
+                for c in self.corpora
+                for rel, path in c.paths()
+            )
+            for done, (source, rel, file, side) in enumerate(work, 1):
                 doc = _read(
                     source,
                     rel,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -80,7 +81,9 @@ class Listing:
     """
 
     source: Path
-    files: list[tuple[str, str]] = field(default_factory=list)
+    #: The relative path of each eligible file (`paths` gives each with its path: a million
+    #: notes' paths held twice took a fifth of what their first index held).
+    files: list[str] = field(default_factory=list)
     #: A note's metadata file (SPEC §2.5, vocabulary `sidecar`): note's relative path ->
     #: (the metadata file's relative path, its path).
     sidecars: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -89,6 +92,11 @@ class Listing:
     kept: set[str] = field(default_factory=set)
     kept_folders: list[str] = field(default_factory=list)
     whole_folder: bool = True
+
+    def paths(self) -> Iterator[tuple[str, str]]:
+        """(relative path, path) of each eligible file, in the listing's order."""
+        root = str(self.source)
+        return ((rel, os.path.join(root, rel)) for rel in self.files)
 
     def keeps(self, rel: str) -> bool:
         return rel in self.kept or any(rel.startswith(p) for p in self.kept_folders)
@@ -227,7 +235,7 @@ def walk(root: Path) -> Listing:
             if reason:
                 corpus.skipped.append(Skipped(shown(rel), reason))
             else:
-                corpus.files.append((rel, path))
+                corpus.files.append(rel)
                 side = sidecar_of(name, metadata) if metadata else None
                 if side is not None:
                     corpus.sidecars[rel] = (prefix + side, metadata[side])
@@ -360,7 +368,7 @@ def discover(path: Path, command: str = "recall index") -> Listing:
             )
         )
     elif storable(resolved.name):
-        corpus.files.append((resolved.name, str(resolved)))
+        corpus.files.append(resolved.name)
         side = sidecar_beside(str(resolved), resolved.name)
         if side is not None:
             corpus.sidecars[resolved.name] = side

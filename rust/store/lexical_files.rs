@@ -6,7 +6,8 @@
 //! (write.rs).
 
 use rusqlite::params;
-use tantivy::directory::OwnedBytes;
+use tantivy::directory::FileSlice;
+use tantivy::HasLen;
 
 use crate::errors::{CoreError, Result};
 use crate::lexical::LexicalIndex;
@@ -19,7 +20,7 @@ pub(crate) struct Lexical {
     /// Generation of the store state the index reflects.
     pub(super) generation: i64,
     /// name -> bytes (None = deleted), merged across commits until saved.
-    unsaved: std::collections::BTreeMap<String, Option<OwnedBytes>>,
+    unsaved: std::collections::BTreeMap<String, Option<FileSlice>>,
     /// Rebuilt from the chunks: the saved files are replaced wholesale.
     rebuilt: bool,
 }
@@ -55,7 +56,12 @@ impl Store {
                 .and_then(|g| g.parse::<i64>().ok());
             self.lexical = Some(self.load_lexical(saved == Some(generation), generation)?);
         }
-        Ok(self.lexical.as_mut().expect("set above"))
+        let spill = self.in_write.then(|| self.spill_folder()).flatten();
+        let lexical = self.lexical.as_mut().expect("set above");
+        if let Some(folder) = spill {
+            lexical.index.spill_into(folder);
+        }
+        Ok(lexical)
     }
 
     /// The saved index when it is `current` and reads as written; otherwise (missing, stale or
@@ -135,7 +141,7 @@ impl Store {
             index.add(r.get(0)?, &lexical_body(&title, &headings, &text))?;
         }
         let (written, deleted) = index.commit()?;
-        let mut unsaved: std::collections::BTreeMap<String, Option<OwnedBytes>> =
+        let mut unsaved: std::collections::BTreeMap<String, Option<FileSlice>> =
             written.into_iter().map(|(n, b)| (n, Some(b))).collect();
         unsaved.extend(deleted.into_iter().map(|n| (n, None)));
         Ok(Lexical {
@@ -168,15 +174,56 @@ impl Store {
         let mut del = self
             .conn
             .prepare_cached("DELETE FROM lexical_files WHERE name = ?1")?;
+        let mut put_large = self.conn.prepare_cached(
+            "INSERT OR REPLACE INTO lexical_files(name, data) VALUES (?1, zeroblob(?2))",
+        )?;
         for (name, data) in unsaved {
             match data {
-                Some(bytes) => put.execute(params![name, bytes.as_slice()])?,
-                None => del.execute([name])?,
+                Some(file) if file.len() > SAVE_PIECE => {
+                    put_large.execute(params![name, file.len() as i64])?;
+                    let row = self.conn.last_insert_rowid();
+                    let mut blob = self.conn.blob_open(
+                        rusqlite::MAIN_DB,
+                        "lexical_files",
+                        "data",
+                        row,
+                        false,
+                    )?;
+                    let mut at = 0;
+                    while at < file.len() {
+                        let end = (at + SAVE_PIECE).min(file.len());
+                        let piece = file.read_bytes_slice(at..end).map_err(sqlite_error)?;
+                        blob.write_at(piece.as_slice(), at)?;
+                        at = end;
+                    }
+                }
+                Some(file) => {
+                    let bytes = file.read_bytes().map_err(sqlite_error)?;
+                    put.execute(params![name, bytes.as_slice()])?;
+                }
+                None => {
+                    del.execute([name])?;
+                }
             };
         }
         Ok(())
     }
+
+    /// Where a write's large lexical files wait until the commit: beside the store file, as
+    /// its `-wal` does. None for a store SQLite holds in memory.
+    fn spill_folder(&self) -> Option<std::path::PathBuf> {
+        if self.path.is_empty() || self.path == ":memory:" {
+            return None;
+        }
+        let mut folder = std::path::absolute(&self.path).ok()?.into_os_string();
+        folder.push("-lexical");
+        Some(folder.into())
+    }
 }
+
+/// A lexical file larger than this is saved a piece at a time (it may be read from the spill
+/// folder): the commit of a large write holds one piece, not the file.
+const SAVE_PIECE: usize = 4 << 20;
 
 /// The lexical files (name, bytes) saved in the store `conn` reads, each read straight into a
 /// buffer of its own size (not assembled by SQLite first).

@@ -456,6 +456,11 @@ impl Store {
         self.in_write = false;
         if let Some(lexical) = self.lexical.as_mut() {
             lexical.generation = generation;
+            // What waited in the spill folder is in the store now: held as loaded from it.
+            // Should that fail, the next search loads the index from the store instead.
+            if lexical.index.settle().is_err() {
+                self.lexical = None;
+            }
         }
         // Fold the WAL back into the main file so that copying the `.db` alone copies the whole
         // memory (SPEC §1). Best effort: with readers active the checkpoint may stop early; the

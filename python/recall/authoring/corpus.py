@@ -159,7 +159,7 @@ def scan(
         corpus.refused.extend(listing.refused)
         root = str(listing.source)
         base = os.fspath(given) if listing.whole_folder else os.path.dirname(os.fspath(given))
-        for rel, path in listing.files:
+        for rel, path in listing.paths():
             text, problem = read_note(path)
             side = listing.sidecars.get(rel)
             sidecar = _sidecar(side) if side is not None and text is not None else None

@@ -83,7 +83,7 @@ def _unread(mem: Memory, notes: list[Note], lint: LintReport | None) -> list[Unr
         source = str(listing.source)
         for skipped in listing.refused:
             found.append(Unread(os.path.join(source, skipped.path), "refused", skipped.reason))
-        for rel, path in listing.files:
+        for rel, path in listing.paths():
             if (source, rel) in held or (root, rel) in held:
                 continue
             shown = os.path.join(source, rel)
