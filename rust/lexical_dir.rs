@@ -212,10 +212,16 @@ impl TrackedDir {
     }
 
     /// Large files written from now on go to `folder`, which is emptied first: whatever a
-    /// killed write left there is no one's (the caller holds the store's write lock).
+    /// killed write left there is no one's (the caller holds the store's write lock). Called
+    /// again with the same folder, it removes it when this directory did not make it.
     pub(crate) fn spill_into(&self, folder: PathBuf) {
         let mut spill = self.spill.lock().expect("spill lock");
-        if spill.as_ref().is_some_and(|s| s.folder == folder) {
+        if let Some(ours) = spill.as_ref().filter(|s| s.folder == folder) {
+            // Ours, unless it was made by a write of another process since ours last settled.
+            let made = ours.made.lock().expect("spill lock");
+            if !*made && folder.exists() {
+                let _ = std::fs::remove_dir_all(&folder);
+            }
             return;
         }
         let _ = std::fs::remove_dir_all(&folder);
@@ -508,5 +514,10 @@ mod tests {
         idx.commit().unwrap();
         assert!(!spill.exists());
         assert_eq!(idx.search("w31", 10).unwrap().len(), 1);
+        // Another process's write killed since: its files go before this index writes again.
+        std::fs::create_dir_all(&spill).unwrap();
+        std::fs::write(spill.join("4567.idx"), b"left by another killed run").unwrap();
+        idx.spill_into(spill.clone());
+        assert!(!spill.exists());
     }
 }
