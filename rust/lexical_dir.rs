@@ -48,7 +48,15 @@ impl Spill {
     fn create(&self, path: &Path) -> io::Result<(PathBuf, File)> {
         let mut made = self.made.lock().expect("spill lock");
         if !*made {
-            std::fs::create_dir_all(&self.folder)?;
+            // Never through a symbolic link: a link (or a file) where the folder goes leaves the
+            // files in memory, so that no write lands outside the store's folder.
+            match std::fs::create_dir(&self.folder) {
+                Ok(()) => {}
+                Err(e)
+                    if e.kind() == io::ErrorKind::AlreadyExists
+                        && std::fs::symlink_metadata(&self.folder)?.is_dir() => {}
+                Err(e) => return Err(e),
+            }
             *made = true;
         }
         let name = path.to_string_lossy().replace(['/', '\\'], "_");
@@ -497,6 +505,22 @@ mod tests {
         drop(written);
         idx.settle().unwrap();
         assert_eq!(idx.num_docs(), 3000);
+    }
+
+    #[test]
+    fn a_link_where_the_spill_folder_goes_is_not_followed() {
+        let spill = folder("linked");
+        let elsewhere = spill.parent().unwrap().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let mut idx = LexicalIndex::open(Vec::new()).unwrap();
+        idx.spill_into(spill.clone());
+        std::os::unix::fs::symlink(&elsewhere, &spill).unwrap();
+        for i in 0..3000 {
+            idx.add(i as i64, &words(i)).unwrap();
+        }
+        idx.commit().unwrap();
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(idx.search("w31 w38", 10).unwrap().len(), 10);
     }
 
     #[test]
