@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -89,7 +90,8 @@ with recall.open(sys.argv[1], embedder=sys.argv[2]) as mem:
 
 def first_index(python: str, db: Path, root: Path, embedder: str) -> dict[str, Any]:
     for stale in db.parent.glob(db.name + "*"):
-        stale.unlink()
+        # A run killed before its commit may leave its lexical files' folder beside the store.
+        shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     out = child_json(python, CHILD, str(db), str(root), embedder)
     out.update(child_json(python, SEARCHER, str(db), embedder))
     return out
