@@ -1,21 +1,37 @@
 //! The first cut of a model's query over many rows: the rows' sign masks alone, a third of each
-//! code, kept contiguous so that the cut reads 48 bytes a row at 384 dimensions instead of 144.
+//! code, kept apart from the codes so that the cut reads 48 bytes a row at 384 dimensions
+//! instead of 144.
 //!
-//! Owns: the sign layout (each row's `words` sign words, row after row, copied from the codes)
-//! and the cut. A row's distance is Σ_j 2^j · popcount(plane_j & (row sign ⊕ query sign)): the
-//! query's magnitude levels on the components whose sign the row does not share, so that the
-//! sign estimate of the cosine, Σ qlevel − 2 · distance, falls as it grows. The cut keeps the
-//! rows of the `keep` smallest distances (every row tied at the last one too), found by a
-//! histogram of the distances (small integers), not a sort. Does not own: the codes
-//! (row_code.rs), when the cut is taken or the full code pass over what it keeps (dense.rs).
+//! Owns: the sign layout and the cut. A row's distance is Σ_j 2^j · popcount(plane_j & (row
+//! sign ⊕ query sign)): the query's magnitude levels on the components whose sign the row does
+//! not share, so that the sign estimate of the cosine, Σ qlevel − 2 · distance, falls as it
+//! grows. The rows are held eight to a block, word by word (a block's word i is the eight
+//! rows' word i, side by side), so that one register holds a word of eight rows and their
+//! distances add up lane by lane, with no sum across a register. The cut keeps about `keep`
+//! rows: over a large block the line is placed where it falls among a sample of the rows
+//! (`SAMPLE_RUNS` runs of `SAMPLE_RUN` rows spread over it) and the rows are cut in one pass,
+//! each one within the line kept; over a small block the rows of the `keep` smallest distances
+//! are kept exactly (every row tied at the last one too), found by a histogram of the
+//! distances (small integers), not a sort. Does not own: the codes (row_code.rs), when the cut
+//! is taken or the full code pass over what it keeps (dense.rs).
 
 use crate::row_code::MASKS;
 
-/// Every row's sign words, `words` a row.
+/// Rows a block holds, side by side: one 64-bit lane each in an AVX-512 register.
+const LANES: usize = 8;
+/// Rows from which the cut places its line by a sample.
+const SAMPLED_FROM: usize = 1 << 16;
+/// The sample: this many runs of this many consecutive rows, spread evenly over the rows cut.
+const SAMPLE_RUNS: usize = 64;
+const SAMPLE_RUN: usize = 128;
+
+/// Every row's sign words, eight rows to a block: word `i` of row `8b + l` is at
+/// `(b · words + i) · 8 + l`; the rows past the last fill their block with zeros.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Signs {
     words: usize,
-    masks: Vec<u64>,
+    rows: usize,
+    blocks: Vec<u64>,
 }
 
 /// The query as the cut reads it: `planes` magnitude planes of `padded` words each (levels), and
@@ -28,37 +44,68 @@ pub(crate) struct SignQuery<'a> {
     pub(crate) sign: &'a [u64],
 }
 
+impl SignQuery<'_> {
+    /// The distance of the row whose word `i` is `word(i)`.
+    #[inline(always)]
+    fn distance(&self, word: impl Fn(usize) -> u64) -> u32 {
+        let mut d = 0u32;
+        for j in (0..self.planes).rev() {
+            let plane = &self.levels[j * self.padded..j * self.padded + self.words];
+            let apart: u32 = (0..self.words)
+                .map(|i| (plane[i] & (word(i) ^ self.sign[i])).count_ones())
+                .sum();
+            d = 2 * d + apart;
+        }
+        d
+    }
+}
+
 impl Signs {
     /// The sign words of row-major codes (`MASKS × words` words a row).
     pub(crate) fn build(codes: &[u64], words: usize) -> Signs {
-        let masks = codes
-            .chunks_exact(MASKS * words)
-            .flat_map(|code| code[..words].iter().copied())
-            .collect();
-        Signs { words, masks }
+        let rows = codes.len().checked_div(MASKS * words).unwrap_or(0);
+        let mut blocks = vec![0u64; rows.div_ceil(LANES) * LANES * words];
+        for (r, code) in codes.chunks_exact(MASKS * words).enumerate() {
+            let (b, lane) = (r / LANES, r % LANES);
+            for (i, &word) in code[..words].iter().enumerate() {
+                blocks[(b * words + i) * LANES + lane] = word;
+            }
+        }
+        Signs {
+            words,
+            rows,
+            blocks,
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.masks.len().checked_div(self.words).unwrap_or(0)
+        self.rows
     }
 
-    /// The rows of `lo..hi` whose distance is among the `keep` smallest (and every row tied with
-    /// the last of them), as positions from `lo`, in row order.
+    /// The rows of `lo..hi` the cut keeps, about `keep` of them (see the module docs), as
+    /// positions from `lo`, in row order.
     pub(crate) fn keep(&self, q: &SignQuery, lo: usize, hi: usize, keep: usize) -> Vec<u32> {
-        let masks = &self.masks[lo * self.words..hi * self.words];
+        let hi = hi.min(self.rows);
+        let rows = hi.saturating_sub(lo);
         let most = ((1usize << q.planes) - 1) * 64 * q.words;
         let mut counts = vec![0u32; most + 1];
-        let distances = distances(q, masks, &mut counts);
-        let mut cut = 0;
-        let mut seen = 0usize;
-        for (d, &c) in counts.iter().enumerate() {
-            seen += c as usize;
-            cut = d as u32;
-            if seen >= keep {
-                break;
+        if rows >= SAMPLED_FROM && keep < rows {
+            let gap = rows / SAMPLE_RUNS;
+            for run in 0..SAMPLE_RUNS {
+                let from = lo + run * gap;
+                self.each_distance(q, from, from + SAMPLE_RUN, |_, d| counts[d as usize] += 1);
             }
+            let share = keep as f64 / rows as f64;
+            let sampled = ((SAMPLE_RUNS * SAMPLE_RUN) as f64 * share).ceil() as usize;
+            return self.within(q, lo, hi, line(&counts, sampled));
         }
+        let mut distances = Vec::with_capacity(rows);
+        self.each_distance(q, lo, hi, |_, d| {
+            counts[d as usize] += 1;
+            distances.push(d);
+        });
+        let cut = line(&counts, keep);
         // Without a branch per row: which rows pass is as good as random. Every row's place is
         // written at the next free slot, which a row that passes keeps; nothing is zeroed first.
         let mut kept: Vec<u32> = Vec::with_capacity(distances.len());
@@ -72,186 +119,304 @@ impl Signs {
         unsafe { kept.set_len(n) };
         kept
     }
-}
 
-/// Each row's distance, counted into `counts` by value.
-fn distances(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> Vec<u32> {
-    #[cfg(target_arch = "x86_64")]
-    if q.words <= 8
-        && std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx512vpopcntdq")
-    {
-        // SAFETY: the features were detected just above.
-        return unsafe { distances_avx512(q, masks, counts) };
+    /// `visit(r, d)` for each row `r` of `lo..hi` with its distance `d`, in row order.
+    fn each_distance(
+        &self,
+        q: &SignQuery,
+        lo: usize,
+        hi: usize,
+        mut visit: impl FnMut(usize, u32),
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if avx512() && q.planes <= MOST_PLANES {
+            let mut eight = [0u32; LANES];
+            // SAFETY: the features were detected; the blocks of `lo..hi` are held.
+            unsafe {
+                each_block_avx512(q, &self.blocks, lo / LANES, hi.div_ceil(LANES), |b, d| {
+                    std::arch::x86_64::_mm256_storeu_si256(eight.as_mut_ptr() as *mut _, d);
+                    for (lane, &d) in eight.iter().enumerate() {
+                        let r = b * LANES + lane;
+                        if (lo..hi).contains(&r) {
+                            visit(r, d);
+                        }
+                    }
+                })
+            };
+            return;
+        }
+        self.each_distance_portable(q, lo, hi, visit);
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the feature was detected just above.
-        return unsafe { distances_popcnt(q, masks, counts) };
+
+    /// `each_distance` one row at a time.
+    fn each_distance_portable(
+        &self,
+        q: &SignQuery,
+        lo: usize,
+        hi: usize,
+        mut visit: impl FnMut(usize, u32),
+    ) {
+        let w = self.words;
+        for r in lo..hi {
+            let (b, lane) = (r / LANES, r % LANES);
+            visit(r, q.distance(|i| self.blocks[(b * w + i) * LANES + lane]));
+        }
     }
-    distances_portable(q, masks, counts)
-}
 
-/// The portable count compiled with the CPU's POPCNT instruction.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-unsafe fn distances_popcnt(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> Vec<u32> {
-    distances_portable(q, masks, counts)
-}
-
-#[inline(always)]
-fn distances_portable(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> Vec<u32> {
-    masks
-        .chunks_exact(q.words)
-        .map(|row| {
-            let mut d = 0u32;
-            for j in (0..q.planes).rev() {
-                let plane = &q.levels[j * q.padded..j * q.padded + q.words];
-                let apart: u32 = (0..q.words)
-                    .map(|i| (plane[i] & (row[i] ^ q.sign[i])).count_ones())
-                    .sum();
-                d = 2 * d + apart;
+    /// The rows of `lo..hi` whose distance is at most `line`, as positions from `lo`.
+    fn within(&self, q: &SignQuery, lo: usize, hi: usize, line: u32) -> Vec<u32> {
+        #[cfg(target_arch = "x86_64")]
+        if avx512() && q.planes <= MOST_PLANES {
+            // SAFETY: the features were detected just above.
+            return unsafe { self.within_avx512(q, lo, hi, line) };
+        }
+        let mut kept = Vec::new();
+        self.each_distance(q, lo, hi, |r, d| {
+            if d <= line {
+                kept.push((r - lo) as u32);
             }
-            counts[d as usize] += 1;
-            d
-        })
-        .collect()
+        });
+        kept
+    }
+
+    /// `within` by AVX-512: each block's eight distances compared with the line at once, and
+    /// the places of those within it (and within `lo..hi`) stored together.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
+    unsafe fn within_avx512(&self, q: &SignQuery, lo: usize, hi: usize, line: u32) -> Vec<u32> {
+        use std::arch::x86_64::*;
+        let (first, last) = (lo / LANES, hi.div_ceil(LANES));
+        // Room for a whole block's store past the last row kept.
+        let mut kept: Vec<u32> = Vec::with_capacity(hi - lo + LANES);
+        let at = kept.as_mut_ptr();
+        let mut n = 0usize;
+        let limit = _mm256_set1_epi32(line as i32);
+        let steps = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        // The lanes of the first and last blocks outside `lo..hi`.
+        let lanes = |b: usize| -> u8 {
+            let from = (b * LANES).max(lo) - b * LANES;
+            let to = ((b + 1) * LANES).min(hi) - b * LANES;
+            ((0xffu16 << from) & (0xffu16 >> (LANES - to))) as u8
+        };
+        each_block_avx512(q, &self.blocks, first, last, |b, d| {
+            let mut within = _mm256_cmple_epu32_mask(d, limit);
+            if b == first || b + 1 == last {
+                within &= lanes(b);
+            }
+            let places = _mm256_add_epi32(steps, _mm256_set1_epi32((b * LANES - lo) as i32));
+            _mm256_mask_compressstoreu_epi32(at.add(n) as *mut _, within, places);
+            n += within.count_ones() as usize;
+        });
+        // SAFETY: slots 0..n were each written (by the row kept there).
+        kept.set_len(n);
+        kept
+    }
 }
 
-/// Rows whose sums the AVX-512 cut reduces together.
-const BATCH: usize = 8;
+/// The smallest distance that at least `keep` of the rows counted in `counts` are within.
+fn line(counts: &[u32], keep: usize) -> u32 {
+    let mut seen = 0usize;
+    for (d, &c) in counts.iter().enumerate() {
+        seen += c as usize;
+        if seen >= keep {
+            return d as u32;
+        }
+    }
+    counts.len().saturating_sub(1) as u32
+}
 
-/// AVX-512 cut for rows of at most 512 dimensions: a row's sign words are one masked load, the
-/// query's planes stay in registers, and eight rows' lane sums are reduced together.
+/// The most planes the AVX-512 cut counts (a query has at most three).
+const MOST_PLANES: usize = 3;
+
+/// Whether the AVX-512 cut runs here.
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// `visit(b, d)` with the eight distances of each block `first..last` (as eight u32): each word
+/// of a block is one load of its eight rows' word, set apart from the query's sign word and
+/// counted under each plane's word in lanes of their own, so that the planes' counts add up
+/// lane by lane into each row's distance. At most `MOST_PLANES` planes (`avx512` says so).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vpopcntdq")]
-unsafe fn distances_avx512(q: &SignQuery, masks: &[u64], counts: &mut [u32]) -> Vec<u32> {
+#[target_feature(enable = "avx512f,avx512vl,avx512vpopcntdq")]
+unsafe fn each_block_avx512(
+    q: &SignQuery,
+    blocks: &[u64],
+    first: usize,
+    last: usize,
+    mut visit: impl FnMut(usize, std::arch::x86_64::__m256i),
+) {
     use std::arch::x86_64::*;
-    let w = q.words;
-    let mask: __mmask8 = if w >= 8 { 0xff } else { (1u8 << w) - 1 };
-    let planes: Vec<__m512i> = (0..q.planes)
-        .map(|j| _mm512_loadu_si512(q.levels.as_ptr().add(j * q.padded) as *const _))
+    let (w, planes) = (q.words, q.planes);
+    let sign: Vec<__m512i> = (0..w)
+        .map(|i| _mm512_set1_epi64(q.sign[i] as i64))
         .collect();
-    let sign = _mm512_loadu_si512(q.sign.as_ptr() as *const _);
-    // One row's distance, its 8 lanes still to be added.
-    let lanes = |row: *const u64| {
-        let flip = _mm512_xor_si512(sign, _mm512_maskz_loadu_epi64(mask, row as *const _));
-        let mut acc = _mm512_setzero_si512();
-        for plane in planes.iter().rev() {
-            let apart = _mm512_popcnt_epi64(_mm512_and_si512(*plane, flip));
-            acc = _mm512_add_epi64(_mm512_add_epi64(acc, acc), apart);
+    let levels: Vec<__m512i> = (0..planes * w)
+        .map(|k| _mm512_set1_epi64(q.levels[(k / w) * q.padded + k % w] as i64))
+        .collect();
+    for b in first..last {
+        let base = blocks.as_ptr().add(b * w * LANES);
+        let mut count = [_mm512_setzero_si512(); MOST_PLANES];
+        for i in 0..w {
+            let words = _mm512_loadu_si512(base.add(i * LANES) as *const _);
+            let flip = _mm512_xor_si512(words, sign[i]);
+            for (j, c) in count.iter_mut().enumerate().take(planes) {
+                let apart = _mm512_popcnt_epi64(_mm512_and_si512(flip, levels[j * w + i]));
+                *c = _mm512_add_epi64(*c, apart);
+            }
         }
-        acc
-    };
-    // Two rows' lanes summed pairwise within each 128-bit lane, then 128-bit lanes of two such
-    // registers gathered and summed: three steps take eight registers to one of eight sums.
-    let pairs = |a: __m512i, b: __m512i| {
-        _mm512_add_epi64(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b))
-    };
-    let halves = |a: __m512i, b: __m512i| {
-        _mm512_add_epi64(
-            _mm512_shuffle_i64x2::<0b10_00_10_00>(a, b),
-            _mm512_shuffle_i64x2::<0b11_01_11_01>(a, b),
-        )
-    };
-    let rows = masks.len() / w;
-    // Each row's distance is written once, and counted while it is at hand; nothing is zeroed
-    // first.
-    let mut out: Vec<u32> = Vec::with_capacity(rows);
-    let at = out.as_mut_ptr();
-    let batches = rows / BATCH;
-    for g in 0..batches {
-        // SAFETY: the batch's 8 rows are in `masks`; each masked load touches only its row.
-        let first = masks.as_ptr().add(g * BATCH * w);
-        let v: [__m512i; BATCH] = std::array::from_fn(|r| lanes(first.add(r * w)));
-        let sums = halves(
-            halves(pairs(v[0], v[1]), pairs(v[2], v[3])),
-            halves(pairs(v[4], v[5]), pairs(v[6], v[7])),
-        );
-        let mut batch = [0u32; BATCH];
-        _mm256_storeu_si256(batch.as_mut_ptr() as *mut _, _mm512_cvtepi64_epi32(sums));
-        for (r, &d) in batch.iter().enumerate() {
-            counts[d as usize] += 1;
-            at.add(g * BATCH + r).write(d);
+        // Σ_j 2^j · count_j, from the top plane down.
+        let mut d = _mm512_setzero_si512();
+        for c in count[..planes].iter().rev() {
+            d = _mm512_add_epi64(_mm512_add_epi64(d, d), *c);
         }
+        visit(b, _mm512_cvtepi64_epi32(d));
     }
-    for r in batches * BATCH..rows {
-        let d = _mm512_reduce_add_epi64(lanes(masks.as_ptr().add(r * w))) as u32;
-        counts[d as usize] += 1;
-        at.add(r).write(d);
-    }
-    // SAFETY: every row's distance was written above.
-    out.set_len(rows);
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_cut_keeps_the_smallest_distances_and_every_tie_at_the_last() {
-        let mut x = 77u64;
-        let mut next = move || {
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// Random codes of `rows` rows and a query of three planes over `words` words.
+    fn case(words: usize, rows: usize, seed: u64) -> (Vec<u64>, Vec<u64>, Vec<u64>, usize) {
+        let mut next = xorshift(seed);
+        let codes: Vec<u64> = (0..rows * MASKS * words).map(|_| next()).collect();
+        let padded = words.div_ceil(8) * 8;
+        let mut levels = vec![0u64; 3 * padded];
+        let mut sign = vec![0u64; padded];
+        for j in 0..3 {
+            for i in 0..words {
+                levels[j * padded + i] = next();
+            }
+        }
+        for s in sign.iter_mut().take(words) {
+            *s = next();
+        }
+        (codes, levels, sign, padded)
+    }
+
+    /// Row `r`'s distance from its code, the long way.
+    fn distance(codes: &[u64], q: &SignQuery, r: usize) -> u32 {
+        let row = &codes[r * MASKS * q.words..r * MASKS * q.words + q.words];
+        (0..q.planes)
+            .map(|j| {
+                let apart: u32 = (0..q.words)
+                    .map(|i| (q.levels[j * q.padded + i] & (row[i] ^ q.sign[i])).count_ones())
+                    .sum();
+                apart << j
+            })
+            .sum()
+    }
+
+    #[test]
+    fn every_path_counts_each_rows_distance_as_the_long_way() {
         for words in [1, 2, 6, 8, 9] {
-            let rows = 3003;
-            let codes: Vec<u64> = (0..rows * MASKS * words).map(|_| next()).collect();
+            let rows = 1003;
+            let (codes, levels, sign, padded) = case(words, rows, 77 + words as u64);
             let signs = Signs::build(&codes, words);
             assert_eq!(signs.len(), rows);
-            let padded = words.div_ceil(8) * 8;
-            let planes = 3;
-            let mut levels = vec![0u64; planes * padded];
-            let mut sign = vec![0u64; padded];
-            for j in 0..planes {
-                for i in 0..words {
-                    levels[j * padded + i] = next();
+            for planes in [1, 2, 3] {
+                let q = SignQuery {
+                    words,
+                    padded,
+                    planes,
+                    levels: &levels,
+                    sign: &sign,
+                };
+                for (lo, hi) in [(0, rows), (3, 13), (8, 16), (997, 1003), (5, 6)] {
+                    let want: Vec<(usize, u32)> =
+                        (lo..hi).map(|r| (r, distance(&codes, &q, r))).collect();
+                    let mut fast = Vec::new();
+                    signs.each_distance(&q, lo, hi, |r, d| fast.push((r, d)));
+                    let mut slow = Vec::new();
+                    signs.each_distance_portable(&q, lo, hi, |r, d| slow.push((r, d)));
+                    assert_eq!(fast, want, "{words} words, {planes} planes, {lo}..{hi}");
+                    assert_eq!(slow, want, "{words} words, {planes} planes, {lo}..{hi}");
+                    for line in [0, want[0].1, u32::MAX] {
+                        let within: Vec<u32> = want
+                            .iter()
+                            .filter(|&&(_, d)| d <= line)
+                            .map(|&(r, _)| (r - lo) as u32)
+                            .collect();
+                        assert_eq!(signs.within(&q, lo, hi, line), within);
+                    }
                 }
             }
-            for s in sign.iter_mut().take(words) {
-                *s = next();
-            }
+        }
+    }
+
+    #[test]
+    fn a_small_block_keeps_the_smallest_distances_and_every_tie_at_the_last() {
+        for words in [1, 2, 6, 8, 9] {
+            let rows = 3003;
+            let (codes, levels, sign, padded) = case(words, rows, 5 + words as u64);
+            let signs = Signs::build(&codes, words);
             let q = SignQuery {
                 words,
                 padded,
-                planes,
+                planes: 3,
                 levels: &levels,
                 sign: &sign,
             };
-            let distance = |r: usize| -> u32 {
-                let row = &codes[r * MASKS * words..r * MASKS * words + words];
-                (0..planes)
-                    .map(|j| {
-                        let apart: u32 = (0..words)
-                            .map(|i| (levels[j * padded + i] & (row[i] ^ sign[i])).count_ones())
-                            .sum();
-                        apart << j
-                    })
-                    .sum()
-            };
-            // Every kernel this CPU has counts as the portable one.
-            let masks = &signs.masks[..];
-            let mut counts = vec![0u32; 7 * 64 * words + 1];
-            let want = distances_portable(&q, masks, &mut counts);
-            let mut fast_counts = vec![0u32; counts.len()];
-            assert_eq!(distances(&q, masks, &mut fast_counts), want);
-            assert_eq!(fast_counts, counts);
             for (lo, hi, keep) in [(0, rows, 300), (100, 2100, 1), (0, rows, rows), (5, 6, 4)] {
                 let kept = signs.keep(&q, lo, hi, keep);
-                let mut all: Vec<u32> = (lo..hi).map(distance).collect();
+                let mut all: Vec<u32> = (lo..hi).map(|r| distance(&codes, &q, r)).collect();
                 all.sort_unstable();
                 let cut = all[keep.min(hi - lo) - 1];
                 let want: Vec<u32> = (lo..hi)
-                    .filter(|&r| distance(r) <= cut)
+                    .filter(|&r| distance(&codes, &q, r) <= cut)
                     .map(|r| (r - lo) as u32)
                     .collect();
                 assert_eq!(kept, want, "{words} words, rows {lo}..{hi}, keep {keep}");
-                assert!(kept.len() >= keep.min(hi - lo));
             }
         }
+    }
+
+    #[test]
+    fn a_large_block_keeps_about_as_many_rows_each_nearer_than_every_row_it_cuts() {
+        let (words, rows, keep) = (6, 200_003, 15_000);
+        let (codes, levels, sign, padded) = case(words, rows, 99);
+        let signs = Signs::build(&codes, words);
+        let q = SignQuery {
+            words,
+            padded,
+            planes: 3,
+            levels: &levels,
+            sign: &sign,
+        };
+        let (lo, hi) = (1003, 1003 + 150_001);
+        let kept = signs.keep(&q, lo, hi, keep);
+        assert!(kept.windows(2).all(|w| w[0] < w[1]));
+        assert!(
+            (keep * 8 / 10..keep * 12 / 10).contains(&kept.len()),
+            "{} kept of {keep}",
+            kept.len()
+        );
+        let d = |p: u32| distance(&codes, &q, lo + p as usize);
+        let farthest_kept = kept.iter().map(|&p| d(p)).max().unwrap();
+        let nearest_cut = (0..(hi - lo) as u32)
+            .filter(|p| kept.binary_search(p).is_err())
+            .map(d)
+            .min()
+            .unwrap();
+        assert!(farthest_kept < nearest_cut);
     }
 }
