@@ -7,7 +7,7 @@
 //! (fine.rs: a byte per component): a hashed row is its code. Large indexes are scanned through
 //! the codes first: the query is cut into three magnitude bit planes (one for a hashed query), so
 //! the estimate is a few AND + popcount per 64 dimensions. A model's query over many rows first
-//! cuts them by their sign masks alone (signs.rs: a third of the bytes) to the tenth the code
+//! cuts them by their sign masks alone (signs.rs: a third of the bytes) to the twentieth the code
 //! pass then ranks; a sparse query (a hashed one) reads only its own dimensions, through the
 //! codes sliced dimension by dimension (sliced.rs) once a thread started by the first such query
 //! has made them, with the bit planes' estimates. An oversampled shortlist is then rescored
@@ -53,7 +53,7 @@ const RESCORE_AHEAD: usize = 8;
 /// A model's query over at least this many rows first cuts them by their signs (signs.rs) to
 /// one row in `SIGN_SHARE`, and at least `SIGN_SHORTLISTS` shortlists, before the code pass.
 const SIGN_FIRST_FROM: usize = 32_768;
-const SIGN_SHARE: usize = 10;
+const SIGN_SHARE: usize = 20;
 const SIGN_SHORTLISTS: usize = 4;
 /// A query with at most one non-zero level in this many dimensions takes the sliced pass.
 const SPARSE_SHARE: usize = 8;

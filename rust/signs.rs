@@ -295,22 +295,49 @@ mod tests {
         }
     }
 
-    /// Random codes of `rows` rows and a query of three planes over `words` words.
-    fn case(words: usize, rows: usize, seed: u64) -> (Vec<u64>, Vec<u64>, Vec<u64>, usize) {
-        let mut next = xorshift(seed);
-        let codes: Vec<u64> = (0..rows * MASKS * words).map(|_| next()).collect();
-        let padded = words.div_ceil(8) * 8;
-        let mut levels = vec![0u64; 3 * padded];
-        let mut sign = vec![0u64; padded];
-        for j in 0..3 {
-            for i in 0..words {
-                levels[j * padded + i] = next();
+    /// Random codes of `rows` rows and a query's three planes and sign over `words` words.
+    struct Case {
+        words: usize,
+        codes: Vec<u64>,
+        levels: Vec<u64>,
+        sign: Vec<u64>,
+        padded: usize,
+    }
+
+    impl Case {
+        fn new(words: usize, rows: usize, seed: u64) -> Case {
+            let mut next = xorshift(seed);
+            let codes: Vec<u64> = (0..rows * MASKS * words).map(|_| next()).collect();
+            let padded = words.div_ceil(8) * 8;
+            let mut levels = vec![0u64; 3 * padded];
+            let mut sign = vec![0u64; padded];
+            for j in 0..3 {
+                for i in 0..words {
+                    levels[j * padded + i] = next();
+                }
+            }
+            for s in sign.iter_mut().take(words) {
+                *s = next();
+            }
+            Case {
+                words,
+                codes,
+                levels,
+                sign,
+                padded,
             }
         }
-        for s in sign.iter_mut().take(words) {
-            *s = next();
+
+        /// The query of its first `planes` planes.
+        fn query(&self, planes: usize) -> SignQuery<'_> {
+            SignQuery {
+                words: self.words,
+                padded: self.padded,
+                planes,
+                levels: &self.levels,
+                sign: &self.sign,
+            }
         }
-        (codes, levels, sign, padded)
     }
 
     /// Row `r`'s distance from its code, the long way.
@@ -330,20 +357,15 @@ mod tests {
     fn every_path_counts_each_rows_distance_as_the_long_way() {
         for words in [1, 2, 6, 8, 9] {
             let rows = 1003;
-            let (codes, levels, sign, padded) = case(words, rows, 77 + words as u64);
-            let signs = Signs::build(&codes, words);
+            let case = Case::new(words, rows, 77 + words as u64);
+            let codes = &case.codes;
+            let signs = Signs::build(codes, words);
             assert_eq!(signs.len(), rows);
             for planes in [1, 2, 3] {
-                let q = SignQuery {
-                    words,
-                    padded,
-                    planes,
-                    levels: &levels,
-                    sign: &sign,
-                };
+                let q = case.query(planes);
                 for (lo, hi) in [(0, rows), (3, 13), (8, 16), (997, 1003), (5, 6)] {
                     let want: Vec<(usize, u32)> =
-                        (lo..hi).map(|r| (r, distance(&codes, &q, r))).collect();
+                        (lo..hi).map(|r| (r, distance(codes, &q, r))).collect();
                     let mut fast = Vec::new();
                     signs.each_distance(&q, lo, hi, |r, d| fast.push((r, d)));
                     let mut slow = Vec::new();
@@ -367,22 +389,17 @@ mod tests {
     fn a_small_block_keeps_the_smallest_distances_and_every_tie_at_the_last() {
         for words in [1, 2, 6, 8, 9] {
             let rows = 3003;
-            let (codes, levels, sign, padded) = case(words, rows, 5 + words as u64);
-            let signs = Signs::build(&codes, words);
-            let q = SignQuery {
-                words,
-                padded,
-                planes: 3,
-                levels: &levels,
-                sign: &sign,
-            };
+            let case = Case::new(words, rows, 5 + words as u64);
+            let codes = &case.codes;
+            let signs = Signs::build(codes, words);
+            let q = case.query(3);
             for (lo, hi, keep) in [(0, rows, 300), (100, 2100, 1), (0, rows, rows), (5, 6, 4)] {
                 let kept = signs.keep(&q, lo, hi, keep);
-                let mut all: Vec<u32> = (lo..hi).map(|r| distance(&codes, &q, r)).collect();
+                let mut all: Vec<u32> = (lo..hi).map(|r| distance(codes, &q, r)).collect();
                 all.sort_unstable();
                 let cut = all[keep.min(hi - lo) - 1];
                 let want: Vec<u32> = (lo..hi)
-                    .filter(|&r| distance(&codes, &q, r) <= cut)
+                    .filter(|&r| distance(codes, &q, r) <= cut)
                     .map(|r| (r - lo) as u32)
                     .collect();
                 assert_eq!(kept, want, "{words} words, rows {lo}..{hi}, keep {keep}");
@@ -393,15 +410,10 @@ mod tests {
     #[test]
     fn a_large_block_keeps_about_as_many_rows_each_nearer_than_every_row_it_cuts() {
         let (words, rows, keep) = (6, 200_003, 15_000);
-        let (codes, levels, sign, padded) = case(words, rows, 99);
-        let signs = Signs::build(&codes, words);
-        let q = SignQuery {
-            words,
-            padded,
-            planes: 3,
-            levels: &levels,
-            sign: &sign,
-        };
+        let case = Case::new(words, rows, 99);
+        let codes = &case.codes;
+        let signs = Signs::build(codes, words);
+        let q = case.query(3);
         let (lo, hi) = (1003, 1003 + 150_001);
         let kept = signs.keep(&q, lo, hi, keep);
         assert!(kept.windows(2).all(|w| w[0] < w[1]));
@@ -410,7 +422,7 @@ mod tests {
             "{} kept of {keep}",
             kept.len()
         );
-        let d = |p: u32| distance(&codes, &q, lo + p as usize);
+        let d = |p: u32| distance(codes, &q, lo + p as usize);
         let farthest_kept = kept.iter().map(|&p| d(p)).max().unwrap();
         let nearest_cut = (0..(hi - lo) as u32)
             .filter(|p| kept.binary_search(p).is_err())
