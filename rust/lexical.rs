@@ -1,11 +1,12 @@
 //! The lexical leg (SPEC §4): Tantivy BM25 with English stemming over chunk text, title and
 //! heading path, persisted inside the store file (SPEC §1).
 //!
-//! Owns: the Tantivy schema, an in-memory directory that records which files changed since the
-//! last flush, adds/deletes by chunk id, and BM25 search. The index lives in memory while the
-//! store is open; its files are written into the store's `lexical_files` table by
-//! store/lexical_files.rs in the same SQLite transaction as the chunk rows, so the two legs
-//! commit together. Does not own: SQL, fusion (fusion.rs) or scores' meaning.
+//! Owns: the Tantivy schema, adds/deletes by chunk id, the commit that lists the files it
+//! changed, and BM25 search. The index lives in memory while the store is open (a write's large
+//! files wait beside the store until its commit: lexical_dir.rs); its files are written into the
+//! store's `lexical_files` table by store/lexical_files.rs in the same SQLite transaction as the
+//! chunk rows, so the two legs commit together. Does not own: the directory its files live in
+//! (lexical_dir.rs), SQL, fusion (fusion.rs) or scores' meaning.
 
 use std::path::PathBuf;
 

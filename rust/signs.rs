@@ -203,7 +203,9 @@ impl Signs {
             if b == first || b + 1 == last {
                 within &= lanes(b);
             }
-            let places = _mm256_add_epi32(steps, _mm256_set1_epi32((b * LANES - lo) as i32));
+            // The first block may start before `lo`: its lanes there are masked out above.
+            let from = (b * LANES) as i64 - lo as i64;
+            let places = _mm256_add_epi32(steps, _mm256_set1_epi32(from as i32));
             _mm256_mask_compressstoreu_epi32(at.add(n) as *mut _, within, places);
             n += within.count_ones() as usize;
         });
