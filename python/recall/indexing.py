@@ -288,8 +288,8 @@ class IndexRun:
                 "documents (files missing on disk); check the path, or pass --allow-prune "
                 "(allow_prune=True) to remove them"
             )
-        # The files to read are the listings' own (a tuple a file, made as each is read, would
-        # add a fifth to what a first index of a million notes holds).
+        # The files to read are the listings' own, each made into its tuple as it is read (a
+        # list of a tuple a file would hold a first index's whole listing once more).
         self.corpora = corpora
         self.files = sum(len(c.files) for c in corpora)
         self.retimed: list[tuple[str, str, int]] = []

@@ -81,8 +81,8 @@ class Listing:
     """
 
     source: Path
-    #: The relative path of each eligible file (`paths` gives each with its path: a million
-    #: notes' paths held twice took a fifth of what their first index held).
+    #: The relative path of each eligible file (`paths` gives each with its path, made as it is
+    #: asked for: a listing of a million notes holds each path once).
     files: list[str] = field(default_factory=list)
     #: A note's metadata file (SPEC §2.5, vocabulary `sidecar`): note's relative path ->
     #: (the metadata file's relative path, its path).
