@@ -84,6 +84,41 @@ struct Spilled {
     file: File,
     at: PathBuf,
     len: usize,
+    /// The CRC-32 of the bytes written, which the file must still hold when first read.
+    crc: u32,
+    checked: std::sync::OnceLock<Result<(), String>>,
+}
+
+impl Spilled {
+    /// The whole file read once, before any of it is used, against the CRC of what was
+    /// written: a file changed on disk since is an error, not an index. Read whole again (the
+    /// settle), it is checked again; what the store saved of it is checked by every load
+    /// (Tantivy's checksums, `LexicalIndex::open_checked`).
+    fn check(&self) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let checked = self.checked.get_or_init(|| {
+            let mut crc = crc32fast::Hasher::new();
+            let mut piece = vec![0u8; 1 << 20];
+            let mut at = 0;
+            while at < self.len {
+                let n = piece.len().min(self.len - at);
+                self.file
+                    .read_exact_at(&mut piece[..n], at as u64)
+                    .map_err(|e| e.to_string())?;
+                crc.update(&piece[..n]);
+                at += n;
+            }
+            (crc.finalize() == self.crc)
+                .then_some(())
+                .ok_or_else(|| "does not hold the bytes written to it".to_string())
+        });
+        checked.clone().map_err(|why| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {why}", self.at.display()),
+            )
+        })
+    }
 }
 
 impl Drop for Spilled {
@@ -118,8 +153,19 @@ impl FileHandle for Spilled {
                 ),
             ));
         }
+        self.check()?;
         let mut data = vec![0u8; range.len()];
         self.file.read_exact_at(&mut data, range.start as u64)?;
+        // The whole file (the settle's read, a small file's save) is checked again as read.
+        if range.len() == self.len && crc32fast::hash(&data) != self.crc {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: does not hold the bytes written to it",
+                    self.at.display()
+                ),
+            ));
+        }
         Ok(OwnedBytes::new(data))
     }
 }
@@ -132,13 +178,18 @@ struct Writer {
     spill: Option<Arc<Spill>>,
     held: Vec<u8>,
     file: Option<(PathBuf, BufWriter<File>)>,
+    /// The CRC-32 of every byte written.
+    crc: crc32fast::Hasher,
 }
 
 impl Write for Writer {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if let Some((_, file)) = self.file.as_mut() {
-            return file.write(data);
+            let n = file.write(data)?;
+            self.crc.update(&data[..n]);
+            return Ok(n);
         }
+        self.crc.update(data);
         self.held.extend_from_slice(data);
         if self.held.len() > SPILL_AFTER {
             // A folder that cannot be made or written (a full disk, a folder the user may not
@@ -175,7 +226,13 @@ impl TerminatingWrite for Writer {
                 let file = file.into_inner().map_err(|e| e.into_error())?;
                 let len = file.metadata()?.len() as usize;
                 Written {
-                    file: FileSlice::new(Arc::new(Spilled { file, at, len })),
+                    file: FileSlice::new(Arc::new(Spilled {
+                        file,
+                        at,
+                        len,
+                        crc: self.crc.clone().finalize(),
+                        checked: std::sync::OnceLock::new(),
+                    })),
                     spilled: true,
                 }
             }
@@ -373,6 +430,7 @@ impl Directory for TrackedDir {
             spill: self.spill.lock().expect("spill lock").clone(),
             held: Vec::new(),
             file: None,
+            crc: crc32fast::Hasher::new(),
         };
         Ok(BufWriter::new(Box::new(writer)))
     }
@@ -474,6 +532,25 @@ mod tests {
         idx.settle().unwrap();
         assert!(!spill.exists());
         assert_eq!(idx.num_docs(), 4000);
+    }
+
+    #[test]
+    fn a_spilled_file_changed_on_disk_is_an_error_not_an_index() {
+        let spill = folder("changed");
+        let mut idx = filled(&spill, 3000);
+        let (written, _) = idx.commit().unwrap();
+        let (name, file) = written
+            .iter()
+            .find(|(_, f)| tantivy::HasLen::len(f) > super::SPILL_AFTER)
+            .unwrap();
+        let on_disk = spill.join(name.replace(['/', '\\'], "_"));
+        let mut bytes = std::fs::read(&on_disk).unwrap();
+        bytes[10] ^= 0xff;
+        std::fs::write(&on_disk, &bytes).unwrap();
+        let read = file.read_bytes();
+        assert!(read.is_err_and(|e| e.kind() == std::io::ErrorKind::InvalidData));
+        drop(written);
+        assert!(idx.settle().is_err());
     }
 
     #[test]
