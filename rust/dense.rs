@@ -79,6 +79,10 @@ pub struct DenseIndex {
     fine: Vec<i8>,
     scales: Vec<f32>,
     sums: Vec<u32>,
+    /// Set when the fine codes were left unread (`StoredCodes::lean`): a row marked `FINE`
+    /// holds its scale and checksum alone, and its vector is read back whenever the code pass
+    /// shortlists it.
+    lean: bool,
     /// The codes dimension by dimension (sliced.rs), made on a thread of their own after the
     /// first sparse query; dropped by every change to the rows.
     sliced: Arc<OnceLock<Sliced>>,
@@ -269,6 +273,7 @@ impl DenseIndex {
             fine: rows.fine,
             scales: rows.scales,
             sums: rows.sums,
+            lean: rows.lean,
             sliced: Arc::default(),
             slicing: OnceLock::new(),
             signs: OnceLock::new(),
@@ -285,6 +290,12 @@ impl DenseIndex {
 
     pub fn is_empty(&self) -> bool {
         self.units.is_empty()
+    }
+
+    /// Whether the rows' fine codes were left unread (`StoredCodes::lean`): a row whose code
+    /// does not reproduce it is then scored only by reading its vector back.
+    pub fn is_lean(&self) -> bool {
+        self.lean
     }
 
     fn stride(&self) -> usize {
@@ -373,8 +384,13 @@ impl DenseIndex {
         self.append(added);
     }
 
-    fn append(&mut self, added: DenseIndex) {
+    fn append(&mut self, mut added: DenseIndex) {
         self.forget_derived();
+        if self.lean {
+            // A lean index holds no fine code: the added rows are read back as its own are.
+            added.fine = Vec::new();
+            added.lean = true;
+        }
         if self.is_empty() {
             *self = added;
         } else {
@@ -422,7 +438,9 @@ impl DenseIndex {
                 REPRODUCED => REPRODUCED,
                 h if h & FINE != 0 => {
                     let h = (h & !FINE) as usize;
-                    self.fine.copy_within(h * dim..(h + 1) * dim, fine_to * dim);
+                    if !self.lean {
+                        self.fine.copy_within(h * dim..(h + 1) * dim, fine_to * dim);
+                    }
                     self.scales[fine_to] = self.scales[h];
                     self.sums[fine_to] = self.sums[h];
                     fine_to += 1;
@@ -526,7 +544,7 @@ impl DenseIndex {
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let h = self.held[i];
-            if h & FINE != 0 && h != REPRODUCED {
+            if h & FINE != 0 && h != REPRODUCED && !self.lean {
                 let at = self
                     .fine
                     .as_ptr()
@@ -558,6 +576,18 @@ impl DenseIndex {
                     support,
                 ));
                 (i, score, 0.0)
+            }
+            // No bound holds for the code's own estimate: the row is read back.
+            h if h & FINE != 0 && self.lean => {
+                let stride = self.stride();
+                let estimate = code_dot(
+                    &self.codes[i * stride..(i + 1) * stride],
+                    self.units[i],
+                    query,
+                    support,
+                );
+                let estimate = if estimate.is_finite() { estimate } else { 0.0 };
+                (i, estimate, f32::INFINITY)
             }
             h if h & FINE != 0 => {
                 let (h, dim) = ((h & !FINE) as usize, self.dim);
@@ -1268,6 +1298,62 @@ mod tests {
             assert!(
                 per_query < 60.0,
                 "{rows} rows: {per_query} vectors read a query"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lean_index_reads_back_its_shortlist_and_returns_what_the_vectors_do() {
+        let dim = 384;
+        for rows in [1500, 6000] {
+            let data = unit_rows(rows, dim, 5 + rows as u64);
+            let held = DenseIndex::from_data(dim, data.clone());
+            // Read from the stored bytes, as a store reads them, keeping no fine code.
+            let mut stored = StoredCodes::with_capacity(dim, rows).lean();
+            for (r, v) in data.chunks_exact(dim).enumerate() {
+                let chunk = r as i64 + 1;
+                assert!(stored.push(chunk, 1, &code_bytes(chunk, 1, v)));
+            }
+            let lean = DenseIndex::from_stored_fine(stored, Vec::new()).unwrap();
+            assert!(lean.is_lean() && !held.is_lean());
+            assert_eq!((lean.len(), lean.vectors_held()), (rows, 0));
+            // Each row's code and the scale and checksum of its fine code: no byte a component.
+            assert!(lean.bytes_per_row() < dim / 2, "{}", lean.bytes_per_row());
+            let reads = std::cell::Cell::new(0usize);
+            let mut read = |asked: &[usize]| -> Result<Vec<f32>, ()> {
+                reads.set(reads.get() + asked.len());
+                Ok(asked
+                    .iter()
+                    .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
+                    .collect())
+            };
+            let queries = unit_rows(10, dim, 3 + rows as u64);
+            for (n, q) in queries.chunks_exact(dim).enumerate() {
+                let own = &data[n * dim..(n + 1) * dim];
+                for (query, k) in [(q, 10), (own, 1), (own, 20)] {
+                    let bits = |top: &[(usize, f32)]| -> Vec<(usize, u32)> {
+                        top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
+                    };
+                    assert_eq!(
+                        bits(&lean.top_k_reading(query, k, &mut read).unwrap()),
+                        bits(&held.top_k(query, k)),
+                        "{rows} rows, k {k}"
+                    );
+                }
+                let row = n * 37 % rows;
+                let score = lean.score_reading(row, q, &mut read).unwrap();
+                assert_eq!(score.to_bits(), held.score(row, q).to_bits());
+            }
+            // Every row the code pass shortlists is read (all of them below its size).
+            let shortlisted = if rows < QUANTISE_FROM {
+                rows
+            } else {
+                SHORTLIST_MIN
+            };
+            assert!(
+                reads.get() >= 30 * shortlisted,
+                "{rows} rows: {} read",
+                reads.get()
             );
         }
     }

@@ -508,6 +508,17 @@ impl PyStore {
         py_corpus::explanation_dict(py, e).map(Some)
     }
 
+    /// While `lean` is set, the searches that load a large store's rows leave the fine codes
+    /// unread and read back each shortlisted row's vector instead (a calibration's searches:
+    /// the same results, a byte a dimension less held for each chunk); cleared, a cache
+    /// loaded that way is dropped.
+    fn set_lean(&self, lean: bool) -> PyResult<()> {
+        self.with(|s| {
+            s.set_lean(lean);
+            Ok(())
+        })
+    }
+
     fn rollback(&self) -> PyResult<()> {
         self.with(|s| {
             s.rollback();

@@ -336,6 +336,8 @@ pub struct StoredCodes {
     room: usize,
     /// Set when the rows will hold their vectors (`into_rows`): the fine codes are not kept.
     no_fine: bool,
+    /// Set when only each fine code's scale is kept, not its bytes (`lean`).
+    lean: bool,
     /// Rows whose code failed its checksum: their vector gives them their code again.
     damaged: Vec<usize>,
 }
@@ -359,6 +361,9 @@ pub struct CodedRows {
     pub fine: Vec<i8>,
     pub scales: Vec<f32>,
     pub sums: Vec<u32>,
+    /// The fine codes were left unread (`StoredCodes::lean`): `fine` is empty, and each row
+    /// marked `FINE` holds its scale and checksum alone.
+    pub lean: bool,
 }
 
 const LISTED: u32 = u32::MAX - 1;
@@ -393,10 +398,22 @@ impl StoredCodes {
         self
     }
 
+    /// The same, keeping of each fine code its scale alone (with the checksum of its vector):
+    /// for rows whose vectors are all read back whenever the code pass shortlists them
+    /// (`DenseIndex::is_lean`), so reading them holds no byte per component.
+    pub fn lean(mut self) -> StoredCodes {
+        self.lean = true;
+        self
+    }
+
     /// Append the fine code of the next `NEEDED` row (`bytes`: `dim` signed bytes; None: a
     /// zero code that its vector fills in).
     fn push_fine(&mut self, scale: f32, bytes: Option<&[u8]>) {
         if self.no_fine {
+            return;
+        }
+        if self.lean {
+            self.scales.push(scale);
             return;
         }
         if self.fine.capacity() == 0 && self.room > 0 {
@@ -591,7 +608,7 @@ impl StoredCodes {
                     masks.fill(0);
                     let unit = encode_into(vector, masks);
                     self.units[row] = if unit.is_finite() { unit } else { 0.0 };
-                    if !hold {
+                    if !hold && !self.lean {
                         let fine = &mut self.fine[n * dim..(n + 1) * dim];
                         self.scales[n] = crate::fine::encode(vector, fine);
                     }
@@ -639,6 +656,7 @@ impl StoredCodes {
             fine,
             scales,
             sums,
+            lean: self.lean && !hold,
         })
     }
 

@@ -402,9 +402,10 @@ class Memory:
         if not items:
             raise UsageError("recall calibrate: no labelled queries given (labelled is empty)")
         bound, embedder = self._fit_target()
-        calibration, result = fitting.fit_labelled(
-            self._store, embedder, items, self.stats(), now, CANDIDATES
-        )
+        with fitting.lean(self._store):
+            calibration, result = fitting.fit_labelled(
+                self._store, embedder, items, self.stats, now, CANDIDATES
+            )
         self._adopt(bound, calibration, history="fit", now=now, replace=replace)
         return calibration, result
 
@@ -420,13 +421,17 @@ class Memory:
         now = instant_arg("calibrate", "now", now)
         replace = flag_arg("calibrate", "replace", replace)
         target = self._fit_target()
-        return self._calibrate_self(target, selfcal.probes(self._store), now=now, replace=replace)
+        with fitting.lean(self._store):
+            return self._calibrate_self(
+                target, selfcal.probes(self._store), now=now, replace=replace
+            )
 
     def _fit_target(self) -> tuple[tuple[str, int, str], Embedder]:
         """The store's embedder binding and the embedder to fit with; UsageError when nothing
         is indexed or the open embedder is not the store's."""
         bound = self._store.embedder()
-        if bound is None or self.stats().documents == 0:
+        # The documents' count the store keeps (freshness), not `stats`, which reads them all.
+        if bound is None or self._store.freshness()[0] == 0:
             raise UsageError("recall calibrate: nothing is indexed; run 'recall index PATH' first")
         embedder = self.embedder
         if embedder.fingerprint != bound[2]:
@@ -445,7 +450,7 @@ class Memory:
     ) -> tuple[Calibration, Fit]:
         bound, embedder = target
         calibration, result = fitting.fit_self(
-            self._store, embedder, probes, self.stats(), now, CANDIDATES
+            self._store, embedder, probes, self.stats, now, CANDIDATES
         )
         self._adopt(bound, calibration, history="self", now=now, replace=replace)
         return calibration, result
@@ -779,11 +784,12 @@ class Memory:
         if not due:
             return None
         began = time.perf_counter()
-        probes = selfcal.probes(self._store)
-        if sum(p.answerable for p in probes) < CERTIFY_MIN_PER_CLASS:
-            # Too few notes to certify a boundary from them: search says what to do instead.
-            return None
-        record, _ = self._calibrate_self(self._fit_target(), probes, now=now, replace=False)
+        with fitting.lean(self._store):
+            probes = selfcal.probes(self._store)
+            if sum(p.answerable for p in probes) < CERTIFY_MIN_PER_CLASS:
+                # Too few notes to certify a boundary from them: search says what to do instead.
+                return None
+            record, _ = self._calibrate_self(self._fit_target(), probes, now=now, replace=False)
         return {
             "id": record.id,
             "threshold": record.threshold,

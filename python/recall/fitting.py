@@ -10,11 +10,12 @@ kept and which one is in use (`recall.calibration.stored`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from recall import _core, selfcal
@@ -34,7 +35,20 @@ from recall.selfcal import Probe, identifier_probes
 if TYPE_CHECKING:
     from recall.store import Store
 
-__all__ = ["evidence", "fit_labelled", "fit_self", "record"]
+__all__ = ["evidence", "fit_labelled", "fit_self", "lean", "record"]
+
+
+@contextlib.contextmanager
+def lean(store: Store) -> Iterator[None]:
+    """A calibration's searches in this block leave the fine codes of a large store's rows
+    unread (`Store.set_lean`): the same results, each shortlisted row's vector read back, and a
+    byte a dimension less held for each chunk while the calibration that ends a first index
+    runs. A lean searcher is let go at the end, so the next search loads the whole one."""
+    store.set_lean(True)
+    try:
+        yield
+    finally:
+        store.set_lean(False)
 
 
 def evidence(
@@ -135,14 +149,16 @@ def fit_labelled(
     store: Store,
     embedder: Embedder,
     items: Sequence[tuple[str, bool, Sequence[str]]],
-    counts: Counts,
+    counts: Callable[[], Counts],
     now: dt.datetime | None,
     candidates: int,
 ) -> tuple[Calibration, Fit]:
     """A calibration fitted on labelled (query, answerable, relevant files) items, with the
     identifier lookups made from the notes beside them (SPEC §7: so that a labelled set with
     few or no lookups of its own never switches the identifier evidence off; they only add
-    evidence, `fit_labelled_evidence`)."""
+    evidence, `fit_labelled_evidence`). `counts` is asked once the searches are done: a
+    large store's counts then come from the corpus its searcher holds, not from one read
+    beside it."""
     probes = [
         Probe(query, answerable, "labelled", relevant=frozenset(relevant))
         for query, answerable, relevant in items
@@ -152,20 +168,21 @@ def fit_labelled(
     result, weights = fit_labelled_evidence(found[: len(probes)], found[len(probes) :])
     made = len(lookups)
     pairs = [(q, a) for q, a, _ in items]
-    return record(counts, embedder, result, weights, pairs, now, made), result
+    return record(counts(), embedder, result, weights, pairs, now, made), result
 
 
 def fit_self(
     store: Store,
     embedder: Embedder,
     probes: Sequence[Probe],
-    counts: Counts,
+    counts: Callable[[], Counts],
     now: dt.datetime | None,
     candidates: int,
 ) -> tuple[Calibration, Fit]:
     """A calibration fitted on questions recall made from the notes (`selfcal`), recorded with
-    `source: self`. The made answerable questions are the notes' own words: they would buy a
-    lexical weight a user's question does not earn, so the lexical weight stays fixed
+    `source: self` (`counts` asked once the searches are done, as `fit_labelled` asks it).
+    The made answerable questions are the notes' own words: they would buy a lexical weight a
+    user's question does not earn, so the lexical weight stays fixed
     (`selfcal.LEXICAL_WEIGHT`), the identifier weight is fitted, and the threshold is placed
     by the unanswerable questions alone: midway between the off-topic questions' ceiling
     (`selfcal.PLACING`, `selfcal.CEILING`) and the near-topic questions' median
@@ -191,4 +208,4 @@ def fit_self(
             ),
         )
     pairs = [(p.query, p.answerable) for p in probes]
-    return record(counts, embedder, result, weights, pairs, now, source="self"), result
+    return record(counts(), embedder, result, weights, pairs, now, source="self"), result

@@ -215,6 +215,13 @@ class Store(Protocol):
 
     # --- search ---------------------------------------------------------------------------
 
+    def set_lean(self, lean: bool) -> None:
+        """While set, the searches that load a file store's rows leave the fine codes of a
+        model's rows unread and read back each shortlisted row's vector (a calibration's
+        searches: the same results, less held); cleared, a searcher loaded that way is let
+        go. A server's store is held as it is."""
+        ...
+
     def search(
         self,
         query: bytes,

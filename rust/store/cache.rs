@@ -18,6 +18,8 @@ use super::Store;
 /// reads back only the few vectors of a model's rows it rescores exactly).
 pub(crate) struct SearchCache {
     pub(crate) generation: i64,
+    /// Loaded without the fine codes (`Store::set_lean`).
+    pub(crate) lean: bool,
     pub(crate) dense: DenseIndex,
     /// The chunk id of each row, ascending.
     pub(crate) row_chunk: Vec<i64>,
@@ -88,6 +90,20 @@ fn named<'s, T: Send + 's>(
 const DOCUMENT_BATCH: usize = 4096;
 
 impl Store {
+    /// While `lean` is set, a search that loads the cache of a large store leaves every fine
+    /// code unread and reads back the vector of each row the code pass shortlists (384 bytes
+    /// a model's chunk less held at 384 dimensions, for a read of each shortlisted row;
+    /// `codes::LEAN_FROM`). For a calibration's few hundred searches, whose results are the
+    /// same; a cache already loaded whole serves them as it is. Cleared, it drops a lean
+    /// cache, so the next search loads the cache whole.
+    pub fn set_lean(&mut self, lean: bool) {
+        self.lean = lean;
+        if !lean && self.cache.as_ref().is_some_and(|c| c.lean) {
+            self.cache = None;
+            crate::memory::release_free_memory();
+        }
+    }
+
     /// (Re)load the search cache when the committed generation moved (another process may have
     /// indexed since). Returns whether a load happened.
     pub(crate) fn ensure_cache(&mut self) -> Result<bool> {
@@ -95,7 +111,7 @@ impl Store {
         if self
             .cache
             .as_ref()
-            .is_some_and(|c| c.generation == generation)
+            .is_some_and(|c| c.generation == generation && (self.lean || !c.lean))
         {
             return Ok(false);
         }
@@ -141,10 +157,10 @@ impl Store {
                 })
             });
             // So are the codes, when they are all a store needs (a hashed store's).
-            let path = self.path.clone();
+            let (path, lean) = (self.path.clone(), self.lean);
             let coding = (dim > 0 && !self.in_write).then(|| {
                 named(scope, "recall-codes", move || {
-                    Self::codes_apart(&path, generation, dim)
+                    Self::codes_apart(&path, generation, dim, lean)
                 })
             });
             let read = (move || -> Result<_> {
@@ -208,6 +224,7 @@ impl Store {
         }
         let cache = SearchCache {
             generation,
+            lean: dense.is_lean(),
             dense,
             chunk_row: IdIndex::of(&row_chunk),
             row_chunk,

@@ -30,6 +30,11 @@ type ReadCodes = (Vec<(i64, i64)>, StoredCodes, u64);
 /// without fine codes) is rewritten whole by the next write.
 const CHECKED: &str = "checked-fine";
 
+/// Rows from which a lean load (`Store::set_lean`) leaves the fine codes unread: 100 MB of
+/// them at 384 dimensions. Below it, reading back every shortlisted row would cost a
+/// calibration more time than the memory is worth (below the code pass's size, every row).
+const LEAN_FROM: usize = if cfg!(test) { 1 } else { 1 << 18 };
+
 impl Store {
     /// The dense index of every vector whose document `known` accepts, in chunk-id order, with
     /// (chunk id, document id) per row: from the stored codes when they are complete, checked
@@ -52,7 +57,7 @@ impl Store {
     fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Dense> {
         let fine = Store::vectors_declared(&self.conn, dim) == Some(Declared::PointBlocks);
         let (ids, codes, rows) =
-            read_codes(&self.conn, dim, known, Stop::Never, fine)?.expect("read whole");
+            read_codes(&self.conn, dim, known, Stop::Never, fine, self.lean)?.expect("read whole");
         let chunks = chunk_count(&self.conn)?;
         if rows != chunks {
             return Err(damaged(format!(
@@ -107,7 +112,12 @@ impl Store {
     /// its checksum, and no vector need be read (every code reproduces its vector, or the
     /// store's vectors are read back one by one as a search needs them: a model's rows in a
     /// store of `Declared::PointBlocks`). None otherwise: `load_dense` reads the vectors.
-    pub(super) fn codes_apart(path: &str, generation: i64, dim: usize) -> Option<Dense> {
+    pub(super) fn codes_apart(
+        path: &str,
+        generation: i64,
+        dim: usize,
+        lean: bool,
+    ) -> Option<Dense> {
         let conn = super::open_read_only(path).ok()?;
         conn.execute_batch("BEGIN").ok()?;
         let read = (|| -> rusqlite::Result<Option<Dense>> {
@@ -122,7 +132,8 @@ impl Store {
             } else {
                 Stop::Unreproduced
             };
-            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, stop, fine)? else {
+            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, stop, fine, lean)?
+            else {
                 return Ok(None);
             };
             if rows != chunk_count(&conn)? {
@@ -275,6 +286,7 @@ fn read_codes(
     known: &impl Fn(i64) -> bool,
     stop: Stop,
     fine: bool,
+    lean: bool,
 ) -> rusqlite::Result<Option<ReadCodes>> {
     // Room for every row before the first is read: the chunk ids are at most the largest.
     let rows: i64 = conn.query_row(
@@ -286,6 +298,8 @@ fn read_codes(
     let mut codes = StoredCodes::with_capacity(dim, rows);
     if !fine {
         codes = codes.holding_vectors();
+    } else if lean && rows >= LEAN_FROM {
+        codes = codes.lean();
     }
     let mut ids = crate::memory::huge_vec(rows);
     let mut stmt =
@@ -554,31 +568,31 @@ mod tests {
         // a.md's rows hold their fine codes: the codes alone make the index.
         let (_dir, store) = store("codes-apart");
         let generation = store.generation().unwrap();
-        let apart = Store::codes_apart(&store.path, generation, DIM).expect("read apart");
+        let apart = Store::codes_apart(&store.path, generation, DIM, false).expect("read apart");
         same(&store, &apart, &store.load_codes(DIM, &|_| true).unwrap());
         assert_eq!(apart.0.len(), 5);
-        assert!(Store::codes_apart(&store.path, generation + 1, DIM).is_none());
+        assert!(Store::codes_apart(&store.path, generation + 1, DIM, false).is_none());
         // Not when a code fails its checksum, nor when a chunk has no code.
         run(
             &store,
             "UPDATE vector_codes SET code = code || x'00' WHERE chunk_id = 4",
         );
-        assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
+        assert!(Store::codes_apart(&store.path, generation, DIM, false).is_none());
         run(&store, "DELETE FROM vector_codes WHERE chunk_id = 4");
-        assert!(Store::codes_apart(&store.path, generation, DIM).is_none());
+        assert!(Store::codes_apart(&store.path, generation, DIM, false).is_none());
         // In a store of earlier builds a.md's rows need their vectors, read by `load_dense`;
         // without them the codes alone make the index.
         let (_dir, earlier) = super::tests::store("codes-apart-earlier");
         earlier_blocks(&earlier);
         let generation = earlier.generation().unwrap();
-        assert!(Store::codes_apart(&earlier.path, generation, DIM).is_none());
+        assert!(Store::codes_apart(&earlier.path, generation, DIM, false).is_none());
         run(
             &earlier,
             "PRAGMA foreign_keys = OFF;
              DELETE FROM chunks WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');
              DELETE FROM vector_codes WHERE doc_id = (SELECT id FROM documents WHERE path = 'a.md');",
         );
-        let apart = Store::codes_apart(&earlier.path, generation, DIM).expect("read apart");
+        let apart = Store::codes_apart(&earlier.path, generation, DIM, false).expect("read apart");
         same(
             &earlier,
             &apart,
@@ -617,6 +631,40 @@ mod tests {
         );
         run(&store, "DELETE FROM meta WHERE key = 'vector_codes'");
         assert_eq!(status(&store).status, "warning");
+    }
+
+    #[test]
+    fn a_lean_searcher_answers_as_a_whole_one_and_is_let_go_when_cleared() {
+        let (_dir, mut store) = store("codes-lean");
+        let policy = crate::store::fixtures::policy();
+        let query = coded(&store).1.row(1).to_vec();
+        let shown = |store: &mut Store| {
+            let out = store.search(&query, "chunk", 5, 20, &policy).unwrap();
+            let hits: Vec<(i64, u32)> = out
+                .hits
+                .iter()
+                .map(|h| (h.judged.chunk, h.judged.score.to_bits()))
+                .collect();
+            (out.dense, hits)
+        };
+        let whole = shown(&mut store);
+        let whole_bytes = store.cache.as_ref().expect("loaded").dense.bytes_per_row();
+        store.cache = None;
+        store.set_lean(true);
+        assert_eq!(shown(&mut store), whole);
+        let cache = store.cache.as_ref().expect("loaded by the search");
+        assert!(cache.lean && cache.dense.is_lean());
+        // The model's rows hold no fine code (the hashed rows' codes are their vectors).
+        assert!(cache.dense.bytes_per_row() < whole_bytes);
+        store.set_lean(false);
+        assert!(store.cache.is_none());
+        assert_eq!(shown(&mut store), whole);
+        assert!(!store.cache.as_ref().expect("loaded whole").lean);
+        // A whole searcher already held serves lean searches as it is, and stays.
+        store.set_lean(true);
+        assert_eq!(shown(&mut store), whole);
+        store.set_lean(false);
+        assert!(store.cache.as_ref().is_some_and(|c| !c.lean));
     }
 
     #[test]

@@ -121,6 +121,8 @@ pub struct Store {
     /// Why the store is read-only, when it is.
     read_only: Option<String>,
     pub(crate) cache: Option<SearchCache>,
+    /// Set while searches may do without the fine codes (`set_lean`).
+    pub(crate) lean: bool,
     pub(crate) lexical: Option<Lexical>,
     /// What the search of a text starts with, read ahead with the state a search reads first
     /// (`read_ahead`): the text, the lexical index's generation, the query's evidence.
@@ -321,6 +323,7 @@ impl Store {
             in_write: false,
             read_only,
             cache: None,
+            lean: false,
             lexical: None,
             ahead: None,
             declared_width: std::cell::Cell::new(None),

@@ -68,6 +68,10 @@ class Searching(Namespace):
         record = rows.get(record_prefix + bound[2]) if bound else None
         return freshness_of(rows), bound, record
 
+    def set_lean(self, lean: bool) -> None:
+        """Nothing here: a namespace's replica serves every search of this process and is
+        held whole."""
+
     def search(
         self,
         query: bytes,
