@@ -4,7 +4,8 @@
 //! is the cosine. Each row is held as its 3-bit code (row_code.rs: a sign mask and two magnitude
 //! bit planes, about a tenth of the f32 bytes) and, only when the code does not give the row
 //! back, its float32 vector or, where the store can read one vector back cheaply, its fine code
-//! (fine.rs: a byte per component): a hashed row is its code. Large indexes are scanned through
+//! (fine.rs: a byte per component), or in a lean load (a calibration's) its fine code's scale
+//! alone, the row then read back whenever the code pass shortlists it: a hashed row is its code. Large indexes are scanned through
 //! the codes first: the query is cut into three magnitude bit planes (one for a hashed query), so
 //! the estimate is a few AND + popcount per 64 dimensions. A model's query over many rows first
 //! cuts them by their sign masks alone (signs.rs: a third of the bytes) to the twentieth the code
@@ -1256,6 +1257,26 @@ mod tests {
         }
     }
 
+    /// A reader of rows' vectors from `data`, counting in `reads` the rows it reads.
+    fn counting_reader<'a>(
+        data: &'a [f32],
+        dim: usize,
+        reads: &'a std::cell::Cell<usize>,
+    ) -> impl FnMut(&[usize]) -> Result<Vec<f32>, ()> + 'a {
+        move |asked: &[usize]| {
+            reads.set(reads.get() + asked.len());
+            Ok(asked
+                .iter()
+                .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
+                .collect())
+        }
+    }
+
+    /// Rows and the bits of their scores, for exact comparison.
+    fn bits(top: &[(usize, f32)]) -> Vec<(usize, u32)> {
+        top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
+    }
+
     #[test]
     fn holding_fine_codes_returns_what_holding_the_vectors_does() {
         let dim = 384;
@@ -1267,22 +1288,13 @@ mod tests {
             let fine = DenseIndex::from_stored_fine(codes, Vec::new()).unwrap();
             assert_eq!((fine.len(), fine.vectors_held()), (rows, 0));
             let reads = std::cell::Cell::new(0usize);
-            let mut read = |asked: &[usize]| -> Result<Vec<f32>, ()> {
-                reads.set(reads.get() + asked.len());
-                Ok(asked
-                    .iter()
-                    .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
-                    .collect())
-            };
+            let mut read = counting_reader(&data, dim, &reads);
             let queries = unit_rows(20, dim, 7 + rows as u64);
             for (n, q) in queries.chunks_exact(dim).enumerate() {
                 // A row's own vector as the query too: its top score stands far above the rest.
                 let own = &data[n * dim..(n + 1) * dim];
                 for (query, k) in [(q, 10), (q, 20), (own, 1), (own, 20)] {
                     let got = fine.top_k_reading(query, k, &mut read).unwrap();
-                    let bits = |top: &[(usize, f32)]| -> Vec<(usize, u32)> {
-                        top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
-                    };
                     assert_eq!(
                         bits(&got),
                         bits(&held.top_k(query, k)),
@@ -1320,20 +1332,11 @@ mod tests {
             // Each row's code and the scale and checksum of its fine code: no byte a component.
             assert!(lean.bytes_per_row() < dim / 2, "{}", lean.bytes_per_row());
             let reads = std::cell::Cell::new(0usize);
-            let mut read = |asked: &[usize]| -> Result<Vec<f32>, ()> {
-                reads.set(reads.get() + asked.len());
-                Ok(asked
-                    .iter()
-                    .flat_map(|&r| data[r * dim..(r + 1) * dim].iter().copied())
-                    .collect())
-            };
+            let mut read = counting_reader(&data, dim, &reads);
             let queries = unit_rows(10, dim, 3 + rows as u64);
             for (n, q) in queries.chunks_exact(dim).enumerate() {
                 let own = &data[n * dim..(n + 1) * dim];
                 for (query, k) in [(q, 10), (own, 1), (own, 20)] {
-                    let bits = |top: &[(usize, f32)]| -> Vec<(usize, u32)> {
-                        top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
-                    };
                     assert_eq!(
                         bits(&lean.top_k_reading(query, k, &mut read).unwrap()),
                         bits(&held.top_k(query, k)),
