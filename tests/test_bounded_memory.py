@@ -86,3 +86,28 @@ def test_a_large_run_reports_what_it_did_once_its_report_is_made_again(tmp_path:
     assert all((root / path).is_file() for path in report.added)
     again = remade(report)
     assert again == report and again is not report and again.added is not report.added
+
+
+def test_giving_back_frees_what_only_a_reference_cycle_holds() -> None:
+    # A plan drawn from a million notes leaves its notes in reference cycles: given back, the
+    # memory they hold goes back to the system, not only what reference counts freed.
+    import gc
+    import weakref
+
+    from recall import heap
+
+    class Held:
+        payload: bytearray
+        again: Held
+
+    gc.disable()
+    try:
+        held = Held()
+        held.payload, held.again = bytearray(1 << 20), held
+        ref = weakref.ref(held)
+        del held
+        assert ref() is not None
+        heap.give_back()
+        assert ref() is None
+    finally:
+        gc.enable()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from recall import _core
+from recall import _core, heap
 from recall.heap import remade
 
 if TYPE_CHECKING:
@@ -45,6 +45,9 @@ MAX_IDENTIFIERS = 20
 MAX_NEAR = 30
 #: How many notes with a subject a plan reaches for each near-topic question (`probes`).
 NEAR_REACH = 4
+#: Notes from which what a plan's reading took is handed back once the plan is made
+#: (`heap.give_back`; over a million notes, a hundred MB and more).
+GIVE_BACK_FROM = 10_000
 #: An identifier held by more notes than this is a common word of the corpus, not a lookup.
 MAX_HOLDERS = 3
 #: A near-topic question's note is left out with the notes that hold a copy of one of its
@@ -421,8 +424,13 @@ def _plan(store: Store, reach: int) -> _Plan:
     """Read the notes once and plan the questions, computing the relatives of the first
     `reach` notes with a subject. The plan is made again from its bytes once the notes are let
     go: its few objects, made among a large store's notes, would otherwise keep most of the
-    memory those notes took from being given back (hundreds of MB at a million notes)."""
-    return remade(_planned(store, reach))
+    memory those notes took from being given back (hundreds of MB at a million notes); what
+    they took is then handed back (`heap.give_back`), so the searcher the questions load next
+    does not stack on it."""
+    plan = remade(_planned(store, reach))
+    if plan.total >= GIVE_BACK_FROM:
+        heap.give_back()
+    return plan
 
 
 def _planned(store: Store, reach: int) -> _Plan:
