@@ -18,8 +18,6 @@ use super::Store;
 /// reads back only the few vectors of a model's rows it rescores exactly).
 pub(crate) struct SearchCache {
     pub(crate) generation: i64,
-    /// Loaded without the fine codes (`Store::set_lean`).
-    pub(crate) lean: bool,
     pub(crate) dense: DenseIndex,
     /// The chunk id of each row, ascending.
     pub(crate) row_chunk: Vec<i64>,
@@ -98,7 +96,7 @@ impl Store {
     /// cache, so the next search loads the cache whole.
     pub fn set_lean(&mut self, lean: bool) {
         self.lean = lean;
-        if !lean && self.cache.as_ref().is_some_and(|c| c.lean) {
+        if !lean && self.cache.as_ref().is_some_and(|c| c.dense.is_lean()) {
             self.cache = None;
             crate::memory::release_free_memory();
         }
@@ -111,7 +109,7 @@ impl Store {
         if self
             .cache
             .as_ref()
-            .is_some_and(|c| c.generation == generation && (self.lean || !c.lean))
+            .is_some_and(|c| c.generation == generation && (self.lean || !c.dense.is_lean()))
         {
             return Ok(false);
         }
@@ -224,7 +222,6 @@ impl Store {
         }
         let cache = SearchCache {
             generation,
-            lean: dense.is_lean(),
             dense,
             chunk_row: IdIndex::of(&row_chunk),
             row_chunk,

@@ -653,18 +653,18 @@ mod tests {
         store.set_lean(true);
         assert_eq!(shown(&mut store), whole);
         let cache = store.cache.as_ref().expect("loaded by the search");
-        assert!(cache.lean && cache.dense.is_lean());
+        assert!(cache.dense.is_lean());
         // The model's rows hold no fine code (the hashed rows' codes are their vectors).
         assert!(cache.dense.bytes_per_row() < whole_bytes);
         store.set_lean(false);
         assert!(store.cache.is_none());
         assert_eq!(shown(&mut store), whole);
-        assert!(!store.cache.as_ref().expect("loaded whole").lean);
+        assert!(!store.cache.as_ref().expect("loaded whole").dense.is_lean());
         // A whole searcher already held serves lean searches as it is, and stays.
         store.set_lean(true);
         assert_eq!(shown(&mut store), whole);
         store.set_lean(false);
-        assert!(store.cache.as_ref().is_some_and(|c| !c.lean));
+        assert!(store.cache.as_ref().is_some_and(|c| !c.dense.is_lean()));
     }
 
     #[test]
