@@ -386,7 +386,7 @@ impl LexicalIndex {
     }
 
     /// From now on the segment files a write makes past a megabyte wait in `folder` until the
-    /// store has saved them (`settle`), instead of in memory. The caller holds the store's
+    /// store has saved them, instead of in memory. The caller holds the store's
     /// write lock: whatever the folder holds is emptied first, as no one's.
     pub fn spill_into(&mut self, folder: PathBuf) {
         self.dir.spill_into(folder);
@@ -394,6 +394,11 @@ impl LexicalIndex {
 
     /// The files the store has just saved, held in memory as the ones it was opened with, and
     /// the spill folder emptied and removed.
+    /// Whether some file written since the index was opened waits in the spill folder.
+    pub fn spilled(&self) -> bool {
+        self.dir.spilled()
+    }
+
     pub fn settle(&mut self) -> Result<()> {
         self.dir.settle().map_err(tantivy_err)?;
         self.reader.reload().map_err(tantivy_err)?;
@@ -448,8 +453,19 @@ impl LexicalIndex {
     }
 
     /// Commit pending adds/deletes, let merges finish, and return every file written or deleted
-    /// since the last call (for the store to persist in its open transaction).
+    /// since the last call (for the store to persist in its open transaction); searches see
+    /// the committed index from then on.
     pub fn commit(&mut self) -> Result<FileChanges> {
+        let changes = self.commit_files()?;
+        self.reader.reload().map_err(tantivy_err)?;
+        Ok(changes)
+    }
+
+    /// `commit` without opening the committed segments for search: searches see the index as
+    /// it was until `settle`. The store's write takes this, since it either settles the index
+    /// once its files are saved or, when some of them waited in the spill folder, lets it go
+    /// (`Store::commit`), and opening a large write's segments reads a share of them.
+    pub fn commit_files(&mut self) -> Result<FileChanges> {
         let added = std::mem::take(&mut self.added);
         if let Some(mut w) = self.writer.take() {
             // A write that adds a large share of the index (a first run, a full re-index)
@@ -474,7 +490,6 @@ impl LexicalIndex {
             // Merges run in background threads: wait, so that no file is still being written
             // when its bytes are copied into the store.
             w.wait_merging_threads().map_err(tantivy_err)?;
-            self.reader.reload().map_err(tantivy_err)?;
             // Tantivy deletes a merged-away segment's files only when no merge in flight still
             // lists it, and the merges its policy started during a large write often do: with
             // every merge done, delete every file of a segment the index no longer lists, so

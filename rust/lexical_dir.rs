@@ -4,7 +4,8 @@
 //! index was opened with (held as read, no copy), and where a write's large files wait for
 //! the commit: in a folder beside the store (`<store>-lexical`), read back a range at a time,
 //! so that a first index of a million notes does not hold its lexical index in memory until
-//! it commits. Once the store has saved them, they are read into memory and the folder goes.
+//! it commits. Once the store has saved them, the store lets the index go and the folder goes
+//! with its last handle; the next search loads the index from the store.
 //! Does not own: the index (lexical.rs) or the `lexical_files` table (store/lexical_files.rs).
 
 use std::collections::{BTreeSet, HashMap};
@@ -323,6 +324,12 @@ impl TrackedDir {
             .expect("lexical files lock")
             .remove(path);
         saved.is_some() || written.is_some()
+    }
+
+    /// Whether a file written since the directory was opened waits in the spill folder.
+    pub(crate) fn spilled(&self) -> bool {
+        let written = self.written.read().expect("lexical files lock");
+        written.values().any(|w| w.spilled)
     }
 
     /// Every written file held as saved, a spilled one read into memory: called once the store

@@ -156,7 +156,7 @@ impl Store {
     /// transaction.
     pub(super) fn save_lexical(&mut self) -> Result<()> {
         let lexical = self.lexical.as_mut().expect("caller checked");
-        let (written, deleted) = lexical.index.commit()?;
+        let (written, deleted) = lexical.index.commit_files()?;
         lexical
             .unsaved
             .extend(written.into_iter().map(|(n, b)| (n, Some(b))));

@@ -456,10 +456,13 @@ impl Store {
         self.in_write = false;
         if let Some(lexical) = self.lexical.as_mut() {
             lexical.generation = generation;
-            // What waited in the spill folder is in the store now: held as loaded from it.
-            // Should that fail, the next search loads the index from the store instead.
-            if lexical.index.settle().is_err() {
+            // A large write, whose files waited in the spill folder, lets its index go: held,
+            // the whole index would be read into memory as the run ends. The next search loads
+            // it from the store (on a thread of its own, beside the codes), as another
+            // process's does; so does a search after a settle that failed.
+            if lexical.index.spilled() || lexical.index.settle().is_err() {
                 self.lexical = None;
+                crate::memory::release_free_memory();
             }
         }
         // Fold the WAL back into the main file so that copying the `.db` alone copies the whole
@@ -564,6 +567,40 @@ mod tests {
             (1, 1, 1, 3)
         );
         assert_eq!(stats.declarations.claims.3, 1);
+    }
+
+    /// A document of `chunks` chunks of forty words each, most of them its own.
+    fn wordy(path: &str, chunks: usize) -> NewDocument {
+        let mut d = doc(path, chunks, 4);
+        for (i, c) in d.chunks.iter_mut().enumerate() {
+            c.text = (0..40)
+                .map(|j| format!("w{}", (i * 31 + j * 7) % 4999))
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        d
+    }
+
+    #[test]
+    fn a_write_whose_lexical_files_waited_beside_the_store_lets_its_index_go() {
+        let path = temp_db("spilled");
+        let mut store = Store::open(&path).unwrap();
+        // A small write keeps its index in memory: the next write adds to it.
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&wordy("a.md", 2), "t0").unwrap();
+        store.commit("t0").unwrap();
+        assert!(store.lexical.is_some());
+        // A large one (its files past the spill size waited in the folder) lets it go, so
+        // that the run does not read the whole index into memory as it ends.
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&wordy("b.md", 3000), "t1").unwrap();
+        store.commit("t1").unwrap();
+        assert!(store.lexical.is_none());
+        assert!(!std::path::Path::new(&format!("{}-lexical", &*path)).exists());
+        // The next search loads it from the store, whole.
+        let lexical = store.lexical_mut().unwrap();
+        assert_eq!(lexical.index.num_docs(), 3002);
+        assert_eq!(lexical.index.search("w31 w38", 10).unwrap().len(), 10);
     }
 
     #[test]
