@@ -471,13 +471,14 @@ impl Directory for TrackedDir {
 #[cfg(test)]
 mod tests {
     use crate::lexical::LexicalIndex;
+    use crate::store::fixtures::{temp_db, TempDb};
     use std::path::{Path, PathBuf};
 
-    fn folder(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("recall-spill-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("memory.db-lexical")
+    /// Where a store's spill folder goes, in a temporary folder removed with the guard.
+    fn folder(name: &str) -> (TempDb, PathBuf) {
+        let db = temp_db(&format!("spill-{name}"));
+        let folder = PathBuf::from(format!("{}-lexical", &*db));
+        (db, folder)
     }
 
     fn words(i: usize) -> String {
@@ -504,7 +505,7 @@ mod tests {
 
     #[test]
     fn a_writes_large_files_wait_in_the_spill_folder_until_the_store_holds_them() {
-        let spill = folder("wait");
+        let (_db, spill) = folder("wait");
         let mut idx = filled(&spill, 3000);
         let (written, _) = idx.commit().unwrap();
         // Only files past the threshold wait on disk; each reads back whole from there.
@@ -543,7 +544,7 @@ mod tests {
 
     #[test]
     fn a_spilled_file_changed_on_disk_is_an_error_not_an_index() {
-        let spill = folder("changed");
+        let (_db, spill) = folder("changed");
         let mut idx = filled(&spill, 3000);
         let (written, _) = idx.commit().unwrap();
         let (name, file) = written
@@ -562,7 +563,7 @@ mod tests {
 
     #[test]
     fn an_abandoned_write_takes_its_spill_folder_with_it() {
-        let spill = folder("abandoned");
+        let (_db, spill) = folder("abandoned");
         let mut idx = filled(&spill, 3000);
         idx.commit().unwrap();
         assert!(!spilled(&spill).is_empty());
@@ -572,7 +573,7 @@ mod tests {
 
     #[test]
     fn a_spill_folder_that_cannot_be_made_leaves_the_files_in_memory() {
-        let spill = folder("blocked");
+        let (_db, spill) = folder("blocked");
         // A file where the folder would be: nothing can be made inside it.
         let blocker = spill.parent().unwrap().join("blocker");
         std::fs::write(&blocker, b"not a folder").unwrap();
@@ -593,7 +594,7 @@ mod tests {
 
     #[test]
     fn a_link_where_the_spill_folder_goes_is_not_followed() {
-        let spill = folder("linked");
+        let (_db, spill) = folder("linked");
         let elsewhere = spill.parent().unwrap().join("elsewhere");
         std::fs::create_dir_all(&elsewhere).unwrap();
         let mut idx = LexicalIndex::open(Vec::new()).unwrap();
@@ -609,7 +610,7 @@ mod tests {
 
     #[test]
     fn what_a_killed_write_left_in_the_folder_is_removed_before_the_next_write() {
-        let spill = folder("killed");
+        let (_db, spill) = folder("killed");
         std::fs::create_dir_all(&spill).unwrap();
         std::fs::write(spill.join("0123.idx"), b"left by a killed run").unwrap();
         let mut idx = LexicalIndex::open(Vec::new()).unwrap();
