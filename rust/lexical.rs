@@ -392,13 +392,13 @@ impl LexicalIndex {
         self.dir.spill_into(folder);
     }
 
-    /// The files the store has just saved, held in memory as the ones it was opened with, and
-    /// the spill folder emptied and removed.
     /// Whether some file written since the index was opened waits in the spill folder.
     pub fn spilled(&self) -> bool {
         self.dir.spilled()
     }
 
+    /// The files the store has just saved, held in memory as the ones it was opened with, and
+    /// the spill folder emptied and removed; searches see the committed index from then on.
     pub fn settle(&mut self) -> Result<()> {
         self.dir.settle().map_err(tantivy_err)?;
         self.reader.reload().map_err(tantivy_err)?;
