@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -197,6 +198,10 @@ def test_a_cut_last_record_is_ignored_and_the_next_records_follow_the_whole_ones
     second = Counting(stop_at=3)
     with recall.open(db, embedder=second) as mem, pytest.raises(KeyboardInterrupt):
         mem.index(notes, now=T0)
+    # The batch queued behind the one that stopped does not embed, even once its thread ends.
+    for thread in threading.enumerate():
+        if thread.name.startswith("recall-embed"):
+            thread.join()
     assert second.texts == 2 * EMBED_SLICE
     kept = 4 * EMBED_SLICE - 1
     assert _records(db, Counting()) == kept

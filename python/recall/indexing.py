@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -318,6 +319,16 @@ class IndexRun:
         log = self.journal
         worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recall-embed")
         counts = _Counts()
+        stopping = threading.Event()
+
+        def embed(batch: list[_Pending]) -> _Vectors:
+            # A batch that fails stops the ones queued behind it before they call the embedder.
+            try:
+                return _embed(embedder, batch, counts, log, stopping)
+            except BaseException:
+                stopping.set()
+                raise
+
         tell = counts.reporter(progress, self.files)
         try:
             inflight: tuple[list[_Pending], Future[_Vectors]] | None = None
@@ -355,7 +366,7 @@ class IndexRun:
                     if pending_chunks >= EMBED_BATCH:
                         # Hand this batch to the worker, then write the one it just finished.
                         previous = inflight
-                        inflight = (pending, worker.submit(_embed, embedder, pending, counts, log))
+                        inflight = (pending, worker.submit(embed, pending))
                         pending, pending_chunks = [], 0
                         if previous is not None:
                             self._write(previous[0], _awaited(previous[1], tell))
@@ -363,14 +374,15 @@ class IndexRun:
                 tell()
             # The last batch goes to the worker too, so that the progress is told while it is
             # embedded (on a small run it is the only batch).
-            last = worker.submit(_embed, embedder, pending, counts, log)
+            last = worker.submit(embed, pending)
             if inflight is not None:
                 self._write(inflight[0], _awaited(inflight[1], tell))
             self._write(pending, _awaited(last, tell))
             tell()
         except BaseException:
-            # An interrupted or failed run does not wait for the batch being embedded (the
-            # journal keeps the batches finished before it).
+            # An interrupted or failed run does not wait for the batch being embedded, which
+            # stops before its next embedder call (the journal keeps the slices finished).
+            stopping.set()
             worker.shutdown(wait=False, cancel_futures=True)
             raise
         worker.shutdown()
@@ -636,13 +648,23 @@ def _awaited(future: Future[_Vectors], tell: Callable[[], None]) -> _Vectors:
             tell()
 
 
+class _Stopped(Exception):
+    """A batch left unembedded because its run had stopped (never seen by the caller: the run
+    raises what stopped it)."""
+
+
 def _embed(
-    embedder: Embedder, pending: list[_Pending], counts: _Counts, journal: Journal | None = None
+    embedder: Embedder,
+    pending: list[_Pending],
+    counts: _Counts,
+    journal: Journal | None = None,
+    stopping: threading.Event | None = None,
 ) -> _Vectors:
     """The vectors of every chunk of `pending`, in order, and how many were reused (runs on the
     worker thread): a copied document's from the store, those in the journal, and the
     embedder's for the rest, journaled and counted a slice at a time (`_Counts.slice`; longest
-    first, so that a model's slices are of even lengths)."""
+    first, so that a model's slices are of even lengths). Once `stopping` is set (the run
+    stopped or a batch failed), it raises before the next embedder call."""
     total = sum(len(d.chunks) for d in pending)
     vectors = np.empty((total, embedder.dim), dtype="<f4")
     rows: list[int] = []
@@ -675,6 +697,8 @@ def _embed(
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     at = 0
     while at < len(order):
+        if stopping is not None and stopping.is_set():
+            raise _Stopped("the index run stopped before this batch was embedded")
         part = order[at : at + counts.slice()]
         at += len(part)
         started = time.perf_counter()
