@@ -59,6 +59,16 @@ class Counting(HashingEmbedder):
         return super().embed(texts)
 
 
+class SlowStop(Counting):
+    """`Counting` whose stopping call first waits a moment, so that the run has queued the
+    batch behind it by the time it raises."""
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if self.calls + 1 == self.stop_at:
+            time.sleep(0.3)
+        return super().embed(texts)
+
+
 class Renamed(HashingEmbedder):
     """Another model of the same dimension: another fingerprint."""
 
@@ -166,6 +176,16 @@ def test_an_interruption_from_the_progress_callback_keeps_the_finished_batches(
         report = mem.index(notes, now=T0)
     assert (again.texts, report.reused) == (2400 - kept, kept)
     assert _contents(db) == _contents(whole)
+
+
+def test_no_batch_calls_the_embedder_once_the_run_has_stopped(tmp_path: Path, notes: Path) -> None:
+    embedder = SlowStop(stop_at=3)
+    with recall.open(tmp_path / "m.db", embedder=embedder) as mem, pytest.raises(KeyboardInterrupt):
+        mem.index(notes, now=T0)
+    for thread in threading.enumerate():
+        if thread.name.startswith("recall-embed"):
+            thread.join()
+    assert (embedder.calls, embedder.texts) == (3, 2 * EMBED_SLICE)
 
 
 def test_a_search_while_a_journal_exists_sees_the_last_commit(tmp_path: Path, notes: Path) -> None:
