@@ -5,8 +5,8 @@
 //! bit planes, about a tenth of the f32 bytes) and, only when the code does not give the row
 //! back, its float32 vector or, where the store can read one vector back cheaply, its fine code
 //! (fine.rs: a byte per component), or in a lean load (a calibration's) its fine code's scale
-//! alone, the row then read back whenever the code pass shortlists it: a hashed row is its code. Large indexes are scanned through
-//! the codes first: the query is cut into three magnitude bit planes (one for a hashed query), so
+//! alone, the row then read back whenever the code pass shortlists it: a hashed row is its
+//! code. Large indexes are scanned through the codes first: the query is cut into three magnitude bit planes (one for a hashed query), so
 //! the estimate is a few AND + popcount per 64 dimensions. A model's query over many rows first
 //! cuts them by their sign masks alone (signs.rs: a third of the bytes) to the twentieth the code
 //! pass then ranks; a sparse query (a hashed one) reads only its own dimensions, through the

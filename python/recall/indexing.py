@@ -657,8 +657,8 @@ def _embed(
     embedder: Embedder,
     pending: list[_Pending],
     counts: _Counts,
-    journal: Journal | None = None,
-    stopping: threading.Event | None = None,
+    journal: Journal | None,
+    stopping: threading.Event,
 ) -> _Vectors:
     """The vectors of every chunk of `pending`, in order, and how many were reused (runs on the
     worker thread): a copied document's from the store, those in the journal, and the
@@ -697,7 +697,7 @@ def _embed(
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     at = 0
     while at < len(order):
-        if stopping is not None and stopping.is_set():
+        if stopping.is_set():
             raise _Stopped("the index run stopped before this batch was embedded")
         part = order[at : at + counts.slice()]
         at += len(part)
