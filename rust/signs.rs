@@ -206,7 +206,10 @@ impl Signs {
             // The first block may start before `lo`: its lanes there are masked out above.
             let from = (b * LANES) as i64 - lo as i64;
             let places = _mm256_add_epi32(steps, _mm256_set1_epi32(from as i32));
-            _mm256_mask_compressstoreu_epi32(at.add(n) as *mut _, within, places);
+            // Packed in a register and stored whole, into the room kept for it: a compressing
+            // store to memory is microcoded on some CPUs (Zen 4: a third of the cut's time).
+            let packed = _mm256_maskz_compress_epi32(within, places);
+            _mm256_storeu_si256(at.add(n) as *mut _, packed);
             n += within.count_ones() as usize;
         });
         // SAFETY: slots 0..n were each written (by the row kept there).
