@@ -118,11 +118,12 @@ def dense_pass_bytes(rows: int, dim: int) -> int:
     """The bytes the dense leg reads for a model's query over `rows` rows of `dim` dimensions
     (rust/dense.rs, rust/signs.rs): every row's sign words (8 bytes per 64 dimensions) from
     32,768 rows on, else every row's code (three such masks); then the codes of the rows the
-    sign cut keeps (one in twenty, at least 4 shortlists a part and at most 12 over all parts:
-    a part a core this process may use, one per 262,144 rows; `dense::sign_keep`); then the fine
-    code of each shortlisted row (one row in 100, at least 256 and at most 2,048: a byte per
-    dimension, its scale and its vector's checksum). Not counted: the float32 vectors of the few rows whose
-    estimate may place (about k of them), each read back from the file's page."""
+    sign cut keeps (one in twenty, at least 4 shortlists a part and at most 12 over all
+    parts: a part a core this process may use, one per 262,144 rows; `dense::sign_keep`); then
+    the fine code of each shortlisted row (one row in 100, at least 256 and at most 2,048: a
+    byte per dimension, its scale and its vector's checksum). Not counted: the float32 vectors
+    of the few rows whose estimate may place (about k of them), each read back from the file's
+    page."""
     mask = 8 * -(-dim // 64)
     shortlist = max(256, min(rows // 100, 2048))
     if rows >= 32_768:
