@@ -12,6 +12,7 @@ pub mod hashing;
 pub mod judgment;
 pub mod lexical;
 mod lexical_dir;
+pub mod lists;
 pub mod memory;
 pub mod postings;
 mod py_corpus;

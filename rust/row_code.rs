@@ -276,6 +276,14 @@ pub fn vector_sum(row: &[f32]) -> u32 {
     hasher.finalize()
 }
 
+/// A short tag of a stored code (`code_bytes`): the low 16 bits of its own checksum, which binds
+/// it to its chunk, document and bytes (0 for bytes too short to hold one).
+pub(crate) fn code_tag(bytes: &[u8]) -> u16 {
+    bytes
+        .get(CODE_SUM.start..CODE_SUM.start + 2)
+        .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]))
+}
+
 /// The checksum of a stored code (`code_bytes`), which binds it to its chunk and document: a
 /// code moved to another row, or a row's document changed, fails it too.
 fn code_sum(chunk: i64, doc: i64, bytes: &[u8]) -> u32 {
@@ -522,6 +530,20 @@ impl StoredCodes {
 
     pub fn len(&self) -> usize {
         self.units.len()
+    }
+
+    /// The vector row `i`'s code stands for (its masks decoded, without the components a
+    /// reproduced row lists besides them).
+    pub(crate) fn decoded(&self, i: usize) -> Vec<f32> {
+        let words = MASKS * words_for(self.dim);
+        let mut out = Vec::with_capacity(self.dim);
+        decode(
+            &self.codes[i * words..][..words],
+            self.units[i],
+            self.dim,
+            &mut out,
+        );
+        out
     }
 
     pub fn is_empty(&self) -> bool {

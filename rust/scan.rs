@@ -1,7 +1,7 @@
 //! What every scan of the rows shares: the k best rows seen so far, the threads a scan fans
-//! out over, and the dot product in eight lanes. Used by the full code pass (dense.rs), the
+//! out over, and the dot product (in eight lanes). Used by the full code pass (dense.rs), the
 //! sliced pass (sliced.rs), the checks of stored codes (row_code.rs) and the fine estimates
-//! (fine.rs); depends on none of them.
+//! (fine.rs), and the lists (lists.rs); depends on none of them.
 
 use std::cmp::Ordering;
 
@@ -118,4 +118,28 @@ pub(crate) fn dot_lanes<T: Copy>(a: &[f32], b: &[T], f: impl Fn(T) -> f32) -> f3
         }
     }
     acc.iter().sum::<f32>() + tail
+}
+
+#[inline]
+fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
+    dot_lanes(a, b, |y| y)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+    dot_portable(a, b)
+}
+
+/// The dot product, with AVX2 + FMA code generation when the CPU has it.
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the features were detected at runtime just above.
+            return unsafe { dot_avx2(a, b) };
+        }
+    }
+    dot_portable(a, b)
 }

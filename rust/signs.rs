@@ -16,9 +16,12 @@
 //! is taken or the full code pass over what it keeps (dense.rs).
 
 use crate::row_code::MASKS;
+use crate::scan::cores;
 
 /// Rows a block holds, side by side: one 64-bit lane each in an AVX-512 register.
 const LANES: usize = 8;
+/// Rows from which the sign words are made over several cores.
+const BUILT_APART_FROM: usize = 1 << 17;
 /// Rows from which the cut places its line by a sample.
 const SAMPLED_FROM: usize = 1 << 16;
 /// The sample: this many runs of this many consecutive rows, spread evenly over the rows cut.
@@ -61,16 +64,35 @@ impl SignQuery<'_> {
 }
 
 impl Signs {
-    /// The sign words of row-major codes (`MASKS × words` words a row).
-    pub(crate) fn build(codes: &[u64], words: usize) -> Signs {
+    /// The sign words of row-major codes (`MASKS × words` words a row), position `p` holding
+    /// row `order[p]` (row `p` without an order: the lists' layout, lists.rs); made over the
+    /// cores from `BUILT_APART_FROM` rows (the first search waits for them).
+    pub(crate) fn build(codes: &[u64], words: usize, order: Option<&[u32]>) -> Signs {
         let rows = codes.len().checked_div(MASKS * words).unwrap_or(0);
         let mut blocks = vec![0u64; rows.div_ceil(LANES) * LANES * words];
-        for (r, code) in codes.chunks_exact(MASKS * words).enumerate() {
-            let (b, lane) = (r / LANES, r % LANES);
-            for (i, &word) in code[..words].iter().enumerate() {
-                blocks[(b * words + i) * LANES + lane] = word;
+        let parts = cores().min(rows / BUILT_APART_FROM).max(1);
+        // Whole blocks a part, so that each part writes words of its own.
+        let per = rows.div_ceil(LANES).div_ceil(parts).max(1) * LANES;
+        let fill = |first: usize, part: &mut [u64]| {
+            for p in first..(first + part.len() / words).min(rows) {
+                let r = order.map_or(p, |o| o[p] as usize);
+                let code = &codes[r * MASKS * words..][..words];
+                let (b, lane) = ((p - first) / LANES, p % LANES);
+                for (i, &word) in code.iter().enumerate() {
+                    part[(b * words + i) * LANES + lane] = word;
+                }
             }
-        }
+        };
+        std::thread::scope(|scope| {
+            let mut parts = blocks.chunks_mut(per * words).enumerate();
+            let own = parts.next();
+            for (t, part) in parts {
+                scope.spawn(move || fill(t * per, part));
+            }
+            if let Some((_, part)) = own {
+                fill(0, part);
+            }
+        });
         Signs {
             words,
             rows,
@@ -83,37 +105,57 @@ impl Signs {
         self.rows
     }
 
-    /// The rows of `lo..hi` the cut keeps, about `keep` of them (see the module docs), as
-    /// positions from `lo`, in row order.
-    pub(crate) fn keep(&self, q: &SignQuery, lo: usize, hi: usize, keep: usize) -> Vec<u32> {
-        let hi = hi.min(self.rows);
-        let rows = hi.saturating_sub(lo);
+    /// The positions of the runs `runs` (each `lo..hi`) the cut keeps, about `keep` of them
+    /// (see the module docs), ascending within each run, runs in their order.
+    pub(crate) fn keep(&self, q: &SignQuery, runs: &[(usize, usize)], keep: usize) -> Vec<u32> {
+        let runs: Vec<(usize, usize)> = runs
+            .iter()
+            .map(|&(lo, hi)| (lo, hi.min(self.rows).max(lo)))
+            .collect();
+        let rows: usize = runs.iter().map(|(lo, hi)| hi - lo).sum();
         let most = ((1usize << q.planes) - 1) * 64 * q.words;
         let mut counts = vec![0u32; most + 1];
         if rows >= SAMPLED_FROM && keep < rows {
+            // The sample's runs spread evenly over the runs cut, laid end to end.
             let gap = rows / SAMPLE_RUNS;
-            for run in 0..SAMPLE_RUNS {
-                let from = lo + run * gap;
-                self.each_distance(q, from, from + SAMPLE_RUN, |_, d| counts[d as usize] += 1);
+            let (mut run, mut before, mut sampled) = (0, 0, 0);
+            for s in 0..SAMPLE_RUNS {
+                let at = s * gap;
+                while at >= before + (runs[run].1 - runs[run].0) {
+                    before += runs[run].1 - runs[run].0;
+                    run += 1;
+                }
+                let from = runs[run].0 + at - before;
+                let to = (from + SAMPLE_RUN).min(runs[run].1);
+                sampled += to - from;
+                self.each_distance(q, from, to, |_, d| counts[d as usize] += 1);
             }
             let share = keep as f64 / rows as f64;
-            let sampled = ((SAMPLE_RUNS * SAMPLE_RUN) as f64 * share).ceil() as usize;
-            return self.within(q, lo, hi, line(&counts, sampled));
+            let line = line(&counts, (sampled as f64 * share).ceil() as usize);
+            let mut kept = Vec::new();
+            for &(lo, hi) in &runs {
+                kept.extend(self.within(q, lo, hi, line));
+            }
+            return kept;
         }
         let mut distances = Vec::with_capacity(rows);
-        self.each_distance(q, lo, hi, |_, d| {
-            counts[d as usize] += 1;
-            distances.push(d);
-        });
+        for &(lo, hi) in &runs {
+            self.each_distance(q, lo, hi, |_, d| {
+                counts[d as usize] += 1;
+                distances.push(d);
+            });
+        }
         let cut = line(&counts, keep);
         // Without a branch per row: which rows pass is as good as random. Every row's place is
         // written at the next free slot, which a row that passes keeps; nothing is zeroed first.
         let mut kept: Vec<u32> = Vec::with_capacity(distances.len());
         let slots = kept.spare_capacity_mut();
-        let mut n = 0;
-        for (i, &d) in distances.iter().enumerate() {
-            slots[n].write(i as u32);
-            n += usize::from(d <= cut);
+        let (mut n, mut d) = (0, distances.iter());
+        for &(lo, hi) in &runs {
+            for p in lo..hi {
+                slots[n].write(p as u32);
+                n += usize::from(*d.next().expect("a distance a row") <= cut);
+            }
         }
         // SAFETY: slots 0..n were each written (by the row that passed there).
         unsafe { kept.set_len(n) };
@@ -163,7 +205,7 @@ impl Signs {
         }
     }
 
-    /// The rows of `lo..hi` whose distance is at most `line`, as positions from `lo`.
+    /// The positions of `lo..hi` whose distance is at most `line`.
     fn within(&self, q: &SignQuery, lo: usize, hi: usize, line: u32) -> Vec<u32> {
         #[cfg(target_arch = "x86_64")]
         if avx512() && q.planes <= MOST_PLANES {
@@ -173,7 +215,7 @@ impl Signs {
         let mut kept = Vec::new();
         self.each_distance(q, lo, hi, |r, d| {
             if d <= line {
-                kept.push((r - lo) as u32);
+                kept.push(r as u32);
             }
         });
         kept
@@ -204,8 +246,7 @@ impl Signs {
                 within &= lanes(b);
             }
             // The first block may start before `lo`: its lanes there are masked out above.
-            let from = (b * LANES) as i64 - lo as i64;
-            let places = _mm256_add_epi32(steps, _mm256_set1_epi32(from as i32));
+            let places = _mm256_add_epi32(steps, _mm256_set1_epi32((b * LANES) as i32));
             // Packed in a register and stored whole, into the room kept for it: a compressing
             // store to memory is microcoded on some CPUs (Zen 4: a third of the cut's time).
             let packed = _mm256_maskz_compress_epi32(within, places);
@@ -364,7 +405,7 @@ mod tests {
             let rows = 1003;
             let case = Case::new(words, rows, 77 + words as u64);
             let codes = &case.codes;
-            let signs = Signs::build(codes, words);
+            let signs = Signs::build(codes, words, None);
             assert_eq!(signs.len(), rows);
             for planes in [1, 2, 3] {
                 let q = case.query(planes);
@@ -381,7 +422,7 @@ mod tests {
                         let within: Vec<u32> = want
                             .iter()
                             .filter(|&&(_, d)| d <= line)
-                            .map(|&(r, _)| (r - lo) as u32)
+                            .map(|&(r, _)| r as u32)
                             .collect();
                         assert_eq!(signs.within(&q, lo, hi, line), within);
                     }
@@ -396,16 +437,16 @@ mod tests {
             let rows = 3003;
             let case = Case::new(words, rows, 5 + words as u64);
             let codes = &case.codes;
-            let signs = Signs::build(codes, words);
+            let signs = Signs::build(codes, words, None);
             let q = case.query(3);
             for (lo, hi, keep) in [(0, rows, 300), (100, 2100, 1), (0, rows, rows), (5, 6, 4)] {
-                let kept = signs.keep(&q, lo, hi, keep);
+                let kept = signs.keep(&q, &[(lo, hi)], keep);
                 let mut all: Vec<u32> = (lo..hi).map(|r| distance(codes, &q, r)).collect();
                 all.sort_unstable();
                 let cut = all[keep.min(hi - lo) - 1];
                 let want: Vec<u32> = (lo..hi)
                     .filter(|&r| distance(codes, &q, r) <= cut)
-                    .map(|r| (r - lo) as u32)
+                    .map(|r| r as u32)
                     .collect();
                 assert_eq!(kept, want, "{words} words, rows {lo}..{hi}, keep {keep}");
             }
@@ -417,23 +458,66 @@ mod tests {
         let (words, rows, keep) = (6, 200_003, 15_000);
         let case = Case::new(words, rows, 99);
         let codes = &case.codes;
-        let signs = Signs::build(codes, words);
+        let signs = Signs::build(codes, words, None);
         let q = case.query(3);
         let (lo, hi) = (1003, 1003 + 150_001);
-        let kept = signs.keep(&q, lo, hi, keep);
+        let kept = signs.keep(&q, &[(lo, hi)], keep);
         assert!(kept.windows(2).all(|w| w[0] < w[1]));
         assert!(
             (keep * 8 / 10..keep * 12 / 10).contains(&kept.len()),
             "{} kept of {keep}",
             kept.len()
         );
-        let d = |p: u32| distance(codes, &q, lo + p as usize);
+        let d = |p: u32| distance(codes, &q, p as usize);
         let farthest_kept = kept.iter().map(|&p| d(p)).max().unwrap();
-        let nearest_cut = (0..(hi - lo) as u32)
+        let nearest_cut = (lo as u32..hi as u32)
             .filter(|p| kept.binary_search(p).is_err())
             .map(d)
             .min()
             .unwrap();
         assert!(farthest_kept < nearest_cut);
+    }
+
+    #[test]
+    fn runs_of_rows_laid_out_in_another_order_are_cut_as_those_rows() {
+        let (words, rows) = (6, 150_000);
+        let case = Case::new(words, rows, 41);
+        let codes = &case.codes;
+        // Position p holds row order[p]: the rows reversed in runs of 1,000.
+        let order: Vec<u32> = (0..rows as u32)
+            .map(|p| p / 1000 * 1000 + 999 - p % 1000)
+            .collect();
+        let signs = Signs::build(codes, words, Some(&order));
+        let q = case.query(3);
+        let d = |p: u32| distance(codes, &q, order[p as usize] as usize);
+        for (runs, keep) in [
+            (vec![(5, 905), (2000, 2500), (7003, 7004)], 200),
+            (
+                vec![(0, 40_000), (60_000, 100_000), (120_000, 150_000)],
+                5_500,
+            ),
+        ] {
+            let kept = signs.keep(&q, &runs, keep);
+            let inside = |p: u32| {
+                runs.iter()
+                    .any(|&(lo, hi)| (lo..hi).contains(&(p as usize)))
+            };
+            assert!(kept.iter().all(|&p| inside(p)));
+            assert!(kept.windows(2).all(|w| w[0] < w[1]));
+            let farthest_kept = kept.iter().map(|&p| d(p)).max().unwrap();
+            let nearest_cut = runs
+                .iter()
+                .flat_map(|&(lo, hi)| lo as u32..hi as u32)
+                .filter(|p| kept.binary_search(p).is_err())
+                .map(d)
+                .min()
+                .unwrap();
+            assert!(farthest_kept < nearest_cut, "{runs:?}");
+            assert!(
+                (keep * 8 / 10..keep * 13 / 10).contains(&kept.len()),
+                "{} kept of {keep}",
+                kept.len()
+            );
+        }
     }
 }

@@ -178,6 +178,7 @@ def test_doctor_on_a_sound_store(tmp_path: Path) -> None:
         "rows",
         "vectors",
         "codes",
+        "lists",
         "lexical",
         "commits",
         "meta",

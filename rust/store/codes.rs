@@ -12,7 +12,7 @@ use rustc_hash::FxHashSet;
 
 use crate::dense::{DenseIndex, ReadRows, Unread};
 use crate::errors::{CoreError, Result};
-use crate::row_code::{code_bytes, StoredCodes};
+use crate::row_code::{code_bytes, code_tag, StoredCodes};
 
 use super::doctor::{check, some, Check};
 use super::vectors::{Declared, Loaded};
@@ -21,9 +21,10 @@ use super::{SearchCache, Store};
 /// The dense index with (chunk id, document id) per row.
 pub(super) type Dense = (Vec<(i64, i64)>, DenseIndex);
 
-/// Stored codes as read, with (chunk id, document id) per row, before any vector is added, and
-/// how many code rows there are in all (the rows of documents left out included).
-type ReadCodes = (Vec<(i64, i64)>, StoredCodes, u64);
+/// Stored codes as read, with (chunk id, document id) per row, before any vector is added, how
+/// many code rows there are in all (the rows of documents left out included), and each row's
+/// code tag (`code_tag`: its list's entry must carry it).
+type ReadCodes = (Vec<(i64, i64)>, StoredCodes, u64, Vec<u16>);
 
 /// Meta `vector_codes` once every stored vector has its code, of the checked layout with fine
 /// codes (`code_bytes`). An earlier value ("complete": codes without checksums; "checked":
@@ -56,7 +57,7 @@ impl Store {
     /// `CoreError::Damaged`, never a different answer.
     fn load_codes(&self, dim: usize, known: &impl Fn(i64) -> bool) -> Result<Dense> {
         let fine = Store::vectors_declared(&self.conn, dim) == Some(Declared::PointBlocks);
-        let (ids, codes, rows) =
+        let (ids, codes, rows, tags) =
             read_codes(&self.conn, dim, known, Stop::Never, fine, self.lean)?.expect("read whole");
         let chunks = chunk_count(&self.conn)?;
         if rows != chunks {
@@ -94,7 +95,10 @@ impl Store {
             DenseIndex::from_stored(codes, data)
         };
         match index {
-            Ok(index) => Ok((ids, index)),
+            Ok(mut index) => {
+                super::lists::attach_lists(&self.conn, dim, &ids, &tags, &mut index)?;
+                Ok((ids, index))
+            }
             Err(rows) => {
                 let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
                 Err(damaged(format!(
@@ -132,7 +136,8 @@ impl Store {
             } else {
                 Stop::Unreproduced
             };
-            let Some((ids, codes, rows)) = read_codes(&conn, dim, &|_| true, stop, fine, lean)?
+            let Some((ids, codes, rows, tags)) =
+                read_codes(&conn, dim, &|_| true, stop, fine, lean)?
             else {
                 return Ok(None);
             };
@@ -144,7 +149,11 @@ impl Store {
             } else {
                 DenseIndex::from_stored(codes, Vec::new())
             };
-            Ok(index.ok().map(|index| (ids, index)))
+            let Ok(mut index) = index else {
+                return Ok(None);
+            };
+            super::lists::attach_lists(&conn, dim, &ids, &tags, &mut index)?;
+            Ok(Some((ids, index)))
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()
@@ -302,6 +311,7 @@ fn read_codes(
         codes = codes.lean();
     }
     let mut ids = crate::memory::huge_vec(rows);
+    let mut tags = Vec::with_capacity(rows);
     let mut stmt =
         conn.prepare("SELECT chunk_id, doc_id, code FROM vector_codes ORDER BY chunk_id")?;
     let mut found = stmt.query([])?;
@@ -325,8 +335,9 @@ fn read_codes(
             return Ok(None);
         }
         ids.push((chunk, doc));
+        tags.push(code_tag(code));
     }
-    Ok(Some((ids, codes, all)))
+    Ok(Some((ids, codes, all, tags)))
 }
 
 impl Store {

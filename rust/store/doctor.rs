@@ -76,6 +76,7 @@ impl Store {
         let (vectors, read) = self.check_vectors(&chunks);
         checks.push(vectors);
         checks.push(self.check_codes(read.as_ref()));
+        checks.push(self.check_lists());
         checks.push(self.check_lexical(&chunks));
         checks.push(self.check_commits());
         if !sqlite_ok {
@@ -360,6 +361,7 @@ mod tests {
                 ("rows", "ok"),
                 ("vectors", "ok"),
                 ("codes", "ok"),
+                ("lists", "ok"),
                 ("lexical", "ok"),
                 ("commits", "ok")
             ]

@@ -19,6 +19,7 @@ mod explain;
 mod export;
 mod forget;
 mod lexical_files;
+mod lists;
 mod schema;
 mod search;
 mod stats;

@@ -9,7 +9,7 @@ use crate::errors::{CoreError, Result};
 use super::Store;
 
 /// Bumped with every migration appended to `MIGRATIONS`.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Forward migrations; entry `i` takes the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -116,6 +116,26 @@ CREATE TABLE vector_codes (
     chunk_id INTEGER PRIMARY KEY,
     doc_id   INTEGER NOT NULL,
     code     BLOB NOT NULL
+);
+"#,
+    r#"
+-- The dense leg's lists (store/lists.rs): the centroids a commit trained over a model's rows,
+-- and each row's nearest list. A row without a sound entry is read by every query.
+CREATE TABLE dense_lists (
+    id             INTEGER PRIMARY KEY CHECK (id = 1),
+    dim            INTEGER NOT NULL,
+    trained_on     INTEGER NOT NULL,  -- rows when the centroids were trained
+    placed_through INTEGER NOT NULL,  -- the largest chunk id given its list
+    centroids      BLOB NOT NULL,     -- little-endian float32, dim a list
+    checksum       INTEGER NOT NULL   -- CRC-32 of centroids
+);
+-- Per chunk id of the block (block × 4096 up to 4096 ids): its list (u16, 65535: none) and the
+-- low 16 bits of its code's checksum (u16), little-endian; checksum: CRC-32 of the block
+-- number (i64) and the entries.
+CREATE TABLE vector_lists (
+    block    INTEGER PRIMARY KEY,
+    entries  BLOB NOT NULL,
+    checksum INTEGER NOT NULL
 );
 "#,
 ];

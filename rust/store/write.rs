@@ -433,6 +433,7 @@ impl Store {
         self.set_meta("documents", &documents.to_string())?;
         self.set_meta("newest_indexed_at", newest.as_deref().unwrap_or(""))?;
         self.complete_codes()?;
+        self.keep_lists()?;
         // SPEC §1: the lexical index moves with the chunks, in this transaction.
         let lexical_current = self
             .meta("lexical_generation")?
