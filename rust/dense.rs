@@ -65,8 +65,8 @@ const SIGN_SHORTLISTS: usize = 4;
 const SIGN_SHORTLISTS_MOST: usize = 12;
 /// A model's query over an index with lists (lists.rs) cuts only the nearest lists holding
 /// this share of the listed rows, and the rows in none: at a million rows of a model's
-/// vectors, 0.2 keeps recall@10 at 0.99 against the exact scan (0.15: 0.986, 0.1: 0.953) for a
-/// fifth of the cut. The lists' rows are split over the cores from `LIST_ROWS_PER_THREAD`.
+/// vectors a fifth keeps recall@10 at 0.987 against the exact scan (benches/search_latency.py).
+/// The lists' rows are split over the cores from `LIST_ROWS_PER_THREAD` rows.
 const LIST_SHARE: f64 = 0.2;
 const LIST_ROWS_PER_THREAD: usize = 65_536;
 /// A query with at most one non-zero level in this many dimensions takes the sliced pass.

@@ -20,8 +20,9 @@ use crate::row_code::{code_tag, StoredCodes};
 use super::doctor::{check, some, Check};
 use super::Store;
 
-/// Rows from which a store of a model's rows keeps lists: below it the sign cut over every row
-/// is as fast (benches/search_latency.py).
+/// Rows from which a store of a model's rows keeps lists: where a query's sign cut over every
+/// row splits over two cores (`dense::ROWS_PER_THREAD`). Below it a search of 100k rows takes
+/// 2.5 ms whole (benches/RESULTS.md); lists there are not measured.
 const LISTS_FROM: usize = if cfg!(test) { 512 } else { 1 << 18 };
 /// Lists trained, and sample rows a list.
 const LISTS: usize = if cfg!(test) { 8 } else { 256 };
