@@ -118,18 +118,18 @@ def dense_pass_bytes(rows: int, dim: int) -> int:
     """The bytes the dense leg reads for a model's query over `rows` rows of `dim` dimensions
     (rust/dense.rs, rust/signs.rs, rust/lists.rs): the sign words (8 bytes per 64 dimensions)
     of every row from 32,768 rows on, and from 262,144 rows (where the store keeps lists) of
-    the lists nearest the query, about a fifth of the rows; below 32,768 every row's code (three
-    such masks). Then the codes of the rows the sign cut keeps (one in twenty of the rows cut,
-    at least 4 shortlists a part and at most 12 over all parts: a part a core this process may
-    use, one per 262,144 rows cut, or per 65,536 of the lists' rows; `dense::sign_keep`); then
-    the fine code of each shortlisted row (one row in 100, at least 256 and at most 2,048: a
-    byte per dimension, its scale and its vector's checksum). Not counted: the centroids (256 of
-    `dim` floats), and the float32 vectors of the few rows whose estimate may place (about k of
-    them), each read back from the file's page."""
+    the lists nearest the query, about three tenths of the rows; below 32,768 every row's code
+    (three such masks). Then the codes of the rows the sign cut keeps (one in twenty of the
+    rows cut, at least 4 shortlists a part and at most 12 over all parts: a part a core this
+    process may use, one per 262,144 rows cut, or per 65,536 of the lists' rows;
+    `dense::sign_keep`); then the fine code of each shortlisted row (one row in 100, at least
+    256 and at most 2,048: a byte per dimension, its scale and its vector's checksum). Not
+    counted: the centroids (256 of `dim` floats), and the float32 vectors of the few rows whose
+    estimate may place (about k of them), each read back from the file's page."""
     mask = 8 * -(-dim // 64)
     shortlist = max(256, min(rows // 100, 2048))
     if rows >= 32_768:
-        read, per_part = (-(-rows // 5), 65_536) if rows >= 262_144 else (rows, 262_144)
+        read, per_part = (-(-rows * 3 // 10), 65_536) if rows >= 262_144 else (rows, 262_144)
         parts = max(1, min(len(os.sched_getaffinity(0)), read // per_part))
         part = -(-read // parts)
         kept = parts * max(min(part // 20, 12 * shortlist // parts), 4 * shortlist)
