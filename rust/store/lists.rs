@@ -71,24 +71,32 @@ impl Store {
         if (rows as usize) < LISTS_FROM {
             return Ok(());
         }
-        let (centroids, after) = match read_centroids(&self.conn, dim) {
-            Some(Ok(c)) if rows < GROWTH * c.trained_on => (c.centroids, c.placed_through),
+        let held = match read_centroids(&self.conn, dim) {
+            Some(Ok(c)) if rows < GROWTH * c.trained_on => c,
             _ => {
                 let centroids = self.train_lists(dim, largest)?;
                 self.conn.execute("DELETE FROM vector_lists", [])?;
                 self.conn.execute("DELETE FROM dense_lists", [])?;
                 self.conn.execute(
                     "INSERT INTO dense_lists(id, dim, trained_on, placed_through, centroids,
-                     checksum) VALUES (1, ?1, ?2, 0, ?3, ?4)",
-                    rusqlite::params![dim as i64, rows, floats(&centroids), sum(&centroids)],
+                     checksum) VALUES (1, ?1, ?2, 0, ?3, 0)",
+                    rusqlite::params![dim as i64, rows, floats(&centroids)],
                 )?;
-                (centroids, 0)
+                Centroids {
+                    trained_on: rows,
+                    placed_through: 0,
+                    centroids,
+                }
             }
         };
-        let through = self.place_rows(dim, &centroids, after)?;
+        let through = self.place_rows(dim, &held.centroids, held.placed_through)?;
+        let held = Centroids {
+            placed_through: through.max(held.placed_through),
+            ..held
+        };
         self.conn.execute(
-            "UPDATE dense_lists SET placed_through = ?1 WHERE id = 1",
-            [through.max(after)],
+            "UPDATE dense_lists SET placed_through = ?1, checksum = ?2 WHERE id = 1",
+            rusqlite::params![held.placed_through, held.sum(dim)],
         )?;
         Ok(())
     }
@@ -126,7 +134,7 @@ impl Store {
             "SELECT chunk_id, doc_id, code FROM vector_codes WHERE chunk_id > ?1 ORDER BY chunk_id",
         )?;
         let mut found = st.query([after])?;
-        let mut blocks = Blocks::new(&self.conn)?;
+        let mut blocks = Blocks::new(&self.conn);
         let (mut rows, mut vectors) = (Vec::with_capacity(BATCH), Vec::new());
         let mut through = 0;
         let mut place = |rows: &mut Vec<(i64, u16)>, vectors: &mut Vec<f32>| -> Result<()> {
@@ -216,8 +224,8 @@ struct Blocks<'c> {
 }
 
 impl<'c> Blocks<'c> {
-    fn new(conn: &'c rusqlite::Connection) -> rusqlite::Result<Blocks<'c>> {
-        Ok(Blocks { conn, open: None })
+    fn new(conn: &'c rusqlite::Connection) -> Blocks<'c> {
+        Blocks { conn, open: None }
     }
 
     fn set(&mut self, chunk: i64, list: u16, tag: u16) -> rusqlite::Result<()> {
@@ -364,15 +372,31 @@ fn read_centroids(
         || centroids.is_empty()
         || centroids.len() / dim > usize::from(NONE)
         || centroids.iter().any(|x| !x.is_finite())
-        || i64::from(sum(&centroids)) != checksum
     {
         return Some(Err("the lists' centroids fail their checksum".into()));
     }
-    Some(Ok(Centroids {
+    let held = Centroids {
         trained_on,
         placed_through,
         centroids,
-    }))
+    };
+    if i64::from(held.sum(dim)) != checksum {
+        return Some(Err("the lists' centroids fail their checksum".into()));
+    }
+    Some(Ok(held))
+}
+
+impl Centroids {
+    /// CRC-32 of the dimension, the rows trained on and the largest chunk id placed (i64 each)
+    /// and the centroids, little-endian: every field a later commit or a search acts on.
+    fn sum(&self, dim: usize) -> u32 {
+        let mut hasher = crc32fast::Hasher::new();
+        for field in [dim as i64, self.trained_on, self.placed_through] {
+            hasher.update(&field.to_le_bytes());
+        }
+        hasher.update(&floats(&self.centroids));
+        hasher.finalize()
+    }
 }
 
 /// A stored code's bytes (bytes stored as text, an edit by hand, as they are: the checksum
@@ -392,11 +416,6 @@ fn decoded(chunk: i64, doc: i64, bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
 
 fn floats(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// CRC-32 of the centroids' little-endian bytes.
-fn sum(values: &[f32]) -> u32 {
-    crc32fast::hash(&floats(values))
 }
 
 #[cfg(test)]
@@ -555,5 +574,29 @@ mod tests {
         write(&mut store, 40, 41);
         assert_eq!(listed(&store), Some(rows + ROWS));
         assert_eq!(lists_check(&mut store).status, "ok");
+    }
+
+    #[test]
+    fn a_changed_count_or_placed_mark_is_damage_like_changed_centroids() {
+        for column in ["trained_on", "placed_through", "dim"] {
+            let (_db, mut store) = opened(&format!("lists-head-{column}"), 40);
+            assert_eq!(lists_check(&mut store).status, "ok");
+            // A mark moved past every row would leave the rows written next in no list; a
+            // count changed would train again too early or too late.
+            store
+                .conn
+                .execute(
+                    &format!("UPDATE dense_lists SET {column} = {column} + 1"),
+                    [],
+                )
+                .unwrap();
+            let check = lists_check(&mut store);
+            assert_eq!(check.status, "damaged", "{column}");
+            assert_eq!(listed(&store), None, "{column}");
+            // The next commit trains them again.
+            write(&mut store, 40, 41);
+            assert_eq!(lists_check(&mut store).status, "ok", "{column}");
+            assert_eq!(listed(&store), Some(41 * ROWS), "{column}");
+        }
     }
 }

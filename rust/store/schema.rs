@@ -127,7 +127,7 @@ CREATE TABLE dense_lists (
     trained_on     INTEGER NOT NULL,  -- rows when the centroids were trained
     placed_through INTEGER NOT NULL,  -- the largest chunk id given its list
     centroids      BLOB NOT NULL,     -- little-endian float32, dim a list
-    checksum       INTEGER NOT NULL   -- CRC-32 of centroids
+    checksum       INTEGER NOT NULL   -- CRC-32 of dim, trained_on, placed_through (i64) and centroids
 );
 -- Per chunk id of the block (block × 4096 up to 4096 ids): its list (u16, 65535: none) and the
 -- low 16 bits of its code's checksum (u16), little-endian; checksum: CRC-32 of the block
