@@ -14,9 +14,10 @@
 //! nearest it, three tenths of the rows, and every row in none; a sparse query (a hashed one)
 //! reads only its own dimensions, through the codes sliced dimension by dimension (sliced.rs)
 //! once a thread started by the first such query has made them, with the bit planes'
-//! estimates. An oversampled shortlist is then rescored exactly: every returned score is the
-//! dot product with the row's vector, held, given back by its code, or read back through the
-//! caller (`top_k_reading`) for each row whose fine estimate is within its bound of the k-th
+//! estimates. An oversampled shortlist (split over the cores where the first pass is) is then
+//! rescored exactly: every returned score is the dot product with the row's vector, held,
+//! given back by its code, or read back through the caller (`top_k_reading`) for each row
+//! whose fine estimate is within its bound of the k-th
 //! exact score, so the top k are those of the exact rescoring (SPEC §4 allows the first pass
 //! while recall@10 against the exact scan stays ≥ 0.99; benches/search_latency.py measures it,
 //! lists included). Does not own: the codes themselves (row_code.rs, fine.rs), the sign cut,
@@ -56,6 +57,11 @@ const PLANES: usize = 3;
 const PREFETCH_ROWS: usize = 16;
 /// How many shortlisted rows ahead of the one being rescored are asked for.
 const RESCORE_AHEAD: usize = 8;
+/// In an index whose first pass splits over the cores (from `ROWS_PER_THREAD` rows), a
+/// shortlist of at least this many rows a core is scored on several cores: each row's fine code
+/// is read from wherever it lies, about 0.2 µs a row, and a million rows of a model's vectors
+/// shortlist 2,048 (`NOISY_MOST`).
+const SCORE_ROWS_PER_THREAD: usize = 1024;
 /// A model's query over at least this many rows first cuts them by their signs (signs.rs) to
 /// one row in `SIGN_SHARE`, at least `SIGN_SHORTLISTS` shortlists a part and at most
 /// `SIGN_SHORTLISTS_MOST` over all parts, before the code pass (`sign_keep`). The most: at a
@@ -577,6 +583,8 @@ impl DenseIndex {
                     for line in (0..self.dim).step_by(64) {
                         _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast::<i8>());
                     }
+                    let scale = self.scales.as_ptr().wrapping_add((h & !FINE) as usize);
+                    _mm_prefetch::<_MM_HINT_T0>(scale.cast::<i8>());
                 }
             }
         }
@@ -749,20 +757,34 @@ impl DenseIndex {
             None => self.scan_codes(query, &QueryPlanes::new(query, &level, planes), shortlist),
         };
         let (support, norms) = (query_support(query), Norms::of(query));
-        let scored: Vec<Scored> = estimates
-            .iter()
-            .enumerate()
-            .map(|(j, &(i, _))| {
-                if let Some(&(ahead, _)) = estimates.get(j + RESCORE_AHEAD) {
-                    self.prefetch_row(ahead);
-                }
-                // Its `held` was asked for half as far ahead: where its fine code lies is known.
-                if let Some(&(near, _)) = estimates.get(j + RESCORE_AHEAD / 2) {
-                    self.prefetch_fine(near);
-                }
-                self.score_or_estimate(i, query, &support, norms)
-            })
-            .collect();
+        let score = |part: &[(usize, f32)]| -> Vec<Scored> {
+            part.iter()
+                .enumerate()
+                .map(|(j, &(i, _))| {
+                    if let Some(&(ahead, _)) = part.get(j + RESCORE_AHEAD) {
+                        self.prefetch_row(ahead);
+                    }
+                    // Its `held` was asked for half as far ahead: where its fine code lies is
+                    // known.
+                    if let Some(&(near, _)) = part.get(j + RESCORE_AHEAD / 2) {
+                        self.prefetch_fine(near);
+                    }
+                    self.score_or_estimate(i, query, &support, norms)
+                })
+                .collect()
+        };
+        let parts = if self.len() >= ROWS_PER_THREAD {
+            cores().min(estimates.len() / SCORE_ROWS_PER_THREAD).max(1)
+        } else {
+            1
+        };
+        let scored: Vec<Scored> = if parts == 1 {
+            score(&estimates)
+        } else {
+            let parts: Vec<&[(usize, f32)]> =
+                estimates.chunks(estimates.len().div_ceil(parts)).collect();
+            fan_out(parts.len(), |t| score(parts[t])).concat()
+        };
         self.resolve(query, scored, k, read)
     }
 
@@ -990,13 +1012,15 @@ unsafe fn scan_avx512<const P: usize>(
         // SAFETY: the row is in bounds (asserted); the masked loads touch only its `MASKS × w`
         // words; a prefetch never faults, wherever it points.
         let p = codes.as_ptr().add(i * stride);
-        let ahead = codes
-            .as_ptr()
-            .wrapping_add(rows.at((j + PREFETCH_ROWS).min(n - 1)) * stride)
-            as *const i8;
+        let next = rows.at((j + PREFETCH_ROWS).min(n - 1));
+        let ahead = codes.as_ptr().wrapping_add(next * stride) as *const i8;
+        // A row (at most 192 bytes) touches at most four lines: those of its first three
+        // 64-byte steps and of its last byte.
         _mm_prefetch::<_MM_HINT_T0>(ahead);
         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64));
         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(128));
+        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(stride * 8 - 1));
+        _mm_prefetch::<_MM_HINT_T0>(units.as_ptr().wrapping_add(next) as *const i8);
         let flip = _mm512_xor_si512(qsign, _mm512_maskz_loadu_epi64(mask, p as *const _));
         let m0 = _mm512_maskz_loadu_epi64(mask, p.add(w) as *const _);
         let m1 = _mm512_maskz_loadu_epi64(mask, p.add(2 * w) as *const _);
@@ -1090,9 +1114,9 @@ impl DenseIndex {
             let runs = &parts[t];
             let rows = runs.iter().map(|(lo, hi)| hi - lo).sum();
             let mut kept = signs.keep(&q.as_signs(), runs, sign_keep(rows, k, parts.len()));
+            // Rows in the lists' order: the code pass reads them where they lie, in any order.
             if let Some(layout) = layout {
                 kept.iter_mut().for_each(|p| *p = layout.order[*p as usize]);
-                kept.sort_unstable();
             }
             scan_block(q, &self.codes, &self.units, Rows::Kept(&kept), 0, k)
         };
