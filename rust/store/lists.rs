@@ -381,7 +381,9 @@ fn read_centroids(
         centroids,
     };
     if i64::from(held.sum(dim)) != checksum {
-        return Some(Err("the lists' centroids fail their checksum".into()));
+        return Some(Err(
+            "the lists' centroids, or the counts kept with them, fail their checksum".into(),
+        ));
     }
     Some(Ok(held))
 }
