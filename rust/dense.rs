@@ -17,12 +17,12 @@
 //! estimates. An oversampled shortlist (split over the cores where the first pass is) is then
 //! rescored exactly: every returned score is the dot product with the row's vector, held,
 //! given back by its code, or read back through the caller (`top_k_reading`) for each row
-//! whose fine estimate is within its bound of the k-th
-//! exact score, so the top k are those of the exact rescoring (SPEC §4 allows the first pass
-//! while recall@10 against the exact scan stays ≥ 0.99; benches/search_latency.py measures it,
-//! lists included). Does not own: the codes themselves (row_code.rs, fine.rs), the sign cut,
-//! the lists and the sliced layout with their passes (signs.rs, lists.rs, sliced.rs), loading
-//! or reading back the rows (store/) or what a score means (trust.rs).
+//! whose fine estimate is within its bound of the k-th exact score, so the top k are those of
+//! the exact rescoring (SPEC §4 allows the first pass while recall@10 against the exact scan
+//! stays ≥ 0.99; benches/search_latency.py measures it, lists included). Does not own: the
+//! codes themselves (row_code.rs, fine.rs), the sign cut, the lists and the sliced layout with
+//! their passes (signs.rs, lists.rs, sliced.rs), loading or reading back the rows (store/) or
+//! what a score means (trust.rs).
 
 use std::sync::{Arc, OnceLock};
 
