@@ -124,8 +124,9 @@ def dense_pass_bytes(rows: int, dim: int) -> int:
     process may use, one per 262,144 rows cut, or per 65,536 of the lists' rows;
     `dense::sign_keep`); then the fine code of each shortlisted row (one row in 100, at least
     256 and at most 2,048: a byte per dimension, its scale and its vector's checksum). Not
-    counted: the centroids (256 of `dim` floats), and the float32 vectors of the few rows whose
-    estimate may place (about k of them), each read back from the file's page."""
+    counted: the centroids (256 of `dim` floats), and the float32 vectors of the rows whose
+    estimate may place (the k best and those within their bound of the k-th: a few dozen),
+    each read back from the file's page."""
     mask = 8 * -(-dim // 64)
     shortlist = max(256, min(rows // 100, 2048))
     if rows >= 32_768:

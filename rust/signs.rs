@@ -14,8 +14,8 @@
 //! are kept exactly (every row tied at the last one too), found by a histogram of the
 //! distances (small integers), not a sort. The rows may be laid out in another order than
 //! theirs (`build`: the lists' layout, lists.rs) and cut as several runs of positions at once
-//! (the lists a query reads), with one line over them all. Does not own: the codes (row_code.rs), when the cut
-//! is taken or the full code pass over what it keeps (dense.rs).
+//! (the lists a query reads), with one line over them all. Does not own: the codes
+//! (row_code.rs), when the cut is taken or the full code pass over what it keeps (dense.rs).
 
 use crate::row_code::MASKS;
 use crate::scan::cores;
