@@ -29,6 +29,10 @@ const SAMPLED_FROM: usize = 1 << 16;
 /// The sample: this many runs of this many consecutive rows, spread evenly over the rows cut.
 const SAMPLE_RUNS: usize = 64;
 const SAMPLE_RUN: usize = 128;
+/// Blocks the cut asks for ahead of the one it counts: a search comes to rows other work has
+/// pushed out of the caches, and the prefetcher stops at each 4 KiB page (0.2 ms of 0.8 at 100k
+/// rows of 384 dimensions on Zen 4).
+const BLOCKS_AHEAD: usize = 8;
 
 /// Every row's sign words, eight rows to a block: word `i` of row `8b + l` is at
 /// `(b · words + i) · 8 + l`; the rows past the last fill their block with zeros.
@@ -309,8 +313,16 @@ unsafe fn each_block_avx512(
     let levels: Vec<__m512i> = (0..planes * w)
         .map(|k| _mm512_set1_epi64(q.levels[(k / w) * q.padded + k % w] as i64))
         .collect();
+    let block = w * LANES;
     for b in first..last {
-        let base = blocks.as_ptr().add(b * w * LANES);
+        let base = blocks.as_ptr().add(b * block);
+        if (b + BLOCKS_AHEAD + 1) * block <= blocks.len() {
+            // A block is `w` lines of 64 bytes.
+            let ahead = base.add(BLOCKS_AHEAD * block) as *const i8;
+            for line in 0..w {
+                _mm_prefetch::<_MM_HINT_T0>(ahead.add(line * 64));
+            }
+        }
         let mut count = [_mm512_setzero_si512(); MOST_PLANES];
         for i in 0..w {
             let words = _mm512_loadu_si512(base.add(i * LANES) as *const _);

@@ -4,6 +4,8 @@
 //! snapshot. Does not own: turning the rows into the corpus (judgment.rs), how vectors are read
 //! from sqlite-vec (vectors.rs) or how a query uses the cache (search.rs, explain.rs).
 
+use std::sync::{Arc, OnceLock};
+
 use crate::dense::DenseIndex;
 use crate::errors::Result;
 use crate::judgment::{Corpus, DocumentRecord, EdgeRecord, IdIndex};
@@ -23,6 +25,10 @@ pub(crate) struct SearchCache {
     pub(crate) row_chunk: Vec<i64>,
     /// The row of each chunk id.
     chunk_row: IdIndex,
+    /// Where sqlite-vec keeps each row's vector (`vectors::places_of`), read on a thread of its
+    /// own once the cache is loaded: no search waits for them, and until they are read (or
+    /// when they cannot be) each vector read back looks its place up.
+    pub(crate) places: Arc<OnceLock<Vec<u64>>>,
     pub(crate) row_doc: Vec<usize>,
     /// Rows of document `d`: `doc_row_list[doc_start[d]..doc_start[d + 1]]`.
     doc_start: Vec<u32>,
@@ -220,10 +226,23 @@ impl Store {
             doc_row_list[next[d] as usize] = row as u32;
             next[d] += 1;
         }
+        let places = Arc::new(OnceLock::new());
+        if dim > 0 && !self.in_write && !row_chunk.is_empty() {
+            let (path, cell, chunks) = (self.path.clone(), Arc::clone(&places), row_chunk.to_vec());
+            // A thread the system refuses leaves every read to look its place up.
+            let _ = std::thread::Builder::new()
+                .name("recall-places".into())
+                .spawn(move || {
+                    if let Some(read) = Self::places_apart(&path, generation, &chunks) {
+                        let _ = cell.set(read);
+                    }
+                });
+        }
         let cache = SearchCache {
             generation,
             dense,
             chunk_row: IdIndex::of(&row_chunk),
+            places,
             row_chunk,
             row_doc,
             doc_start,

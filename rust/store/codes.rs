@@ -236,7 +236,15 @@ impl Store {
         let chunks =
             |rows: &[usize]| -> Vec<i64> { rows.iter().map(|&r| cache.row_chunk[r]).collect() };
         let dim = cache.dense.dim();
-        let mut fast = |rows: &[usize]| self.read_rows(&chunks(rows), dim);
+        // Where each row's vector lies, once the cache's thread has read it.
+        let places = cache
+            .places
+            .get()
+            .filter(|p| p.len() == cache.row_chunk.len());
+        let placed = |rows: &[usize]| -> Option<Vec<u64>> {
+            places.map(|p| rows.iter().map(|&r| p[r]).collect())
+        };
+        let mut fast = |rows: &[usize]| self.read_rows(&chunks(rows), placed(rows).as_deref(), dim);
         match scan(&mut fast) {
             Err(Unread::Sum(_)) => {
                 let mut table = |rows: &[usize]| self.read_rows_table(&chunks(rows), dim);
@@ -440,7 +448,7 @@ mod tests {
     ) -> impl FnMut(&[usize]) -> Result<Vec<f32>> + 'a {
         move |rows: &[usize]| {
             let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
-            store.read_rows(&chunks, DIM)
+            store.read_rows(&chunks, None, DIM)
         }
     }
 
@@ -505,6 +513,40 @@ mod tests {
         let text = err.to_string();
         assert!(matches!(err, CoreError::Damaged { .. }), "{text}");
         assert!(text.contains(says) && text.contains("--db"), "{text}");
+    }
+
+    #[test]
+    fn a_held_place_that_points_at_another_vector_is_read_again_through_the_table() {
+        let (_dir, mut store) = store("codes-places");
+        store.ensure_cache().unwrap();
+        let query: Vec<f32> = (0..DIM).map(|i| (i % 7) as f32 - 3.0).collect();
+        let right = store
+            .cached_top(store.cache.as_ref().unwrap(), &query, 5)
+            .unwrap();
+        // The cache's thread reads every row's place.
+        let cell = std::sync::Arc::clone(&store.cache.as_ref().unwrap().places);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while cell.get().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let cache = store.cache.as_mut().unwrap();
+        let mut places = super::super::vectors::places_of(&store.conn, &cache.row_chunk).unwrap();
+        assert_eq!(cell.get(), Some(&places));
+        assert_eq!(places.len(), cache.row_chunk.len());
+        // a.md's first two rows: each place now names the other's vector.
+        places.swap(0, 1);
+        cache.places = std::sync::Arc::new(std::sync::OnceLock::from(places));
+        let cache = store.cache.as_ref().unwrap();
+        let swapped: Vec<i64> = cache.row_chunk[..2].to_vec();
+        let read = store
+            .read_rows(&swapped, cache.places.get().map(|p| &p[..2]), DIM)
+            .unwrap();
+        assert_ne!(read, store.read_rows_table(&swapped, DIM).unwrap());
+        let again = store.cached_top(cache, &query, 5).unwrap();
+        let bits = |top: &[(usize, f32)]| -> Vec<(usize, u32)> {
+            top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
+        };
+        assert_eq!(bits(&again), bits(&right));
     }
 
     #[test]

@@ -518,7 +518,7 @@ mod tests {
         // In no list, every query reads them: each new row is found by its own vector.
         let mut read = |rows: &[usize]| {
             let chunks: Vec<i64> = rows.iter().map(|&r| ids[r].0).collect();
-            store.read_rows(&chunks, DIM)
+            store.read_rows(&chunks, None, DIM)
         };
         let rows = unit_rows(ROWS, DIM, 47);
         for (j, row) in rows.chunks_exact(DIM).enumerate() {

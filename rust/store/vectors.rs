@@ -84,6 +84,54 @@ pub(super) fn declared_as_written(sql: &str, dim: usize) -> Option<Declared> {
     }
 }
 
+/// A chunk's vector place no `place` packs: its block and slot are looked up in `_rowids`.
+pub(super) const NO_PLACE: u64 = u64::MAX;
+/// Bits of a packed place that hold the slot (sqlite-vec's blocks hold at most 2^16 slots).
+const SLOT_BITS: u32 = 16;
+
+/// A vector's block and slot, packed into a word (`NO_PLACE` when either is out of range).
+fn place(block: i64, slot: i64) -> u64 {
+    match (u64::try_from(block), u64::try_from(slot)) {
+        (Ok(b), Ok(s)) if b < 1 << (63 - SLOT_BITS) && s < 1 << SLOT_BITS => b << SLOT_BITS | s,
+        _ => NO_PLACE,
+    }
+}
+
+/// The block and slot `place` packed, or None for `NO_PLACE`.
+fn unplace(packed: u64) -> Option<(i64, i64)> {
+    (packed != NO_PLACE).then_some((
+        (packed >> SLOT_BITS) as i64,
+        (packed & ((1 << SLOT_BITS) - 1)) as i64,
+    ))
+}
+
+/// Where sqlite-vec keeps the vector of each chunk of `chunks` (ascending chunk ids): its block
+/// and slot, packed by `place`, or `NO_PLACE`. Held by the search cache, so that reading a vector
+/// back is one lookup, not two (`Store::read_rows`). A place is only where to look: the vector
+/// found there must still match its code's checksum.
+pub(super) fn places_of(conn: &rusqlite::Connection, chunks: &[i64]) -> rusqlite::Result<Vec<u64>> {
+    let mut places = crate::memory::huge_vec(chunks.len());
+    let mut stmt = conn.prepare(&format!(
+        "SELECT rowid, chunk_id, chunk_offset FROM \"{VEC_TABLE}_rowids\" ORDER BY rowid"
+    ))?;
+    let mut rows = stmt.query([])?;
+    let mut next = rows.next()?;
+    for &chunk in chunks {
+        // Both ascend: skip the rows of chunks not asked for.
+        while let Some(r) = next {
+            if r.get::<_, i64>(0)? >= chunk {
+                break;
+            }
+            next = rows.next()?;
+        }
+        places.push(match next {
+            Some(r) if r.get::<_, i64>(0)? == chunk => place(r.get(1)?, r.get(2)?),
+            _ => NO_PLACE,
+        });
+    }
+    Ok(places)
+}
+
 /// Stored rows: (chunk id, document id) of each, in chunk-id order, and their vectors
 /// (row-major float32).
 pub(super) type Loaded = (Vec<(i64, i64)>, Vec<f32>);
@@ -107,14 +155,36 @@ impl Store {
         .and_then(|sql| declared_as_written(&sql, dim))
     }
 
+    /// `places_of` the chunks `chunks` of generation `generation`, read on a connection of its
+    /// own (None when the store has moved on or cannot be read).
+    pub(super) fn places_apart(path: &str, generation: i64, chunks: &[i64]) -> Option<Vec<u64>> {
+        let conn = super::open_read_only(path).ok()?;
+        conn.execute_batch("BEGIN").ok()?;
+        let read = (|| -> rusqlite::Result<Option<Vec<u64>>> {
+            if super::meta_of(&conn, "generation")?.and_then(|g| g.parse().ok()) != Some(generation)
+            {
+                return Ok(None);
+            }
+            places_of(&conn, chunks).map(Some)
+        })();
+        let _ = conn.execute_batch("COMMIT");
+        read.ok().flatten()
+    }
+
     /// The vectors of `chunks`, in that order (`dim` floats each), each read by its chunk id:
     /// one page a vector in a table of `Declared::PointBlocks`. Read from sqlite-vec's storage
-    /// (the row's block and slot in `_rowids`, its bytes from the block), a few times faster
-    /// than its virtual table, which `read_rows_table` reads when a position is not there or
-    /// not in its block; the caller checks every vector against its code's checksum and reads
-    /// through the table when one fails.
-    pub(super) fn read_rows(&self, chunks: &[i64], dim: usize) -> Result<Vec<f32>> {
-        match self.read_rows_shadow(chunks, dim) {
+    /// (the row's block and slot, from `places` when given and known, else from `_rowids`; its
+    /// bytes from the block), a few times faster than its virtual table, which
+    /// `read_rows_table` reads when a position is not there or not in its block; the caller
+    /// checks every vector against its code's checksum and reads through the table when one
+    /// fails.
+    pub(super) fn read_rows(
+        &self,
+        chunks: &[i64],
+        places: Option<&[u64]>,
+        dim: usize,
+    ) -> Result<Vec<f32>> {
+        match self.read_rows_shadow(chunks, places, dim) {
             Ok(Some(read)) => Ok(read),
             Ok(None) => self.read_rows_table(chunks, dim),
             Err(e) if is_busy(&e) => Err(self.busy(e)),
@@ -124,7 +194,12 @@ impl Store {
 
     /// `read_rows` from sqlite-vec's storage; None when a row's position is missing or falls
     /// outside its block.
-    fn read_rows_shadow(&self, chunks: &[i64], dim: usize) -> rusqlite::Result<Option<Vec<f32>>> {
+    fn read_rows_shadow(
+        &self,
+        chunks: &[i64],
+        places: Option<&[u64]>,
+        dim: usize,
+    ) -> rusqlite::Result<Option<Vec<f32>>> {
         let mut at = self.conn.prepare_cached(&format!(
             "SELECT chunk_id, chunk_offset FROM \"{VEC_TABLE}_rowids\" WHERE rowid = ?1"
         ))?;
@@ -132,11 +207,15 @@ impl Store {
         let mut out = vec![0.0f32; chunks.len() * dim];
         let mut bytes = vec![0u8; width];
         let mut blob: Option<rusqlite::blob::Blob<'_>> = None;
-        for (&chunk, to) in chunks.iter().zip(out.chunks_exact_mut(dim)) {
-            let Some((block, slot)) = at
-                .query_row([chunk], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-                .optional()?
-            else {
+        for (n, (&chunk, to)) in chunks.iter().zip(out.chunks_exact_mut(dim)).enumerate() {
+            let known = places.and_then(|p| unplace(p[n]));
+            let found = match known {
+                Some(place) => Some(place),
+                None => at
+                    .query_row([chunk], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+                    .optional()?,
+            };
+            let Some((block, slot)) = found else {
                 return Ok(None);
             };
             match blob.as_mut() {
@@ -628,25 +707,72 @@ mod tests {
         let chunks: Vec<i64> = written.iter().rev().map(|w| w.0).collect();
         let expected: Vec<f32> = written.iter().rev().flat_map(|w| w.2.clone()).collect();
         assert_eq!(
-            store.read_rows_shadow(&chunks, DIM).unwrap(),
+            store.read_rows_shadow(&chunks, None, DIM).unwrap(),
             Some(expected.clone())
         );
         assert_eq!(store.read_rows_table(&chunks, DIM).unwrap(), expected);
-        assert_eq!(store.read_rows(&chunks, DIM).unwrap(), expected);
+        assert_eq!(store.read_rows(&chunks, None, DIM).unwrap(), expected);
         // A position outside its block: read through the table, which holds the row elsewhere
         // no more than the storage does.
         run(
             &store,
             "UPDATE vec_chunks_rowids SET chunk_offset = 8 WHERE rowid = 4",
         );
-        assert_eq!(store.read_rows_shadow(&[4], DIM).unwrap(), None);
-        assert!(store.read_rows(&[5], DIM).is_ok());
+        assert_eq!(store.read_rows_shadow(&[4], None, DIM).unwrap(), None);
+        assert!(store.read_rows(&[5], None, DIM).is_ok());
         // A chunk with no vector at all is damage, named.
-        let err = store.read_rows(&[99], DIM).unwrap_err().to_string();
+        let err = store.read_rows(&[99], None, DIM).unwrap_err().to_string();
         assert!(
             err.contains("chunk 99 has no vector") && err.contains("--db"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn places_held_are_the_positions_in_rowids_and_read_the_same_rows() {
+        let (_dir, store) = store("vectors-places");
+        let written = written(&store);
+        let mut chunks: Vec<i64> = written.iter().map(|w| w.0).collect();
+        // A chunk the storage does not hold, between two it does, has no place.
+        chunks.insert(2, chunks[1] + 1000);
+        chunks.sort_unstable();
+        let places = places_of(&store.conn, &chunks).unwrap();
+        assert_eq!(places.len(), chunks.len());
+        for (&chunk, &packed) in chunks.iter().zip(&places) {
+            let stored: Option<(i64, i64)> = store
+                .conn
+                .query_row(
+                    "SELECT chunk_id, chunk_offset FROM vec_chunks_rowids WHERE rowid = ?1",
+                    [chunk],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .unwrap();
+            assert_eq!(unplace(packed), stored, "chunk {chunk}");
+        }
+        assert_eq!(places.iter().filter(|&&p| p == NO_PLACE).count(), 1);
+        let held: Vec<i64> = written.iter().map(|w| w.0).collect();
+        let expected: Vec<f32> = written.iter().flat_map(|w| w.2.clone()).collect();
+        let places = places_of(&store.conn, &held).unwrap();
+        assert_eq!(
+            store.read_rows_shadow(&held, Some(&places), DIM).unwrap(),
+            Some(expected.clone())
+        );
+        // A place outside its block reads through the table, as a position in `_rowids` does.
+        let mut outside = places.clone();
+        outside[0] = place(unplace(places[0]).unwrap().0, POINT_BLOCK as i64);
+        assert_eq!(
+            store.read_rows_shadow(&held, Some(&outside), DIM).unwrap(),
+            None
+        );
+        assert_eq!(
+            store.read_rows(&held, Some(&outside), DIM).unwrap(),
+            expected
+        );
+        // What cannot be packed is looked up.
+        assert_eq!(place(-1, 0), NO_PLACE);
+        assert_eq!(place(1, 1 << SLOT_BITS), NO_PLACE);
+        assert_eq!(unplace(place(7, 3)), Some((7, 3)));
     }
 
     #[test]
