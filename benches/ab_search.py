@@ -25,7 +25,10 @@ the block ratios, this build's over the baseline's, with a 95 % bootstrap interv
 `--self-check` runs a second copy of this build as the baseline (A/A): its interval shows the
 machine's noise floor. `--gap MS` pauses before each search, untimed, as an agent does between
 two: back to back, the cores a search wakes are still awake and its data still in the caches,
-which flatters work split across threads.
+which flatters work split across threads. `--sweep MB` reads through MB megabytes before each
+search, untimed, as other work between two searches does (an agent's model, a scan of other
+data): the search then finds its data and code out of the caches, as `search_latency.py`'s
+interleaving with numpy and `vec0` leaves them.
 
 With `--embedder dense-384` the Zipf notes are embedded by a 384-d ONNX word embedder built
 here (`zipf_corpus.embedder_for`): every dimension of every vector set, the shape of the
@@ -37,7 +40,7 @@ both builds search in development mode (the same path as strict).
 Usage: python benches/ab_search.py (--baseline PYTHON | --self-check)
        [--chunks 100000 | --set PATH] [--embedder hashing-512|dense-384|NAME] [--k 5]
        [--corpus zipf|public-docs] [--cache DIR]
-       [--blocks 60] [--block 25] [--queries 200] [--gap MS]
+       [--blocks 60] [--block 25] [--queries 200] [--gap MS] [--sweep MB]
        (PYTHON: an interpreter with the other build installed; --queries defaults to the set's
        number of questions with --set)
 """
@@ -86,7 +89,7 @@ import json, sys, time
 import recall
 db, queries, warmup = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
 timed_parts, k, gap = sys.argv[4].split(","), int(sys.argv[5]), float(sys.argv[6])
-mode = sys.argv[7]
+mode, sweep = sys.argv[7], bytes(int(sys.argv[8]) << 20)
 timed = queries[warmup:]
 with recall.open(db) as mem:
     for q in queries[:warmup]:
@@ -97,6 +100,7 @@ with recall.open(db) as mem:
         for i in json.loads(line):
             if gap:
                 time.sleep(gap)  # an agent's pause between two searches, not timed
+            sweep.find(1)  # other work between two searches, not timed: every byte read
             t0 = time.perf_counter()
             result = mem.search(timed[i], k, mode=mode)
             ms.append((time.perf_counter() - t0) * 1e3)
@@ -185,6 +189,7 @@ class Child:
         gap: float,
         mode: str,
         stderr: IO[str],
+        sweep: int = 0,
     ) -> None:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
         env.pop("PYTHONPATH", None)
@@ -192,7 +197,7 @@ class Child:
         self.stderr = stderr
         self.proc = subprocess.Popen(
             [python, "-c", CHILD, str(db), str(asked), str(WARMUP), ",".join(TIMED), str(k)]
-            + [str(gap), mode],
+            + [str(gap), mode, str(sweep)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # A file, not a pipe: a child that writes much to stderr never blocks on it.
@@ -294,6 +299,14 @@ def main() -> None:
         metavar="MS",
         help="an untimed pause before each search, as an agent's between two (default none)",
     )
+    ap.add_argument(
+        "--sweep",
+        type=int,
+        default=0,
+        metavar="MB",
+        help="read this many megabytes before each search, untimed, pushing the search's data "
+        "out of the caches (default none)",
+    )
     ap.add_argument("--make-in", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.set is not None:
@@ -332,7 +345,9 @@ def main() -> None:
                 db = Path(scratch) / f"{name.replace(' ', '-')}.db"
                 shutil.copyfile(made, db)
                 mode = "development" if args.corpus == "public-docs" else "strict"
-                children[name] = Child(pythons[name], db, asked, args.k, args.gap / 1e3, mode, err)
+                children[name] = Child(
+                    pythons[name], db, asked, args.k, args.gap / 1e3, mode, err, args.sweep
+                )
                 stack.callback(children[name].close)
             for b in range(args.blocks):
                 start = b * args.block
@@ -353,7 +368,12 @@ def main() -> None:
                     f" ms  baseline {medians['baseline']:.3f} ms  ratio {ratios[-1]:.3f}"
                 )
     header = f"{'':12} {'median':>9} {'p95':>12}"
-    print(f"\n{header}  ({args.blocks} blocks x {args.block} queries per build, k={args.k})")
+    between = [f"{args.gap:g} ms pause"] if args.gap else []
+    between += [f"{args.sweep} MB read"] if args.sweep else []
+    before = f"; {' and '.join(between)} before each search" if between else ""
+    print(
+        f"\n{header}  ({args.blocks} blocks x {args.block} queries per build, k={args.k}{before})"
+    )
     for name in names:
         print(
             f"{name:12} {statistics.median(ms[name]):6.3f} ms {pct(ms[name], 0.95):9.3f} ms"
