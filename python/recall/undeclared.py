@@ -78,13 +78,14 @@ def pairs(hits: list[Hit]) -> list[Pair]:
 
 @dataclass(frozen=True)
 class _Seen:
-    """What a passage's file name, title and text say."""
+    """What a passage's file name, title and text say (its words: `_words`, read only when a
+    changed number asks for them)."""
 
     version: tuple[str, tuple[int, ...] | None]
     folded: str
     title: frozenset[str]
     numbers: tuple[str, ...]
-    words: frozenset[str]
+    text: str
 
 
 def _read(hit: Hit) -> _Seen:
@@ -94,15 +95,21 @@ def _read(hit: Hit) -> _Seen:
 @functools.lru_cache(maxsize=4096)
 def _seen(file: str, title: str, text: str) -> _Seen:
     """Read once per passage: a memory is asked about the same notes again and again."""
-    # Split on blanks, not a pattern: a passage is read whole.
-    found = {w.strip(_PUNCTUATION) for w in text.casefold().split()}
     return _Seen(
         version=version(_stem(file)),
         folded=fold_title(title) if title else "",
         title=title_tokens(title) if title else frozenset(),
         numbers=tuple(dict.fromkeys(_NUMBER.findall(text))),
-        words=frozenset(w for w in found if len(w) > 2 and w.isalpha() and w not in FUNCTION_WORDS),
+        text=text,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    """A passage's content words, for the subject of two passages whose numbers differ."""
+    # Split on blanks, not a pattern: a passage is read whole.
+    found = {w.strip(_PUNCTUATION) for w in text.casefold().split()} - FUNCTION_WORDS
+    return frozenset(w for w in found if len(w) > 2 and w.isalpha())
 
 
 def _why(old: _Seen, new: _Seen) -> str | None:
@@ -119,9 +126,12 @@ def _why(old: _Seen, new: _Seen) -> str | None:
                 return "a near title"
     was = [n for n in old.numbers if n not in new.numbers]
     now = [n for n in new.numbers if n not in old.numbers]
-    if not was or not now or not old.words or not new.words:
+    if not was or not now:
         return None
-    if len(old.words & new.words) / len(old.words | new.words) < SUBJECT_FLOOR:
+    old_words, new_words = _words(old.text), _words(new.text)
+    if not old_words or not new_words:
+        return None
+    if len(old_words & new_words) / len(old_words | new_words) < SUBJECT_FLOOR:
         return None
     return f"the same subject with a changed number, {was[0]} then {now[0]}"
 
