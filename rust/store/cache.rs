@@ -26,9 +26,12 @@ pub(crate) struct SearchCache {
     /// The row of each chunk id.
     chunk_row: IdIndex,
     /// Where sqlite-vec keeps each row's vector (`vectors::places_of`), read on a thread of its
-    /// own once the cache is loaded: no search waits for them, and until they are read (or
-    /// when they cannot be) each vector read back looks its place up.
+    /// own that the first search reading vectors back starts (`SearchCache::places`): no search
+    /// waits for them, and until they are read (or when they cannot be) each vector read back
+    /// looks its place up.
     pub(crate) places: Arc<OnceLock<Vec<u64>>>,
+    /// Set once that thread is started.
+    placing: OnceLock<()>,
     pub(crate) row_doc: Vec<usize>,
     /// Rows of document `d`: `doc_row_list[doc_start[d]..doc_start[d + 1]]`.
     doc_start: Vec<u32>,
@@ -41,6 +44,27 @@ impl SearchCache {
     /// The row of chunk `id`, if the cache holds it.
     pub(crate) fn row_of(&self, id: i64) -> Option<usize> {
         self.chunk_row.get(id)
+    }
+
+    /// Where each row's vector lies in the store at `path`, once read; the first call starts the
+    /// thread that reads them, after the first search's own work has claimed the cores.
+    pub(crate) fn places(&self, path: &str) -> Option<&[u64]> {
+        if let Some(read) = self.places.get() {
+            return (read.len() == self.row_chunk.len()).then_some(read.as_slice());
+        }
+        self.placing.get_or_init(|| {
+            let (path, generation) = (path.to_string(), self.generation);
+            let (cell, chunks) = (Arc::clone(&self.places), self.row_chunk.to_vec());
+            // A thread the system refuses leaves every read to look its place up.
+            let _ = std::thread::Builder::new()
+                .name("recall-places".into())
+                .spawn(move || {
+                    if let Some(read) = Store::places_apart(&path, generation, &chunks) {
+                        let _ = cell.set(read);
+                    }
+                });
+        });
+        None
     }
 
     /// The rows of document `d`, in chunk order.
@@ -226,23 +250,17 @@ impl Store {
             doc_row_list[next[d] as usize] = row as u32;
             next[d] += 1;
         }
-        let places = Arc::new(OnceLock::new());
-        if dim > 0 && !self.in_write && !row_chunk.is_empty() {
-            let (path, cell, chunks) = (self.path.clone(), Arc::clone(&places), row_chunk.to_vec());
-            // A thread the system refuses leaves every read to look its place up.
-            let _ = std::thread::Builder::new()
-                .name("recall-places".into())
-                .spawn(move || {
-                    if let Some(read) = Self::places_apart(&path, generation, &chunks) {
-                        let _ = cell.set(read);
-                    }
-                });
+        // Read while a write is open, the rows may not be the committed ones the thread reads.
+        let placing = OnceLock::new();
+        if self.in_write {
+            let _ = placing.set(());
         }
         let cache = SearchCache {
             generation,
             dense,
             chunk_row: IdIndex::of(&row_chunk),
-            places,
+            places: Arc::new(OnceLock::new()),
+            placing,
             row_chunk,
             row_doc,
             doc_start,

@@ -237,10 +237,7 @@ impl Store {
             |rows: &[usize]| -> Vec<i64> { rows.iter().map(|&r| cache.row_chunk[r]).collect() };
         let dim = cache.dense.dim();
         // Where each row's vector lies, once the cache's thread has read it.
-        let places = cache
-            .places
-            .get()
-            .filter(|p| p.len() == cache.row_chunk.len());
+        let places = cache.places(&self.path);
         let placed = |rows: &[usize]| -> Option<Vec<u64>> {
             places.map(|p| rows.iter().map(|&r| p[r]).collect())
         };
@@ -523,7 +520,7 @@ mod tests {
         let right = store
             .cached_top(store.cache.as_ref().unwrap(), &query, 5)
             .unwrap();
-        // The cache's thread reads every row's place.
+        // The first search's reads started the thread that reads every row's place.
         let cell = std::sync::Arc::clone(&store.cache.as_ref().unwrap().places);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while cell.get().is_none() && std::time::Instant::now() < deadline {
