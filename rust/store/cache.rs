@@ -1,7 +1,7 @@
 //! The search cache: what every query needs in memory, loaded once per store generation.
 //!
 //! Owns: deciding when the cache is stale and reading documents, edges and vectors in one read
-//! snapshot. Does not own: turning the rows into the corpus (judgment.rs), how vectors are read
+//! snapshot, then the places of the rows' vectors on a thread of their own. Does not own: turning the rows into the corpus (judgment.rs), how vectors are read
 //! from sqlite-vec (vectors.rs) or how a query uses the cache (search.rs, explain.rs).
 
 use std::sync::{Arc, OnceLock};

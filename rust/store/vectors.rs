@@ -3,7 +3,8 @@
 //! Owns: how the table is declared (with blocks small enough to read one vector back as one
 //! page), visiting every vector with its chunk and document, from sqlite-vec's own storage when
 //! every check on it passes and through the virtual table otherwise, refusing storage whose
-//! positions contradict each other, and reading back the vectors of given chunks (`read_rows`).
+//! positions contradict each other, and reading back the vectors of given chunks (`read_rows`),
+//! by the places a search cache holds for them (`places_of`) where it has them.
 //! Does not own: writing vectors (write.rs) or what the cache does with them (cache.rs,
 //! codes.rs).
 
@@ -208,7 +209,7 @@ impl Store {
         let mut bytes = vec![0u8; width];
         let mut blob: Option<rusqlite::blob::Blob<'_>> = None;
         for (n, (&chunk, to)) in chunks.iter().zip(out.chunks_exact_mut(dim)).enumerate() {
-            let known = places.and_then(|p| unplace(p[n]));
+            let known = places.and_then(|p| unplace(*p.get(n)?));
             let found = match known {
                 Some(place) => Some(place),
                 None => at
