@@ -4,6 +4,7 @@
 //! snapshot, then the places of the rows' vectors on a thread of their own. Does not own: turning the rows into the corpus (judgment.rs), how vectors are read
 //! from sqlite-vec (vectors.rs) or how a query uses the cache (search.rs, explain.rs).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::dense::DenseIndex;
@@ -30,14 +31,35 @@ pub(crate) struct SearchCache {
     /// waits for them, and until they are read (or when they cannot be) each vector read back
     /// looks its place up.
     pub(crate) places: Arc<OnceLock<Vec<u64>>>,
-    /// Set once that thread is started.
-    placing: OnceLock<()>,
+    /// Set once that thread is started (or, in a cache read during a write, never to be): what
+    /// tells it to give up and what joins it when the cache is let go.
+    placing: OnceLock<Placing>,
     pub(crate) row_doc: Vec<usize>,
     /// Rows of document `d`: `doc_row_list[doc_start[d]..doc_start[d + 1]]`.
     doc_start: Vec<u32>,
     doc_row_list: Vec<u32>,
     /// Documents, windows and the graph of the edges in force.
     pub(crate) corpus: Corpus,
+}
+
+/// The thread reading a cache's places: joined when the cache is let go, so that its connection
+/// is closed before the store's own (the last connection to close a WAL file removes its `-wal`
+/// and `-shm` files, which a read-only one leaves behind).
+#[derive(Default)]
+struct Placing {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for SearchCache {
+    fn drop(&mut self) {
+        if let Some(placing) = self.placing.take() {
+            placing.stop.store(true, Ordering::Relaxed);
+            if let Some(thread) = placing.thread {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
 impl SearchCache {
@@ -55,14 +77,18 @@ impl SearchCache {
         self.placing.get_or_init(|| {
             let (path, generation) = (path.to_string(), self.generation);
             let (cell, chunks) = (Arc::clone(&self.places), self.row_chunk.to_vec());
+            let stop = Arc::new(AtomicBool::new(false));
+            let told = Arc::clone(&stop);
             // A thread the system refuses leaves every read to look its place up.
-            let _ = std::thread::Builder::new()
+            let thread = std::thread::Builder::new()
                 .name("recall-places".into())
                 .spawn(move || {
-                    if let Some(read) = Store::places_apart(&path, generation, &chunks) {
+                    if let Some(read) = Store::places_apart(&path, generation, &chunks, &told) {
                         let _ = cell.set(read);
                     }
-                });
+                })
+                .ok();
+            Placing { stop, thread }
         });
         None
     }
@@ -253,7 +279,7 @@ impl Store {
         // Read while a write is open, the rows may not be the committed ones the thread reads.
         let placing = OnceLock::new();
         if self.in_write {
-            let _ = placing.set(());
+            let _ = placing.set(Placing::default());
         }
         let cache = SearchCache {
             generation,

@@ -527,7 +527,12 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         let cache = store.cache.as_mut().unwrap();
-        let mut places = super::super::vectors::places_of(&store.conn, &cache.row_chunk).unwrap();
+        let mut places = super::super::vectors::places_of(
+            &store.conn,
+            &cache.row_chunk,
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap();
         assert_eq!(cell.get(), Some(&places));
         assert_eq!(places.len(), cache.row_chunk.len());
         // a.md's first two rows: each place now names the other's vector.
@@ -544,6 +549,37 @@ mod tests {
             top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
         };
         assert_eq!(bits(&again), bits(&right));
+    }
+
+    #[test]
+    fn a_store_let_go_while_its_places_are_read_leaves_no_wal_files_behind() {
+        let dir = temp_db("codes-places-closed");
+        // The thread opens its connection after the store is let go, unless the store waits.
+        super::super::vectors::PLACES_LATE_MS.store(100, std::sync::atomic::Ordering::Relaxed);
+        {
+            let mut store = Store::open(&dir).unwrap();
+            store.begin(&embedder(DIM)).unwrap();
+            for d in 0..200 {
+                store
+                    .put_document(&doc(&format!("n{d}.md"), 4, DIM), "t0")
+                    .unwrap();
+            }
+            store.commit("t0").unwrap();
+            store.ensure_cache().unwrap();
+            let query: Vec<f32> = (0..DIM).map(|i| (i % 5) as f32 - 2.0).collect();
+            // Reads vectors back, which starts the thread reading the places; the store is let
+            // go at once, before it reads.
+            store
+                .cached_top(store.cache.as_ref().unwrap(), &query, 5)
+                .unwrap();
+        }
+        super::super::vectors::PLACES_LATE_MS.store(0, std::sync::atomic::Ordering::Relaxed);
+        // Time for a thread left running to open, read and close.
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        for end in ["-wal", "-shm"] {
+            let left = format!("{}{end}", &*dir);
+            assert!(!std::path::Path::new(&left).exists(), "{left} was left");
+        }
     }
 
     #[test]

@@ -531,6 +531,9 @@ impl Store {
 impl Drop for Store {
     fn drop(&mut self) {
         self.rollback();
+        // Before the connection: the cache joins the thread reading its places, whose own
+        // connection must close first.
+        self.cache = None;
     }
 }
 

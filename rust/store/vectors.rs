@@ -10,6 +10,8 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rusqlite::OptionalExtension;
 
 use crate::errors::{CoreError, Result};
@@ -85,6 +87,15 @@ pub(super) fn declared_as_written(sql: &str, dim: usize) -> Option<Declared> {
     }
 }
 
+/// How long `Store::places_apart` waits before it opens its connection, in tests of a thread
+/// that outlives its store.
+#[cfg(test)]
+pub(super) static PLACES_LATE_MS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+/// Chunks `places_of` reads between two looks at whether it should stop.
+const STOP_EVERY: usize = 4096;
+
 /// A chunk's vector place no `place` packs: its block and slot are looked up in `_rowids`.
 pub(super) const NO_PLACE: u64 = u64::MAX;
 /// Bits of a packed place that hold the slot (sqlite-vec's blocks hold at most 2^16 slots).
@@ -109,15 +120,26 @@ fn unplace(packed: u64) -> Option<(i64, i64)> {
 /// Where sqlite-vec keeps the vector of each chunk of `chunks` (ascending chunk ids): its block
 /// and slot, packed by `place`, or `NO_PLACE`. Held by the search cache, so that reading a vector
 /// back is one lookup, not two (`Store::read_rows`). A place is only where to look: the vector
-/// found there must still match its code's checksum.
-pub(super) fn places_of(conn: &rusqlite::Connection, chunks: &[i64]) -> rusqlite::Result<Vec<u64>> {
+/// found there must still match its code's checksum. Gives up (an interrupted read) once `stop`
+/// is set.
+pub(super) fn places_of(
+    conn: &rusqlite::Connection,
+    chunks: &[i64],
+    stop: &AtomicBool,
+) -> rusqlite::Result<Vec<u64>> {
     let mut places = crate::memory::huge_vec(chunks.len());
     let mut stmt = conn.prepare(&format!(
         "SELECT rowid, chunk_id, chunk_offset FROM \"{VEC_TABLE}_rowids\" ORDER BY rowid"
     ))?;
     let mut rows = stmt.query([])?;
     let mut next = rows.next()?;
-    for &chunk in chunks {
+    for (n, &chunk) in chunks.iter().enumerate() {
+        if n % STOP_EVERY == 0 && stop.load(Ordering::Relaxed) {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
+                Some("the search cache was let go".into()),
+            ));
+        }
         // Both ascend: skip the rows of chunks not asked for.
         while let Some(r) = next {
             if r.get::<_, i64>(0)? >= chunk {
@@ -158,7 +180,16 @@ impl Store {
 
     /// `places_of` the chunks `chunks` of generation `generation`, read on a connection of its
     /// own (None when the store has moved on or cannot be read).
-    pub(super) fn places_apart(path: &str, generation: i64, chunks: &[i64]) -> Option<Vec<u64>> {
+    pub(super) fn places_apart(
+        path: &str,
+        generation: i64,
+        chunks: &[i64],
+        stop: &AtomicBool,
+    ) -> Option<Vec<u64>> {
+        #[cfg(test)]
+        std::thread::sleep(std::time::Duration::from_millis(
+            PLACES_LATE_MS.load(Ordering::Relaxed),
+        ));
         let conn = super::open_read_only(path).ok()?;
         conn.execute_batch("BEGIN").ok()?;
         let read = (|| -> rusqlite::Result<Option<Vec<u64>>> {
@@ -166,7 +197,7 @@ impl Store {
             {
                 return Ok(None);
             }
-            places_of(&conn, chunks).map(Some)
+            places_of(&conn, chunks, stop).map(Some)
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()
@@ -737,7 +768,7 @@ mod tests {
         // A chunk the storage does not hold, between two it does, has no place.
         chunks.insert(2, chunks[1] + 1000);
         chunks.sort_unstable();
-        let places = places_of(&store.conn, &chunks).unwrap();
+        let places = places_of(&store.conn, &chunks, &AtomicBool::new(false)).unwrap();
         assert_eq!(places.len(), chunks.len());
         for (&chunk, &packed) in chunks.iter().zip(&places) {
             let stored: Option<(i64, i64)> = store
@@ -754,7 +785,7 @@ mod tests {
         assert_eq!(places.iter().filter(|&&p| p == NO_PLACE).count(), 1);
         let held: Vec<i64> = written.iter().map(|w| w.0).collect();
         let expected: Vec<f32> = written.iter().flat_map(|w| w.2.clone()).collect();
-        let places = places_of(&store.conn, &held).unwrap();
+        let places = places_of(&store.conn, &held, &AtomicBool::new(false)).unwrap();
         assert_eq!(
             store.read_rows_shadow(&held, Some(&places), DIM).unwrap(),
             Some(expected.clone())
