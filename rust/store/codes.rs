@@ -532,6 +532,7 @@ mod tests {
             &cache.row_chunk,
             &std::sync::atomic::AtomicBool::new(false),
         )
+        .unwrap()
         .unwrap();
         assert_eq!(cell.get(), Some(&places));
         assert_eq!(places.len(), cache.row_chunk.len());

@@ -120,13 +120,12 @@ fn unplace(packed: u64) -> Option<(i64, i64)> {
 /// Where sqlite-vec keeps the vector of each chunk of `chunks` (ascending chunk ids): its block
 /// and slot, packed by `place`, or `NO_PLACE`. Held by the search cache, so that reading a vector
 /// back is one lookup, not two (`Store::read_rows`). A place is only where to look: the vector
-/// found there must still match its code's checksum. Gives up (an interrupted read) once `stop`
-/// is set.
+/// found there must still match its code's checksum. None once `stop` is set: the read gave up.
 pub(super) fn places_of(
     conn: &rusqlite::Connection,
     chunks: &[i64],
     stop: &AtomicBool,
-) -> rusqlite::Result<Vec<u64>> {
+) -> rusqlite::Result<Option<Vec<u64>>> {
     let mut places = crate::memory::huge_vec(chunks.len());
     let mut stmt = conn.prepare(&format!(
         "SELECT rowid, chunk_id, chunk_offset FROM \"{VEC_TABLE}_rowids\" ORDER BY rowid"
@@ -135,10 +134,7 @@ pub(super) fn places_of(
     let mut next = rows.next()?;
     for (n, &chunk) in chunks.iter().enumerate() {
         if n % STOP_EVERY == 0 && stop.load(Ordering::Relaxed) {
-            return Err(rusqlite::Error::SqliteFailure(
-                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT),
-                Some("the search cache was let go".into()),
-            ));
+            return Ok(None);
         }
         // Both ascend: skip the rows of chunks not asked for.
         while let Some(r) = next {
@@ -152,7 +148,7 @@ pub(super) fn places_of(
             _ => NO_PLACE,
         });
     }
-    Ok(places)
+    Ok(Some(places))
 }
 
 /// Stored rows: (chunk id, document id) of each, in chunk-id order, and their vectors
@@ -197,7 +193,7 @@ impl Store {
             {
                 return Ok(None);
             }
-            places_of(&conn, chunks, stop).map(Some)
+            places_of(&conn, chunks, stop)
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()
@@ -768,7 +764,9 @@ mod tests {
         // A chunk the storage does not hold, between two it does, has no place.
         chunks.insert(2, chunks[1] + 1000);
         chunks.sort_unstable();
-        let places = places_of(&store.conn, &chunks, &AtomicBool::new(false)).unwrap();
+        let places = places_of(&store.conn, &chunks, &AtomicBool::new(false))
+            .unwrap()
+            .unwrap();
         assert_eq!(places.len(), chunks.len());
         for (&chunk, &packed) in chunks.iter().zip(&places) {
             let stored: Option<(i64, i64)> = store
@@ -785,7 +783,9 @@ mod tests {
         assert_eq!(places.iter().filter(|&&p| p == NO_PLACE).count(), 1);
         let held: Vec<i64> = written.iter().map(|w| w.0).collect();
         let expected: Vec<f32> = written.iter().flat_map(|w| w.2.clone()).collect();
-        let places = places_of(&store.conn, &held, &AtomicBool::new(false)).unwrap();
+        let places = places_of(&store.conn, &held, &AtomicBool::new(false))
+            .unwrap()
+            .unwrap();
         assert_eq!(
             store.read_rows_shadow(&held, Some(&places), DIM).unwrap(),
             Some(expected.clone())
