@@ -708,6 +708,15 @@ impl DenseIndex {
         }
     }
 
+    /// Whether `vector`, read back for `row`, has the checksum its code recorded.
+    pub fn vector_matches(&self, row: usize, vector: &[f32]) -> bool {
+        let sum = self
+            .held
+            .get(row)
+            .and_then(|h| self.sums.get((h & !FINE) as usize));
+        sum.is_some_and(|&sum| vector_sum(vector) == sum)
+    }
+
     /// How many rows keep their vector besides their code.
     pub fn vectors_held(&self) -> usize {
         self.data.len().checked_div(self.dim).unwrap_or(0)

@@ -1,8 +1,10 @@
 //! The search cache: what every query needs in memory, loaded once per store generation.
 //!
 //! Owns: deciding when the cache is stale and reading documents, edges and vectors in one read
-//! snapshot, then the places of the rows' vectors on a thread of their own. Does not own: turning the rows into the corpus (judgment.rs), how vectors are read
-//! from sqlite-vec (vectors.rs) or how a query uses the cache (search.rs, explain.rs).
+//! snapshot, then the places of the rows' vectors, and where their blocks lie in the file, on a
+//! thread of their own. Does not own: turning the rows into the corpus (judgment.rs), how
+//! vectors are read from sqlite-vec (vectors.rs, direct.rs) or how a query uses the cache
+//! (search.rs, explain.rs).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -13,6 +15,7 @@ use crate::judgment::{Corpus, DocumentRecord, EdgeRecord, IdIndex};
 use crate::lexical::LexicalIndex;
 use crate::memory::huge_vec;
 
+use super::direct::Direct;
 use super::lexical_files::Lexical;
 use super::Store;
 
@@ -31,6 +34,9 @@ pub(crate) struct SearchCache {
     /// waits for them, and until they are read (or when they cannot be) each vector read back
     /// looks its place up.
     pub(crate) places: Arc<OnceLock<Vec<u64>>>,
+    /// Where each sqlite-vec block lies in the store's file (direct.rs), found by the same
+    /// thread once the places are read: a vector read back is then one `pread` of its bytes.
+    pub(crate) direct: Arc<OnceLock<Direct>>,
     /// Set once that thread is started (or, in a cache read during a write, never to be): what
     /// tells it to give up and what joins it when the cache is let go.
     placing: OnceLock<Placing>,
@@ -75,8 +81,9 @@ impl SearchCache {
             return (read.len() == self.row_chunk.len()).then_some(read.as_slice());
         }
         self.placing.get_or_init(|| {
-            let (path, generation) = (path.to_string(), self.generation);
+            let (path, generation, dim) = (path.to_string(), self.generation, self.dense.dim());
             let (cell, chunks) = (Arc::clone(&self.places), self.row_chunk.to_vec());
+            let direct = Arc::clone(&self.direct);
             let stop = Arc::new(AtomicBool::new(false));
             let told = Arc::clone(&stop);
             // A thread the system refuses leaves every read to look its place up.
@@ -85,6 +92,9 @@ impl SearchCache {
                 .spawn(move || {
                     if let Some(read) = Store::places_apart(&path, generation, &chunks, &told) {
                         let _ = cell.set(read);
+                        if let Some(found) = Store::direct_apart(&path, dim, &told) {
+                            let _ = direct.set(found);
+                        }
                     }
                 })
                 .ok();
@@ -286,6 +296,7 @@ impl Store {
             dense,
             chunk_row: IdIndex::of(&row_chunk),
             places: Arc::new(OnceLock::new()),
+            direct: Arc::new(OnceLock::new()),
             placing,
             row_chunk,
             row_doc,

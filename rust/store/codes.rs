@@ -4,8 +4,10 @@
 //! reproduce, or none where the store can read one back cheaply: a model's rows are then held
 //! as their fine codes), the exact scores of cached rows with the vectors they read back, and
 //! writing the codes of vectors stored before the table existed. Does not own: the codes
-//! themselves (row_code.rs, fine.rs), reading vectors (vectors.rs) or writing a document's rows
-//! (write.rs, which writes each code with its vector).
+//! themselves (row_code.rs, fine.rs), reading vectors (vectors.rs, direct.rs: each read at its
+//! place in the file is checked here against its code's checksum, and one that fails is read
+//! through SQLite) or writing a document's rows (write.rs, which writes each code with its
+//! vector).
 
 use rusqlite::types::ValueRef;
 use rustc_hash::FxHashSet;
@@ -15,7 +17,7 @@ use crate::errors::{CoreError, Result};
 use crate::row_code::{code_bytes, code_tag, StoredCodes};
 
 use super::doctor::{check, some, Check};
-use super::vectors::{Declared, Loaded};
+use super::vectors::{self, Declared, Loaded};
 use super::{SearchCache, Store};
 
 /// The dense index with (chunk id, document id) per row.
@@ -241,7 +243,34 @@ impl Store {
         let placed = |rows: &[usize]| -> Option<Vec<u64>> {
             places.map(|p| rows.iter().map(|&r| p[r]).collect())
         };
-        let mut fast = |rows: &[usize]| self.read_rows(&chunks(rows), placed(rows).as_deref(), dim);
+        // At their place in the file first (direct.rs), each checked against its code's
+        // checksum here; a row not read so, or read wrong, is read through SQLite.
+        let direct = places.and(cache.direct.get());
+        let mut fast = |rows: &[usize]| {
+            let (chunks, places) = (chunks(rows), placed(rows));
+            let (Some(direct), Some(places)) = (direct, places.as_deref()) else {
+                return self.read_rows(&chunks, places.as_deref(), dim);
+            };
+            let mut out = vec![0.0f32; rows.len() * dim];
+            let mut bytes = vec![0u8; dim * 4];
+            let mut missed = Vec::new();
+            for (n, (&row, to)) in rows.iter().zip(out.chunks_exact_mut(dim)).enumerate() {
+                let read = vectors::unplace(places[n])
+                    .is_some_and(|(block, slot)| direct.read(block, slot, to, &mut bytes));
+                if !(read && cache.dense.vector_matches(row, to)) {
+                    missed.push(n);
+                }
+            }
+            if !missed.is_empty() {
+                let again: Vec<i64> = missed.iter().map(|&n| chunks[n]).collect();
+                let at: Vec<u64> = missed.iter().map(|&n| places[n]).collect();
+                let read = self.read_rows(&again, Some(&at), dim)?;
+                for (&n, from) in missed.iter().zip(read.chunks_exact(dim)) {
+                    out[n * dim..(n + 1) * dim].copy_from_slice(from);
+                }
+            }
+            Ok(out)
+        };
         match scan(&mut fast) {
             Err(Unread::Sum(_)) => {
                 let mut table = |rows: &[usize]| self.read_rows_table(&chunks(rows), dim);
@@ -550,6 +579,53 @@ mod tests {
             top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
         };
         assert_eq!(bits(&again), bits(&right));
+    }
+
+    #[test]
+    fn a_vector_read_wrong_at_its_place_in_the_file_is_read_again_through_sqlite() {
+        let (_dir, mut store) = store("codes-direct");
+        // The walk reads the file: pages still in the WAL are not there yet.
+        store
+            .conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
+        store.ensure_cache().unwrap();
+        let query: Vec<f32> = (0..DIM).map(|i| (i % 7) as f32 - 3.0).collect();
+        let right = store
+            .cached_top(store.cache.as_ref().unwrap(), &query, 5)
+            .unwrap();
+        // The first search's reads started the thread that finds every block in the file.
+        let cell = std::sync::Arc::clone(&store.cache.as_ref().unwrap().direct);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while cell.get().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let direct = cell.get().expect("the blocks are found");
+        let cache = store.cache.as_ref().unwrap();
+        let place = cache.places.get().unwrap()[0];
+        let (block, slot) = super::super::vectors::unplace(place).unwrap();
+        let (mut to, mut bytes) = (vec![0.0f32; DIM], vec![0u8; DIM * 4]);
+        assert!(direct.read(block, slot, &mut to, &mut bytes));
+        assert!(cache.dense.vector_matches(0, &to));
+        assert_eq!(
+            bits(&store.cached_top(cache, &query, 5).unwrap()),
+            bits(&right)
+        );
+        // Every block found one vector further on: each vector read there is its neighbour's.
+        let shifted = direct.shifted((DIM * 4) as u64);
+        assert!(shifted.read(block, slot, &mut to, &mut bytes));
+        assert!(!cache.dense.vector_matches(0, &to));
+        let cache = store.cache.as_mut().unwrap();
+        cache.direct = std::sync::Arc::new(std::sync::OnceLock::from(shifted));
+        let cache = store.cache.as_ref().unwrap();
+        assert_eq!(
+            bits(&store.cached_top(cache, &query, 5).unwrap()),
+            bits(&right)
+        );
+    }
+
+    fn bits(top: &[(usize, f32)]) -> Vec<(usize, u32)> {
+        top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod cache;
 mod codes;
 mod committed;
 mod corpus_rows;
+mod direct;
 mod doctor;
 mod explain;
 mod export;

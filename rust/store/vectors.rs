@@ -5,8 +5,8 @@
 //! every check on it passes and through the virtual table otherwise, refusing storage whose
 //! positions contradict each other, and reading back the vectors of given chunks (`read_rows`),
 //! by the places a search cache holds for them (`places_of`) where it has them.
-//! Does not own: writing vectors (write.rs) or what the cache does with them (cache.rs,
-//! codes.rs).
+//! Does not own: writing vectors (write.rs), reading them at their place in the file
+//! (direct.rs) or what the cache does with them (cache.rs, codes.rs).
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -16,6 +16,7 @@ use rusqlite::OptionalExtension;
 
 use crate::errors::{CoreError, Result};
 
+use super::direct::Direct;
 use super::{is_busy, Store, VEC_TABLE};
 
 /// Why the fast path did not serve the vectors.
@@ -110,7 +111,7 @@ fn place(block: i64, slot: i64) -> u64 {
 }
 
 /// The block and slot `place` packed, or None for `NO_PLACE`.
-fn unplace(packed: u64) -> Option<(i64, i64)> {
+pub(super) fn unplace(packed: u64) -> Option<(i64, i64)> {
     (packed != NO_PLACE).then_some((
         (packed >> SLOT_BITS) as i64,
         (packed & ((1 << SLOT_BITS) - 1)) as i64,
@@ -197,6 +198,25 @@ impl Store {
         })();
         let _ = conn.execute_batch("COMMIT");
         read.ok().flatten()
+    }
+
+    /// Where the blocks of `VEC_TABLE` lie in the file at `path` (direct.rs), read on a
+    /// connection of its own; None for a table of another block size, or when it cannot be
+    /// read or `stop` is set.
+    pub(super) fn direct_apart(path: &str, dim: usize, stop: &AtomicBool) -> Option<Direct> {
+        let conn = super::open_read_only(path).ok()?;
+        if Store::vectors_declared(&conn, dim) != Some(Declared::PointBlocks) {
+            return None;
+        }
+        let root: i64 = conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [format!("{VEC_TABLE}_vector_chunks00")],
+                |r| r.get(0),
+            )
+            .ok()?;
+        drop(conn);
+        Direct::open(path, u32::try_from(root).ok()?, dim, POINT_BLOCK, stop)
     }
 
     /// The vectors of `chunks`, in that order (`dim` floats each), each read by its chunk id:
@@ -754,6 +774,65 @@ mod tests {
             err.contains("chunk 99 has no vector") && err.contains("--db"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn blocks_found_in_the_file_read_the_vectors_the_table_holds() {
+        let dir = temp_db("vectors-direct");
+        let mut store = Store::open(&dir).unwrap();
+        store.begin(&embedder(DIM)).unwrap();
+        // 1,200 chunks in 150 blocks of 128 bytes: the table spans several leaf pages under an
+        // interior one.
+        for d in 0..300 {
+            store
+                .put_document(&document(&format!("n{d}.md"), 4), "t0")
+                .unwrap();
+        }
+        store.commit("t0").unwrap();
+        let stop = AtomicBool::new(false);
+        // The walk reads the file: pages still in the WAL are not there yet.
+        store
+            .conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
+        let direct = Store::direct_apart(&dir, DIM, &stop).unwrap();
+        let blocks: usize = store
+            .conn
+            .query_row("SELECT count(*) FROM vec_chunks_vector_chunks00", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!((blocks, direct.len()), (150, 150));
+        let written = written(&store);
+        let held: Vec<i64> = written.iter().map(|w| w.0).collect();
+        let places = places_of(&store.conn, &held, &stop).unwrap().unwrap();
+        let (mut to, mut bytes) = (vec![0.0f32; DIM], vec![0u8; DIM * 4]);
+        for (w, &packed) in written.iter().zip(&places) {
+            let (block, slot) = unplace(packed).unwrap();
+            assert!(
+                direct.read(block, slot, &mut to, &mut bytes),
+                "chunk {}",
+                w.0
+            );
+            assert_eq!(to, w.2, "chunk {}", w.0);
+        }
+        // A slot past its block, or a block the walk did not find, is not read.
+        let (block, _) = unplace(places[0]).unwrap();
+        assert!(!direct.read(block, POINT_BLOCK as i64, &mut to, &mut bytes));
+        assert!(!direct.read(block + 10_000, 0, &mut to, &mut bytes));
+        // A walk from a page that is not a table's b-tree (an index's root) finds nothing.
+        let index_root: u32 = store
+            .conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE type = 'index' LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(Direct::open(&dir, index_root, DIM, POINT_BLOCK, &stop).is_none());
+        // Nor does one told to stop, or one of a table of another block size.
+        assert!(Direct::open(&dir, 2, DIM, POINT_BLOCK, &AtomicBool::new(true)).is_none());
+        assert!(Store::direct_apart(&dir, DIM + 1, &stop).is_none());
     }
 
     #[test]
