@@ -551,10 +551,7 @@ mod tests {
             .unwrap();
         // The first search's reads started the thread that reads every row's place.
         let cell = std::sync::Arc::clone(&store.cache.as_ref().unwrap().places);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while cell.get().is_none() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        waited(&cell);
         let cache = store.cache.as_mut().unwrap();
         let mut places = super::super::vectors::places_of(
             &store.conn,
@@ -575,9 +572,6 @@ mod tests {
             .unwrap();
         assert_ne!(read, store.read_rows_table(&swapped, DIM).unwrap());
         let again = store.cached_top(cache, &query, 5).unwrap();
-        let bits = |top: &[(usize, f32)]| -> Vec<(usize, u32)> {
-            top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
-        };
         assert_eq!(bits(&again), bits(&right));
     }
 
@@ -596,11 +590,7 @@ mod tests {
             .unwrap();
         // The first search's reads started the thread that finds every block in the file.
         let cell = std::sync::Arc::clone(&store.cache.as_ref().unwrap().direct);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while cell.get().is_none() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        let direct = cell.get().expect("the blocks are found");
+        let direct = waited(&cell).expect("the blocks are found");
         let cache = store.cache.as_ref().unwrap();
         let place = cache.places.get().unwrap()[0];
         let (block, slot) = super::super::vectors::unplace(place).unwrap();
@@ -624,8 +614,18 @@ mod tests {
         );
     }
 
+    /// A top k with each score as its bits: equal only when every cosine is the same float.
     fn bits(top: &[(usize, f32)]) -> Vec<(usize, u32)> {
         top.iter().map(|&(r, s)| (r, s.to_bits())).collect()
+    }
+
+    /// What the cache's thread sets in `cell`, once it has (20 s at most).
+    fn waited<T>(cell: &std::sync::OnceLock<T>) -> Option<&T> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while cell.get().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        cell.get()
     }
 
     #[test]
