@@ -243,9 +243,10 @@ impl Store {
         let placed = |rows: &[usize]| -> Option<Vec<u64>> {
             places.map(|p| rows.iter().map(|&r| p[r]).collect())
         };
-        // At their place in the file first (direct.rs), each checked against its code's
-        // checksum here; a row not read so, or read wrong, is read through SQLite.
-        let direct = places.and(cache.direct.get());
+        // At their place in the file first (direct.rs), while the file holds every page's last
+        // version, each checked against its code's checksum here; a row not read so, or read
+        // wrong, is read through SQLite.
+        let direct = places.and(cache.direct.get()).filter(|d| d.current());
         let mut fast = |rows: &[usize]| {
             let (chunks, places) = (chunks(rows), placed(rows));
             let (Some(direct), Some(places)) = (direct, places.as_deref()) else {
@@ -833,12 +834,21 @@ mod tests {
     #[test]
     fn a_search_refuses_a_vector_changed_after_its_codes_loaded() {
         let (_dir, mut store) = store("codes-search-behind");
+        // Every page in the file, none in the write-ahead log: the vectors are read there.
+        store
+            .conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
         let policy = crate::store::fixtures::policy();
         let query = coded(&store).1.row(1).to_vec();
         let first = store.search(&query, "chunk", 5, 20, &policy).unwrap();
         assert_eq!(first.dense[0].0, 2);
+        let cell = std::sync::Arc::clone(&store.cache.as_ref().unwrap().direct);
+        assert!(waited(&cell).is_some_and(|d| d.current()));
         // Chunk 2's vector changed behind its code, its generation the same: the held codes
         // stay, and its vector read back for its exact cosine fails the checksum both ways.
+        // The file still holds the vector it had (the change is in the log), which matches its
+        // code: it is not read there.
         change_vector_of_chunk_2(&store);
         let err = store.search(&query, "chunk", 5, 20, &policy).unwrap_err();
         let text = err.to_string();

@@ -4,10 +4,12 @@
 //!
 //! Owns: finding where each sqlite-vec block's vectors lie in the file, by a walk of its
 //! table's b-tree pages as the file holds them, and reading a vector there. A place found so is
-//! only where to look, as a row's block and slot are (vectors.rs): pages still in the WAL, a
-//! file checkpointed since, or a damaged page make it wrong, and the caller checks every vector
-//! read here against its code's checksum and reads one that fails through SQLite. The walk
-//! gives up (no places) on anything it does not expect. Does not own: the rows' blocks and
+//! only where to look, as a row's block and slot are (vectors.rs): a file checkpointed since
+//! the walk, or a damaged page, make it wrong, and the caller checks every vector read here
+//! against its code's checksum and reads one that fails through SQLite. Nothing is read here
+//! while the store's write-ahead log holds a frame (`Direct::current`): the last version of a
+//! page may be there, and the file's older copy could still match its code. The walk gives up
+//! (no places) on anything it does not expect. Does not own: the rows' blocks and
 //! slots (vectors.rs), when the walk is made (cache.rs) or the checksum (codes.rs).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Where the vectors of each block of a sqlite-vec table lie in a store's file, and the file.
 pub(crate) struct Direct {
     file: std::fs::File,
+    /// The store's write-ahead log: while it holds any frame, a page's last version may be
+    /// there and not in the file (`Direct::current`).
+    wal: std::path::PathBuf,
     /// The file offset of block `first + i`'s first vector at `i` (0: not found).
     offsets: Vec<u64>,
     first: i64,
@@ -185,11 +190,20 @@ impl Direct {
         }
         Some(Direct {
             file,
+            wal: format!("{path}-wal").into(),
             first,
             offsets,
             width,
             per_block,
         })
+    }
+
+    /// Whether the file holds the last version of every page: its write-ahead log is there
+    /// (a connection is open, so SQLite keeps it) and empty. A vector changed since the last
+    /// checkpoint is in the log, and the file's older copy may still match the code it had:
+    /// while the log holds frames, nothing is read here.
+    pub(crate) fn current(&self) -> bool {
+        std::fs::metadata(&self.wal).is_ok_and(|m| m.is_file() && m.len() == 0)
     }
 
     /// The vector in `slot` of `block` read into `to` (`dim` components); false when the block
@@ -222,6 +236,7 @@ impl Direct {
     pub(crate) fn shifted(&self, by: u64) -> Direct {
         Direct {
             file: self.file.try_clone().unwrap(),
+            wal: self.wal.clone(),
             offsets: self.offsets.iter().map(|&o| o + by).collect(),
             first: self.first,
             width: self.width,
