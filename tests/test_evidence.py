@@ -199,6 +199,31 @@ def test_made_lookups_never_tighten_a_labelled_fit_against_its_own_questions() -
     assert mixed_weights == weights
 
 
+def test_made_lookups_never_move_a_labelled_boundary_either_way() -> None:
+    """SPEC §7: the lookups may only add evidence, so a labelled fit with them places its
+    boundary where it does without them, tighter no more than looser. Seen on real decision
+    records: unanswerable questions naming `EC2` and `eu-west-2` were lifted by the identifier
+    weight the lookups raised, and the boundary rose from 0.380 to 0.550 (far-gap false
+    confidence 0.07 → 0.00) without any of the labelled questions' own errors growing. The
+    weight may rise only where the labelled questions keep their threshold and every
+    decision."""
+
+    def ev(answerable: bool, score: float, lexical: float = 0.0, match: bool = False) -> Evidence:
+        return Evidence("q", answerable, ((score, lexical, True, match, True),))
+
+    labelled = [ev(True, 0.60 + i / 100) for i in range(20)]
+    labelled += [ev(False, 0.20 + i / 100) for i in range(17)]
+    labelled += [ev(False, 0.30, match=True) for _ in range(3)]
+    alone, weights = fit_evidence(labelled)
+    lookups = [ev(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
+    mixed, mixed_weights = fit_labelled_evidence(labelled, lookups)
+    assert mixed.threshold == alone.threshold
+    assert mixed_weights == weights
+    assert [e.sample(*mixed_weights) >= mixed.threshold for e in labelled] == [
+        e.sample(*weights) >= alone.threshold for e in labelled
+    ]
+
+
 def test_records_without_features_load_as_dense_only() -> None:
     base = {"fingerprint": "f", "threshold": 0.4, "scale": 0.05, "certified": True}
     cal, why = load_record(base, "f")

@@ -298,12 +298,12 @@ def fit_labelled_evidence(
     """SPEC §7: a labelled fit with the questions recall made beside it (identifier lookups).
     The labelled questions choose the lexical weight and place the threshold exactly as they
     would alone; the made ones may only add evidence: they count for the AUC and its
-    certification and may raise the identifier weight, never lower the threshold under the
-    labelled questions' own placement. A lookup's low dense cosine is lifted by its identifier
-    evidence, not by pulling the boundary under every off-topic question. The weight is raised
-    only as far as the labelled questions' own leave-one-out errors do not grow: it lifts the
-    labelled questions naming an identifier too, and unanswerable ones among them would raise
-    the boundary over answers the labelled fit let through."""
+    certification and may raise the identifier weight, never move the labelled questions'
+    boundary. A lookup's low dense cosine is lifted by its identifier evidence, not by pulling
+    the boundary under every off-topic question. The weight lifts the labelled questions
+    naming an identifier too: unanswerable ones among them would raise the boundary, answerable
+    ones lower it. So a weight is taken only where the labelled questions alone place the same
+    threshold with it and every one of them keeps its decision."""
     alone, (lexical, identifier) = fit_evidence(labelled)
     if not made:
         return alone, (lexical, identifier)
@@ -311,13 +311,14 @@ def fit_labelled_evidence(
     placing = [True] * len(labelled) + [False] * len(made)
     best: tuple[tuple[float, float, float], Fit, tuple[float, float]] | None = None
     asked = [e for e in made if e.answerable]
+    decided = [e.sample(lexical, identifier) >= alone.threshold for e in labelled]
 
-    def own_errors(ident: float) -> float:
-        own = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in labelled])
-        return (own.loo_false_confidence or 0.0) + (own.loo_false_abstain or 0.0)
+    def keeps_labelled(ident: float) -> bool:
+        samples = [e.sample(lexical, ident) for e in labelled]
+        own = fit([(e.query, e.answerable, s) for e, s in zip(labelled, samples)])
+        return own.threshold == alone.threshold and [s >= own.threshold for s in samples] == decided
 
-    allowed = (alone.loo_false_confidence or 0.0) + (alone.loo_false_abstain or 0.0) + 1e-12
-    for ident in (w for w in IDENTIFIER_WEIGHTS if w >= identifier and own_errors(w) <= allowed):
+    for ident in (w for w in IDENTIFIER_WEIGHTS if w >= identifier and keeps_labelled(w)):
         result = fit([(e.query, e.answerable, e.sample(lexical, ident)) for e in both], placing)
         errors = (result.loo_false_confidence or 0.0) + (result.loo_false_abstain or 0.0)
         # The lookups the labelled boundary would refuse count as errors too.
