@@ -40,6 +40,7 @@ FLOORS: list[tuple[str, set[str]]] = [
             "recall.int8_graph",
             "recall.names",
             "recall.heap",
+            "recall.pathlist",
         },
     ),
     (

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -36,6 +36,7 @@ from recall.errors import PruneRefusedError, UsageError
 from recall.forgetting import held_back
 from recall.frontmatter import Frontmatter
 from recall.interrupts import raise_if_stopped
+from recall.pathlist import PathList
 from recall.rows import DocumentRow
 from recall.sources import content_digest, sidecar_read
 from recall.vocabularies import SETTINGS, Declarations, Sidecar, declare
@@ -82,10 +83,11 @@ Progress = Callable[..., None]
 class IndexReport:
     """What one index run did. `refused` files had errors; `skipped` ones were not eligible."""
 
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
+    #: The paths, as one block of text each (`PathList`: a first index reports every note).
+    added: PathList = field(default_factory=PathList)
+    updated: PathList = field(default_factory=PathList)
     unchanged: int = 0
-    removed: list[str] = field(default_factory=list)
+    removed: PathList = field(default_factory=PathList)
     refused: list[Skipped] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     chunks: int = 0
@@ -119,7 +121,9 @@ class IndexReport:
         return not self.refused
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # `asdict` copies each field; the paths are written out as lists instead.
+        data = asdict(replace(self, added=PathList(), updated=PathList(), removed=PathList()))
+        data.update(added=list(self.added), updated=list(self.updated), removed=list(self.removed))
         data["ok"] = self.ok
         return data
 
