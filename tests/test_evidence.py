@@ -141,83 +141,79 @@ def test_calibration_fits_weights_that_make_identifier_lookups_right(
             assert [h.provenance.file for h in res.ok_hits] == [f"incidents/inc-{4400 + n}.md"]
 
 
-def test_fit_prefers_dense_only_when_the_lexical_leg_adds_nothing() -> None:
-    def ev(answerable: bool, score: float, lexical: float) -> Evidence:
-        return Evidence("q", answerable, ((score, lexical, True, False, True),))
+def _evidence(
+    answerable: bool, score: float, lexical: float = 0.0, match: bool = False
+) -> Evidence:
+    """One question's evidence: a single hit that holds what it asks for and counts."""
+    return Evidence("q", answerable, ((score, lexical, True, match, True),))
 
-    separated = [ev(True, 0.8, 0.1), ev(True, 0.7, 0.0), ev(False, 0.2, 0.9), ev(False, 0.1, 0.5)]
+
+#: Twenty made lookups whose dense cosine is low: the identifier, not the topic, names their note.
+LOOKUPS = [_evidence(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
+
+
+def test_fit_prefers_dense_only_when_the_lexical_leg_adds_nothing() -> None:
+    separated = [
+        _evidence(True, 0.8, 0.1),
+        _evidence(True, 0.7, 0.0),
+        _evidence(False, 0.2, 0.9),
+        _evidence(False, 0.1, 0.5),
+    ]
     fitted, weights = fit_evidence(separated)
     assert weights == (0.0, 0.0) and fitted.auc == 1.0
     # Dense alone cannot tell these apart; the lexical share can.
-    tangled = [ev(True, 0.3, 0.9), ev(True, 0.2, 0.8), ev(False, 0.3, 0.1), ev(False, 0.25, 0.2)]
+    tangled = [
+        _evidence(True, 0.3, 0.9),
+        _evidence(True, 0.2, 0.8),
+        _evidence(False, 0.3, 0.1),
+        _evidence(False, 0.25, 0.2),
+    ]
     fitted, weights = fit_evidence(tangled)
     assert weights[0] > 0 and fitted.auc == 1.0
 
 
 def test_made_lookups_never_loosen_a_labelled_fit() -> None:
     """SPEC §7: the identifier lookups recall makes beside a labelled set may only add evidence.
-    Lookups whose dense cosine is low (the identifier, not the topic, names their note) must not
-    pull the labelled threshold down under the off-topic questions, nor change the lexical
-    weight the labelled questions chose; they may switch the identifier weight on."""
-
-    def ev(answerable: bool, score: float, lexical: float = 0.0, match: bool = False) -> Evidence:
-        return Evidence("q", answerable, ((score, lexical, True, match, True),))
-
-    labelled = [ev(True, 0.55 + i / 100) for i in range(20)]
-    labelled += [ev(False, 0.20 + i / 100) for i in range(20)]
+    Lookups whose dense cosine is low must not pull the labelled threshold down under the
+    off-topic questions, nor change the lexical weight the labelled questions chose; they may
+    switch the identifier weight on."""
+    labelled = [_evidence(True, 0.55 + i / 100) for i in range(20)]
+    labelled += [_evidence(False, 0.20 + i / 100) for i in range(20)]
     alone, weights = fit_evidence(labelled)
-    lookups = [ev(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
-    mixed, mixed_weights = fit_labelled_evidence(labelled, lookups)
+    mixed, mixed_weights = fit_labelled_evidence(labelled, LOOKUPS)
     assert mixed.threshold == alone.threshold
     assert mixed_weights[0] == weights[0]
     # The lookups are answered: the identifier evidence lifts them over the boundary.
     assert mixed_weights[1] > 0
-    assert all(e.sample(*mixed_weights) >= mixed.threshold for e in lookups)
+    assert all(e.sample(*mixed_weights) >= mixed.threshold for e in LOOKUPS)
     # Without lookups the labelled fit is the fit of its questions alone.
     assert fit_labelled_evidence(labelled, []) == (alone, weights)
 
 
-def test_made_lookups_never_tighten_a_labelled_fit_against_its_own_questions() -> None:
-    """The identifier weight the lookups raise also lifts labelled questions that name an
-    identifier: unanswerable ones about a subject no note answers ("spot instances on EC2?")
-    then raise the labelled boundary over answerable questions it let through alone. Seen on a
-    set of real decision records: threshold 0.564 → 0.707, false abstention 0.07 → 0.27. The
-    lookups may raise the weight only where the labelled questions' own leave-one-out errors
-    do not grow."""
-
-    def ev(answerable: bool, score: float, lexical: float = 0.0, match: bool = False) -> Evidence:
-        return Evidence("q", answerable, ((score, lexical, True, match, True),))
-
-    labelled = [ev(True, 0.50 + i / 100) for i in range(20)]
-    labelled += [ev(False, 0.20 + i / 100) for i in range(17)]
-    labelled += [ev(False, 0.40, match=True) for _ in range(3)]
+@pytest.mark.parametrize(
+    ("answerable_from", "named_at"),
+    [(0.50, 0.40), (0.60, 0.30)],
+    ids=["over-its-own-answers", "without-an-error-of-its-own"],
+)
+def test_made_lookups_never_move_a_labelled_boundary_either_way(
+    answerable_from: float, named_at: float
+) -> None:
+    """SPEC §7: the lookups may only add evidence, so a labelled fit with them places its
+    boundary where it does without them, tighter no more than looser. The identifier weight
+    they raise also lifts labelled questions that name an identifier, and unanswerable ones
+    about a subject no note answers ("spot instances on EC2?") then raise the boundary. Seen on
+    a set of real decision records: over answerable questions the labelled fit let through
+    alone (threshold 0.564 → 0.707, false abstention 0.07 → 0.27), and, with none of the
+    labelled questions' own errors growing, over its far gaps (0.380 → 0.550, far-gap false
+    confidence 0.07 → 0.00). The weight may rise only where the labelled questions keep their
+    threshold and every decision."""
+    labelled = [_evidence(True, answerable_from + i / 100) for i in range(20)]
+    labelled += [_evidence(False, 0.20 + i / 100) for i in range(17)]
+    labelled += [_evidence(False, named_at, match=True) for _ in range(3)]
     alone, weights = fit_evidence(labelled)
-    lookups = [ev(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
-    mixed, mixed_weights = fit_labelled_evidence(labelled, lookups)
+    mixed, mixed_weights = fit_labelled_evidence(labelled, LOOKUPS)
     assert mixed.threshold == alone.threshold
     assert mixed.loo_false_abstain == alone.loo_false_abstain
-    assert mixed_weights == weights
-
-
-def test_made_lookups_never_move_a_labelled_boundary_either_way() -> None:
-    """SPEC §7: the lookups may only add evidence, so a labelled fit with them places its
-    boundary where it does without them, tighter no more than looser. Seen on real decision
-    records: unanswerable questions naming `EC2` and `eu-west-2` were lifted by the identifier
-    weight the lookups raised, and the boundary rose from 0.380 to 0.550 (far-gap false
-    confidence 0.07 → 0.00) without any of the labelled questions' own errors growing. The
-    weight may rise only where the labelled questions keep their threshold and every
-    decision."""
-
-    def ev(answerable: bool, score: float, lexical: float = 0.0, match: bool = False) -> Evidence:
-        return Evidence("q", answerable, ((score, lexical, True, match, True),))
-
-    labelled = [ev(True, 0.60 + i / 100) for i in range(20)]
-    labelled += [ev(False, 0.20 + i / 100) for i in range(17)]
-    labelled += [ev(False, 0.30, match=True) for _ in range(3)]
-    alone, weights = fit_evidence(labelled)
-    lookups = [ev(True, 0.05 + i / 200, 0.9, match=True) for i in range(20)]
-    mixed, mixed_weights = fit_labelled_evidence(labelled, lookups)
-    assert mixed.threshold == alone.threshold
     assert mixed_weights == weights
     assert [e.sample(*mixed_weights) >= mixed.threshold for e in labelled] == [
         e.sample(*weights) >= alone.threshold for e in labelled
