@@ -54,6 +54,7 @@ const NOISY_MOST: usize = 2048;
 /// three quarters of the pass's work.
 const PLANES: usize = 3;
 /// How far ahead of the row being scored the code pass asks for memory.
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_ROWS: usize = 16;
 /// How many shortlisted rows ahead of the one being rescored are asked for.
 const RESCORE_AHEAD: usize = 8;

@@ -83,6 +83,7 @@ impl TopK {
     }
 
     /// The score a row must beat to be kept (minus infinity until `k` rows are held).
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(crate) fn floor(&self) -> f32 {
         self.floor

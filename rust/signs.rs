@@ -32,6 +32,7 @@ const SAMPLE_RUN: usize = 128;
 /// Blocks the cut asks for ahead of the one it counts: a search comes to rows other work has
 /// pushed out of the caches, and the prefetcher stops at each 4 KiB page (0.2 ms of the cut's
 /// 0.8 over 100k rows of 384 dimensions, on a 2-vCPU Xeon with the caches swept).
+#[cfg(target_arch = "x86_64")]
 const BLOCKS_AHEAD: usize = 8;
 
 /// Every row's sign words, eight rows to a block: word `i` of row `8b + l` is at
@@ -169,6 +170,7 @@ impl Signs {
     }
 
     /// `visit(r, d)` for each row `r` of `lo..hi` with its distance `d`, in row order.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     fn each_distance(
         &self,
         q: &SignQuery,
@@ -278,18 +280,15 @@ fn line(counts: &[u32], keep: usize) -> u32 {
 }
 
 /// The most planes the AVX-512 cut counts (a query has at most three).
+#[cfg(target_arch = "x86_64")]
 const MOST_PLANES: usize = 3;
 
 /// Whether the AVX-512 cut runs here.
+#[cfg(target_arch = "x86_64")]
 fn avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("avx512vpopcntdq")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512vl")
+        && std::is_x86_feature_detected!("avx512vpopcntdq")
 }
 
 /// `visit(b, d)` with the eight distances of each block `first..last` (as eight u32): each word

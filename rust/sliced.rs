@@ -190,8 +190,10 @@ fn scan_portable(part: &Part, terms: &[Term], units: &[f32], k: usize) -> Vec<(u
 }
 
 /// How many blocks ahead of the one being summed the pass asks for each dimension's words.
+#[cfg(target_arch = "x86_64")]
 const PREFETCH_BLOCKS: usize = 24;
 /// How many blocks ahead it asks for the rows' units (a block's 64 units: four cache lines).
+#[cfg(target_arch = "x86_64")]
 const UNIT_PREFETCH_BLOCKS: usize = 8;
 
 /// The pass with 64 rows' sums in 8-bit lanes (one register) when the query's largest sum
