@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +57,16 @@ def test_paths_hold_under_half_of_what_a_list_of_strings_does() -> None:
         tracemalloc.stop()
     assert held == made()
     assert compact < listed / 2, (compact, listed)
+
+
+def test_a_walk_holds_its_files_as_one_block_of_text(tmp_path: Path) -> None:
+    from recall.walk import walk
+
+    names = ["a.md", "sub/é ü.md", "sub/deeper/c.txt"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("# Note\n\nBody.\n", encoding="utf-8")
+    listing = walk(tmp_path)
+    assert isinstance(listing.files, PathList)
+    assert sorted(listing.files) == sorted(names)
+    assert dict(listing.paths()) == {n: os.path.join(str(tmp_path), n) for n in names}

@@ -270,18 +270,21 @@ class IndexRun:
             report.skipped.extend(c.skipped)
             report.refused.extend(c.refused)
             # SPEC §8.4: a forgotten document stays out of the store until `forget --undo`.
-            forgotten = {rel for rel in c.files if (str(c.source), rel) in skipped}
+            forgotten: set[str] = (
+                {rel for rel in c.files if (str(c.source), rel) in skipped} if skipped else set()
+            )
             if forgotten:
                 report.skipped.extend(
                     Skipped(rel, "forgotten (recall forget --undo brings it back)")
                     for rel in c.files
                     if rel in forgotten
                 )
-                c.files = [rel for rel in c.files if rel not in forgotten]
-            if c.whole_folder:
+                c.files = PathList(rel for rel in c.files if rel not in forgotten)
+            stored = self.stored[str(c.source)]
+            # Only documents already indexed can be gone: a first index makes no set of its files.
+            if c.whole_folder and stored:
                 on_disk = set(c.files)
                 # SPEC §11: a document whose file or folder could not be read is never "gone".
-                stored = self.stored[str(c.source)]
                 gone = sorted(r for r in set(stored) - on_disk if not c.keeps(r))
                 if gone:
                     self.removals[str(c.source)] = gone

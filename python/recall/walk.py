@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from recall.errors import UsageError
+from recall.pathlist import PathList
 
 if TYPE_CHECKING:
     from recall.store import Store
@@ -82,8 +83,9 @@ class Listing:
 
     source: Path
     #: The relative path of each eligible file (`paths` gives each with its path, made as it is
-    #: asked for: a listing of a million notes holds each path once).
-    files: list[str] = field(default_factory=list)
+    #: asked for), held as one block of text: a listing of a million notes holds each path once,
+    #: in about a third of what a list of strings takes.
+    files: PathList = field(default_factory=PathList)
     #: A note's metadata file (SPEC §2.5, vocabulary `sidecar`): note's relative path ->
     #: (the metadata file's relative path, its path).
     sidecars: dict[str, tuple[str, str]] = field(default_factory=dict)
