@@ -1,4 +1,4 @@
-"""The paths an index run reports, held as one block of text (`recall.pathlist`)."""
+"""The paths an index run lists and reports, held as one block of text (`recall.pathlist`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from recall.indexing import IndexReport
 from recall.pathlist import PathList
+from recall.walk import walk
 
 ODD = ["a.md", "notes/é ü.md", "x\udcff.md", "", "deep/er/path with spaces.md"]
 
@@ -60,8 +61,6 @@ def test_paths_hold_under_half_of_what_a_list_of_strings_does() -> None:
 
 
 def test_a_walk_holds_its_files_as_one_block_of_text(tmp_path: Path) -> None:
-    from recall.walk import walk
-
     names = ["a.md", "sub/é ü.md", "sub/deeper/c.txt"]
     for name in names:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,11 @@
-"""The paths an index run reports, held as one block of text (SPEC §10: a first index of a
-million notes within a laptop's memory).
+"""The paths an index run lists and reports, held as one block of text (SPEC §10: a first index
+of a million notes within a laptop's memory).
 
-Owns: holding a run's reported paths (`IndexReport.added`, `updated`, `removed`) in about a
-third of what a list of strings takes (a million paths of 25 characters: 30 MB against 77 MB),
-which the report keeps through the calibration that ends a first index. Does not own: what a
-run reports (indexing.py) or how it is shown (`IndexReport.to_dict`, the CLI).
+Owns: holding paths in about a third of what a list of strings takes (a million paths of 25
+characters: 30 MB against 77 MB): the files a walk lists before the run writes (`Listing.files`)
+and the paths a run reports (`IndexReport.added`, `updated`, `removed`), which the report keeps
+through the calibration that ends a first index. Does not own: what a walk lists (walk.py), what
+a run reports (indexing.py) or how it is shown (`IndexReport.to_dict`, the CLI).
 """
 
 from __future__ import annotations
