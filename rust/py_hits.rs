@@ -2,6 +2,7 @@
 //! and `Corpus.judge` for PostgreSQL), so the keys a hit carries and what they mean cannot drift
 //! apart. `python/recall/_core.pyi` types them (`HitDict`, `JudgmentDict`).
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -12,11 +13,14 @@ use crate::trust::Judged;
 /// Per-leg ranks and reciprocal-rank contributions of a retrieved chunk.
 pub(crate) fn retrieval_dict<'py>(py: Python<'py>, f: &Fused) -> PyResult<Bound<'py, PyDict>> {
     let r = PyDict::new(py);
-    r.set_item("dense_rank", f.dense_rank)?;
-    r.set_item("lexical_rank", f.lexical_rank)?;
-    r.set_item("dense_rrf", fusion::contribution(f.dense_rank))?;
-    r.set_item("lexical_rrf", fusion::contribution(f.lexical_rank))?;
-    r.set_item("fused", f.score)?;
+    r.set_item(intern!(py, "dense_rank"), f.dense_rank)?;
+    r.set_item(intern!(py, "lexical_rank"), f.lexical_rank)?;
+    r.set_item(intern!(py, "dense_rrf"), fusion::contribution(f.dense_rank))?;
+    r.set_item(
+        intern!(py, "lexical_rrf"),
+        fusion::contribution(f.lexical_rank),
+    )?;
+    r.set_item(intern!(py, "fused"), f.score)?;
     Ok(r)
 }
 
@@ -50,22 +54,22 @@ pub(crate) fn judgment<'py>(
         unread,
     } = named;
     let d = PyDict::new(py);
-    d.set_item("verdict", j.verdict.as_str())?;
-    d.set_item("confidence", j.confidence)?;
-    d.set_item("score", f64::from(j.score))?;
-    d.set_item("superseded_by", superseded_by)?;
-    d.set_item("promoted_from", promoted_from)?;
-    d.set_item("displaced_by", displaced_by)?;
-    d.set_item("lacks", lacks)?;
-    d.set_item("promoted", j.promoted)?;
-    d.set_item("fetched", j.fetched)?;
-    d.set_item("lexical", f64::from(j.lexical))?;
-    d.set_item("identifiers_held", j.identifiers_held)?;
-    d.set_item("identifier_match", j.identifier_match)?;
-    d.set_item("proven", j.proven)?;
-    d.set_item("unread", unread)?;
+    d.set_item(intern!(py, "verdict"), j.verdict.as_str())?;
+    d.set_item(intern!(py, "confidence"), j.confidence)?;
+    d.set_item(intern!(py, "score"), f64::from(j.score))?;
+    d.set_item(intern!(py, "superseded_by"), superseded_by)?;
+    d.set_item(intern!(py, "promoted_from"), promoted_from)?;
+    d.set_item(intern!(py, "displaced_by"), displaced_by)?;
+    d.set_item(intern!(py, "lacks"), lacks)?;
+    d.set_item(intern!(py, "promoted"), j.promoted)?;
+    d.set_item(intern!(py, "fetched"), j.fetched)?;
+    d.set_item(intern!(py, "lexical"), f64::from(j.lexical))?;
+    d.set_item(intern!(py, "identifiers_held"), j.identifiers_held)?;
+    d.set_item(intern!(py, "identifier_match"), j.identifier_match)?;
+    d.set_item(intern!(py, "proven"), j.proven)?;
+    d.set_item(intern!(py, "unread"), unread)?;
     let legs = retrieval.map(|f| retrieval_dict(py, f)).transpose()?;
-    d.set_item("retrieval", legs)?;
+    d.set_item(intern!(py, "retrieval"), legs)?;
     Ok(d)
 }
 
@@ -79,20 +83,20 @@ pub(crate) fn hit<'py>(py: Python<'py>, h: HitRow) -> PyResult<Bound<'py, PyDict
         unread: h.unread,
     };
     let d = judgment(py, &h.judged, named, h.retrieval.as_ref())?;
-    d.set_item("source", h.source)?;
-    d.set_item("path", h.path)?;
-    d.set_item("title", h.title)?;
-    d.set_item("ordinal", h.ordinal)?;
-    d.set_item("text", h.text)?;
-    d.set_item("heading_path", h.heading_path)?;
-    d.set_item("line_start", h.line_start)?;
-    d.set_item("line_end", h.line_end)?;
-    d.set_item("indexed_at", h.indexed_at)?;
-    d.set_item("first_indexed_at", h.first_indexed_at)?;
-    d.set_item("valid_from", h.valid_from)?;
-    d.set_item("valid_until", h.valid_until)?;
-    d.set_item("retired", h.retired)?;
-    d.set_item("stamp", h.stamp)?;
-    d.set_item("file_state", h.file_state)?;
+    d.set_item(intern!(py, "source"), h.source)?;
+    d.set_item(intern!(py, "path"), h.path)?;
+    d.set_item(intern!(py, "title"), h.title)?;
+    d.set_item(intern!(py, "ordinal"), h.ordinal)?;
+    d.set_item(intern!(py, "text"), h.text)?;
+    d.set_item(intern!(py, "heading_path"), h.heading_path)?;
+    d.set_item(intern!(py, "line_start"), h.line_start)?;
+    d.set_item(intern!(py, "line_end"), h.line_end)?;
+    d.set_item(intern!(py, "indexed_at"), h.indexed_at)?;
+    d.set_item(intern!(py, "first_indexed_at"), h.first_indexed_at)?;
+    d.set_item(intern!(py, "valid_from"), h.valid_from)?;
+    d.set_item(intern!(py, "valid_until"), h.valid_until)?;
+    d.set_item(intern!(py, "retired"), h.retired)?;
+    d.set_item(intern!(py, "stamp"), h.stamp)?;
+    d.set_item(intern!(py, "file_state"), h.file_state)?;
     Ok(d)
 }

@@ -546,18 +546,9 @@ impl PyStore {
         Option<(String, usize, String)>,
         Option<String>,
     )> {
-        self.with(|s| {
-            if let Some(text) = text {
-                s.read_ahead(text)?;
-            }
-            let fresh = s.freshness()?;
-            let bound = s.embedder()?;
-            let record = match &bound {
-                Some(e) => s.meta(&format!("{record_prefix}{}", e.fingerprint))?,
-                None => None,
-            };
-            Ok((fresh, bound.map(|e| (e.name, e.dim, e.fingerprint)), record))
-        })
+        let state = self.with(|s| s.search_state(record_prefix, text))?;
+        let bound = state.embedder.map(|e| (e.name, e.dim, e.fingerprint));
+        Ok((state.freshness, bound, state.record))
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -4,6 +4,7 @@ the dense leg against sqlite-vec's own KNN."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sqlite3
@@ -300,6 +301,22 @@ def test_staleness_and_timings(examples: recall.Memory) -> None:
     assert set(res.timings_ms) >= {"embed", "dense", "trust", "total"}
     data = res.to_dict()
     assert json.loads(json.dumps(data))["hits"][0]["provenance"]["file"] == "rate-limits-v2.md"
+
+
+def test_a_hit_is_what_its_dataclasses_make_of_its_fields(examples: recall.Memory) -> None:
+    certified(examples)
+    hits = examples.search(RATE_Q, now=NOW).hits
+    assert hits and any(h.retrieval is not None for h in hits)
+    for hit in hits:
+        parts = [hit, hit.provenance, hit.validity, *([hit.retrieval] if hit.retrieval else [])]
+        for part in parts:
+            # Every field held, and no other: equal to what the constructor makes of them.
+            assert set(vars(part)) == {f.name for f in dataclasses.fields(part)}
+            assert dataclasses.replace(part) == part and hash(dataclasses.replace(part)) == hash(
+                part
+            )
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                part.__setattr__(dataclasses.fields(part)[0].name, None)
 
 
 def _dense_and_vec0(mem: recall.Memory, con: Any, query: bytes) -> tuple[list[Any], list[Any]]:

@@ -48,7 +48,7 @@ pub use forget::{ForgetPlan, JournalEntry};
 pub(crate) use lexical_files::Lexical;
 pub use schema::SCHEMA_VERSION;
 pub use search::{HitRow, SearchOutcome};
-pub use stats::Stats;
+pub use stats::{SearchState, Stats};
 pub use write::{Declarations, KnownDocument, NewChunk, NewDocument, NewRetirement};
 
 /// Name of the sqlite-vec table holding one vector per chunk (`chunk_id` = `chunks.id`).
@@ -132,6 +132,9 @@ pub struct Store {
     /// The vector table's declared width, with the schema cookie it was read under: read again
     /// only when the schema changes, not on every search.
     declared_width: std::cell::Cell<Option<(i64, Option<usize>)>>,
+    /// The last search state read (`search_state`), with the data version, this connection's
+    /// count of rows written and the record prefix it was read under.
+    pub(crate) state_read: Option<((i64, u64, String), stats::SearchState)>,
 }
 
 fn open_read_only(path: &str) -> Result<Connection> {
@@ -329,6 +332,7 @@ impl Store {
             lexical: None,
             ahead: None,
             declared_width: std::cell::Cell::new(None),
+            state_read: None,
         };
         if let Some(why) = store.read_only.clone() {
             let found: i64 = store
@@ -800,6 +804,38 @@ mod tests {
         store.commit("t1").unwrap();
         let later = store.search(&query, "chunk", 5, 20, &policy).unwrap();
         assert_eq!(later.hits.len(), first.hits.len() + 1);
+    }
+
+    #[test]
+    fn the_search_state_is_read_again_after_every_commit_and_rollback() {
+        let path = temp_db("state");
+        let mut store = Store::open(&path).unwrap();
+        let documents = |s: &mut Store| s.search_state("rec:", None).unwrap().freshness.0;
+        assert_eq!(store.search_state("rec:", None).unwrap().embedder, None);
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("a.md", 1, 4), "t0").unwrap();
+        store.commit("t0").unwrap();
+        assert_eq!(documents(&mut store), 1, "its own commit");
+        assert_eq!(store.search_state("rec:", None).unwrap().record, None);
+        // Another connection's commits: a document, then a record under the prefix.
+        let mut other = Store::open(&path).unwrap();
+        other.begin(&embedder(4)).unwrap();
+        other.put_document(&doc("b.md", 1, 4), "t1").unwrap();
+        other.commit("t1").unwrap();
+        assert_eq!(documents(&mut store), 2, "another connection's commit");
+        other.set_meta_value("rec:fp", "{}").unwrap();
+        let state = store.search_state("rec:", None).unwrap();
+        assert_eq!(state.record.as_deref(), Some("{}"));
+        assert_eq!(store.search_state("other:", None).unwrap().record, None);
+        // Read inside a write that is then rolled back: the rows it wrote are not kept.
+        store.begin(&embedder(4)).unwrap();
+        store.put_document(&doc("c.md", 1, 4), "t2").unwrap();
+        assert_eq!(documents(&mut store), 2, "counted as a commit counts them");
+        store.set_meta("documents", "3").unwrap();
+        assert_eq!(documents(&mut store), 3, "a row written inside its write");
+        store.rollback();
+        assert_eq!(documents(&mut store), 2, "after the rollback");
+        assert_eq!(store.search_state("rec:", None).unwrap(), state);
     }
 
     #[test]

@@ -29,7 +29,52 @@ pub struct Stats {
     pub forgotten: i64,
 }
 
+/// What a search reads before it embeds (`Store::search_state`): `freshness`, `embedder` and
+/// the calibration record of that embedder under the prefix asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchState {
+    pub freshness: (i64, Option<String>, Option<String>, i64),
+    pub embedder: Option<EmbedderInfo>,
+    pub record: Option<String>,
+}
+
 impl Store {
+    /// What a search reads before it embeds, as of one commit, with what the search of `text`
+    /// starts with read ahead (`read_ahead`). The state is read again only when a commit has
+    /// landed since it was last read (this connection's own writes or another's): a warm
+    /// search otherwise runs a dozen statements for values that have not changed.
+    pub fn search_state(&mut self, record_prefix: &str, text: Option<&str>) -> Result<SearchState> {
+        self.in_read(|s| {
+            if let Some(text) = text {
+                s.read_ahead(text)?;
+            }
+            // `data_version` moves with every commit of another connection, `total_changes`
+            // with every row this one writes; both stand still inside one read.
+            let version: i64 = s
+                .conn
+                .prepare_cached("PRAGMA data_version")?
+                .query_row([], |r| r.get(0))?;
+            let seen = (version, s.conn.total_changes(), record_prefix.to_string());
+            if let Some((at, state)) = s.state_read.as_ref() {
+                if *at == seen {
+                    return Ok(state.clone());
+                }
+            }
+            let embedder = s.embedder()?;
+            let record = match &embedder {
+                Some(e) => s.meta(&format!("{record_prefix}{}", e.fingerprint))?,
+                None => None,
+            };
+            let state = SearchState {
+                freshness: s.freshness()?,
+                embedder,
+                record,
+            };
+            s.state_read = Some((seen, state.clone()));
+            Ok(state)
+        })
+    }
+
     /// What every search needs to know about the store, without the full `stats` scan:
     /// (documents, newest `indexed_at`, last run, chunk churn).
     pub fn freshness(&self) -> Result<(i64, Option<String>, Option<String>, i64)> {

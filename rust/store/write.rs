@@ -484,6 +484,8 @@ impl Store {
             self.in_write = false;
             // The in-memory lexical index holds the abandoned changes: reload it when needed.
             self.lexical = None;
+            // So may the search state read inside the write (its rows written count on).
+            self.state_read = None;
         }
     }
 
@@ -498,6 +500,7 @@ impl Store {
         }
         self.lexical = None;
         self.cache = None;
+        self.state_read = None;
     }
 
     /// Write one metadata value in its own transaction (calibration records and the like).
