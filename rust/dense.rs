@@ -651,7 +651,10 @@ impl DenseIndex {
     ) -> Result<Vec<(usize, f32)>, Unread<E>> {
         let best_first = |a: &Scored, b: &Scored| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         if scored.iter().any(|s| s.2 > 0.0) {
-            scored.sort_by(best_first);
+            // The best `k` by estimate first, in any order: which they are is all that is read.
+            if scored.len() > k {
+                scored.select_nth_unstable_by(k - 1, best_first);
+            }
             let first: Vec<usize> = (0..scored.len().min(k))
                 .filter(|&j| scored[j].2 > 0.0)
                 .collect();
@@ -1135,7 +1138,13 @@ impl DenseIndex {
 }
 
 /// The `k` best of the parts' shortlists, best first, earlier rows winning ties.
-fn merge(parts: Vec<Vec<(usize, f32)>>, k: usize) -> Vec<(usize, f32)> {
+fn merge(mut parts: Vec<Vec<(usize, f32)>>, k: usize) -> Vec<(usize, f32)> {
+    if parts.len() == 1 {
+        // A part's shortlist is already its best first (`TopK::finish`).
+        let mut only = parts.pop().expect("one part");
+        only.truncate(k);
+        return only;
+    }
     let mut merged = parts.concat();
     merged.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     merged.truncate(k);

@@ -289,7 +289,9 @@ def assemble(
             identifiers=_core.identifiers(context.query),
         )
     dense = [score for _, score in raw["dense"]]
-    refreshed = max(filter(None, map(parse_stored, context.refreshed)), default=None)
+    # Stored instants sort as text: the latest one read back whole is shown as it is stored.
+    instants = [(t, text) for text in context.refreshed if (t := parse_stored(text)) is not None]
+    refreshed, shown = max(instants, default=(None, None))
     age = (context.now - refreshed).total_seconds() if refreshed else None
     timings = {
         "embed": round(context.embed_ms, 3),
@@ -311,7 +313,7 @@ def assemble(
         calibration=context.calibration,
         generation=int(raw["generation"]),
         staleness=Staleness(
-            newest_indexed_at=format_instant(refreshed) if refreshed else None,
+            newest_indexed_at=shown,
             age_seconds=age,
             stale=age is None or age > MAX_AGE.total_seconds(),
         ),

@@ -61,7 +61,10 @@ def evidence(older: Hit, newer: Hit) -> str | None:
 
 def pairs(hits: list[Hit]) -> list[Pair]:
     """The undeclared updates among the first `COMPARED` `ok` hits, each older note once."""
-    served = [(h, _read(h)) for h in hits if h.ok][:COMPARED]
+    ok = [h for h in hits if h.ok][:COMPARED]
+    if len(ok) < 2:
+        return []  # most searches: nothing to compare, and nothing read
+    served = [(h, _read(h)) for h in ok]
     found: list[Pair] = []
     for a, seen_a in served:
         for b, seen_b in served:
